@@ -1,0 +1,72 @@
+# sandboxd — see README.md. `make run` and `make test` are the two commands.
+CC       ?= cc
+PKGS     := libmicrohttpd jansson sqlite3 libseccomp
+BUILD    ?= build
+CFLAGS   ?= -O2 -g
+WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
+CPPFLAGS += -D_GNU_SOURCE -Isrc
+ALL_CFLAGS = -std=gnu17 $(WARN) $(CFLAGS) $(SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+ifeq ($(CI),true)
+ALL_CFLAGS += -Werror
+endif
+
+LIB_SRC  := $(wildcard src/lib/*.c) $(wildcard src/runtime/*.c)
+DMN_SRC  := $(wildcard src/daemon/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o)
+DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+STATE_DIR ?= /var/lib/sandboxd
+LISTEN    ?= 127.0.0.1:8080
+
+.PHONY: all deps run test test-unit test-e2e test-asan clean format
+
+all: $(BUILD)/sandboxd
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libsbx.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(BUILD)/sandboxd: $(DMN_OBJ) $(BUILD)/libsbx.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(DMN_LIB_OBJ) $(BUILD)/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+run: deps all
+	mkdir -p $(STATE_DIR)
+	exec $(BUILD)/sandboxd --listen $(LISTEN) --state-dir $(STATE_DIR)
+
+test: deps all $(UNIT_BIN)
+	@scripts/run-tests $(BUILD)
+
+test-unit: all $(UNIT_BIN)
+	@SBX_SUITES=unit scripts/run-tests $(BUILD)
+
+test-e2e: all
+	@SBX_SUITES=e2e scripts/run-tests $(BUILD)
+
+# The whole suite against an ASan+UBSan build of the daemon.
+test-asan: deps
+	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CFLAGS="-O1 -g" all unit-bins-asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 scripts/run-tests build-asan
+
+unit-bins-asan: $(UNIT_BIN)
+
+format:
+	clang-format -i $(LIB_SRC) $(DMN_SRC) $(wildcard src/*/*.h) $(UNIT_SRC)
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d)

@@ -1,0 +1,57 @@
+/* Running one command in a sandbox: pipes made by the daemon, one SPAWN to
+ * init, output read by the event loop into capped buffers, a timer for the
+ * timeout (which kills the command's whole cgroup), the exit from init.
+ * The job ends when the command has exited and its output is closed (or it
+ * was killed); then the done callback runs once and the job is freed. */
+#ifndef SBX_EXEC_H
+#define SBX_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/manager.h"
+#include "lib/buf.h"
+
+struct exec_params {
+	const char *command;            /* a shell command (bash -c), or */
+	const char *const *argv;        /* argv, NULL-terminated */
+	const char *const *env;         /* extra "KEY=VALUE", or NULL */
+	size_t envc;
+	const char *cwd;                /* NULL: the session's */
+	uint64_t timeout_ms;            /* 0: the daemon's default */
+	uint64_t max_output;            /* 0: the daemon's default */
+};
+
+enum exec_failure {
+	EXEC_OK = 0,
+	EXEC_TIMEOUT,      /* killed at its timeout */
+	EXEC_NOT_STARTED,  /* could not be started: msg says why */
+	EXEC_STOPPED,      /* the sandbox stopped under it */
+};
+
+struct exec_result {
+	enum exec_failure failure;
+	char msg[600];
+	int exit_code;      /* exit status, or 128 + signal */
+	int signo;          /* 0 unless killed by a signal */
+	struct buf out, err;
+	uint64_t start_wall_ms, duration_ms;
+};
+
+struct exec_job;
+typedef void (*exec_done_cb)(const struct exec_result *res, void *ctx);
+
+/* Queue a command in a session (NULL: default). done runs exactly once,
+ * possibly before exec_submit returns. */
+int exec_submit(struct sandbox *sb, struct session *sess,
+		const struct exec_params *p, exec_done_cb done, void *ctx,
+		struct sbx_err *err);
+
+/* Manager hooks: messages from init, and a sandbox going away. */
+void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
+		     const char *what);
+void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
+		  const char *what);
+void exec_fail_all(struct sandbox *sb, enum exec_failure f, const char *why);
+
+#endif

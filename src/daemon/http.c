@@ -1,0 +1,290 @@
+#include "daemon/http.h"
+
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+
+struct http_server {
+	struct MHD_Daemon *mhd;
+	struct loop *loop;
+	struct loop_watch watch;
+	struct http_config cfg;
+};
+
+struct http_req_priv {
+	struct http_req pub;
+	bool want_suspend;
+};
+
+static void queue_pending(struct http_req *r)
+{
+	MHD_queue_response(r->conn, r->pending_status, r->pending);
+	MHD_destroy_response(r->pending);
+	r->pending = NULL;
+}
+
+static void answer(struct http_req *r, unsigned status,
+		   struct MHD_Response *resp)
+{
+	if (r->answered) { /* a bug: keep the first answer */
+		MHD_destroy_response(resp);
+		return;
+	}
+	r->answered = true;
+	r->pending = resp;
+	r->pending_status = status;
+	if (r->suspended) {
+		r->suspended = false;
+		MHD_resume_connection(r->conn);
+	}
+}
+
+static struct MHD_Response *from_buf(char *data, size_t len, const char *type)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		len, data, MHD_RESPMEM_MUST_FREE);
+	if (!resp) {
+		free(data);
+		return NULL;
+	}
+	if (type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	return resp;
+}
+
+void http_respond_json(struct http_req *r, unsigned status, json_t *body)
+{
+	char *s = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!s) {
+		s = strdup("{\"error\":\"internal error: out of memory\"}");
+		status = 500;
+	}
+	struct MHD_Response *resp =
+		from_buf(s, strlen(s), "application/json");
+	if (resp)
+		answer(r, status, resp);
+}
+
+void http_respond_text(struct http_req *r, unsigned status, const char *text)
+{
+	char *s = strdup(text);
+	struct MHD_Response *resp =
+		s ? from_buf(s, strlen(s), "text/plain; charset=utf-8") : NULL;
+	if (resp)
+		answer(r, status, resp);
+}
+
+void http_respond_empty(struct http_req *r, unsigned status)
+{
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		0, NULL, MHD_RESPMEM_PERSISTENT);
+	if (resp)
+		answer(r, status, resp);
+}
+
+void http_suspend(struct http_req *r)
+{
+	((struct http_req_priv *)r)->want_suspend = true;
+}
+
+const char *http_header(struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+const char *http_query(struct http_req *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+static void too_large(struct http_req *r)
+{
+	r->body_too_large = true;
+	json_t *j = json_pack("{s:s, s:s}", "error", "request body too large",
+			      "code", "too_large");
+	http_respond_json(r, 413, j);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
+				 const char *url, const char *method,
+				 const char *version, const char *upload_data,
+				 size_t *upload_data_size, void **con_cls)
+{
+	struct http_server *s = cls;
+	struct http_req_priv *p = *con_cls;
+	(void)version;
+
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return MHD_NO;
+		p->pub.srv = s;
+		p->pub.conn = conn;
+		p->pub.method = method;
+		p->pub.url = url;
+		buf_init(&p->pub.body, 0);
+		*con_cls = p;
+		const char *cl = MHD_lookup_connection_value(
+			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
+			too_large(&p->pub);
+			queue_pending(&p->pub);
+		}
+		return MHD_YES;
+	}
+	struct http_req *r = &p->pub;
+	if (*upload_data_size) {
+		if (!r->body_too_large) {
+			if (r->body.len + *upload_data_size > s->cfg.max_body) {
+				too_large(r);
+				queue_pending(r);
+			} else if (buf_append(&r->body, upload_data,
+					      *upload_data_size) < 0) {
+				return MHD_NO;
+			}
+		}
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (r->pending) {
+		queue_pending(r);
+		return MHD_YES;
+	}
+	if (r->answered)
+		return MHD_YES; /* already queued (413) */
+	if (!p->want_suspend) {
+		s->cfg.handler(r, s->cfg.handler_data);
+		if (r->pending) {
+			queue_pending(r);
+			return MHD_YES;
+		}
+		if (!p->want_suspend) {
+			log_error("http: %s %s: handler gave no answer", method,
+				  url);
+			http_respond_text(r, 500, "internal error\n");
+			queue_pending(r);
+			return MHD_YES;
+		}
+	}
+	if (!r->suspended) {
+		r->suspended = true;
+		MHD_suspend_connection(conn);
+	}
+	return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn,
+			 void **con_cls, enum MHD_RequestTerminationCode toe)
+{
+	struct http_req_priv *p = *con_cls;
+	(void)cls;
+	(void)conn;
+	(void)toe;
+	if (!p)
+		return;
+	if (p->pub.on_close)
+		p->pub.on_close(&p->pub);
+	if (p->pub.pending)
+		MHD_destroy_response(p->pub.pending);
+	buf_free(&p->pub.body);
+	free(p);
+	*con_cls = NULL;
+}
+
+static void on_mhd_ready(struct loop_watch *w, uint32_t events)
+{
+	struct http_server *s = w->data;
+	(void)events;
+	MHD_run(s->mhd);
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	log_warn("http: %s", line);
+}
+
+int http_start(struct loop *l, const struct http_config *cfg,
+	       struct http_server **out, char *errbuf, size_t errcap)
+{
+	struct sockaddr_storage ss;
+	memset(&ss, 0, sizeof(ss));
+	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_USE_ERROR_LOG;
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	if (inet_pton(AF_INET, cfg->addr, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(cfg->port);
+	} else if (inet_pton(AF_INET6, cfg->addr, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(cfg->port);
+		flags |= MHD_USE_IPv6;
+	} else {
+		snprintf(errbuf, errcap, "bad listen address %s", cfg->addr);
+		return -1;
+	}
+	struct http_server *s = calloc(1, sizeof(*s));
+	if (!s)
+		return -1;
+	s->cfg = *cfg;
+	s->loop = l;
+	s->mhd = MHD_start_daemon(
+		flags, cfg->port, NULL, NULL, on_access, s,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
+		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+	if (!s->mhd) {
+		snprintf(errbuf, errcap, "cannot listen on %s:%u", cfg->addr,
+			 cfg->port);
+		free(s);
+		return -1;
+	}
+	const union MHD_DaemonInfo *info =
+		MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	s->watch.fd = info->epoll_fd;
+	s->watch.cb = on_mhd_ready;
+	s->watch.data = s;
+	if (loop_add(l, &s->watch, EPOLLIN) < 0) {
+		MHD_stop_daemon(s->mhd);
+		free(s);
+		snprintf(errbuf, errcap, "epoll add failed");
+		return -1;
+	}
+	*out = s;
+	return 0;
+}
+
+void http_run(struct http_server *s)
+{
+	MHD_run(s->mhd);
+}
+
+int http_timeout_ms(struct http_server *s)
+{
+	MHD_UNSIGNED_LONG_LONG t;
+	if (MHD_get_timeout(s->mhd, &t) != MHD_YES)
+		return -1;
+	return t > 60000 ? 60000 : (int)t;
+}
+
+void http_stop(struct http_server *s)
+{
+	if (!s)
+		return;
+	loop_del(s->loop, &s->watch);
+	MHD_stop_daemon(s->mhd);
+	free(s);
+}

@@ -1,0 +1,98 @@
+/* sandboxd: one process, one event loop. main() parses the flags, opens
+ * the state dir (registry, runtime), listens, and runs the loop until
+ * SIGTERM/SIGINT; then it stops every sandbox (files kept) and exits 0. */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "daemon/api.h"
+#include "daemon/config.h"
+#include "daemon/http.h"
+#include "daemon/loop.h"
+#include "daemon/manager.h"
+#include "lib/log.h"
+#include "runtime/init.h"
+
+static void on_signal(struct loop_watch *w, uint32_t events)
+{
+	struct signalfd_siginfo si;
+	(void)events;
+	if (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+		log_info("event=shutdown signal=%s", strsignal((int)si.ssi_signo));
+		loop_stop(w->data);
+	}
+}
+
+static void idle(void *data)
+{
+	http_run(data);
+}
+
+static int idle_timeout(void *data)
+{
+	return http_timeout_ms(data);
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+	struct sbx_err err = {0};
+	int r = config_parse(&cfg, argc, argv);
+	if (r)
+		return r > 0 ? 0 : 2;
+	log_set_level(cfg.log_level);
+	if (geteuid() != 0) {
+		fprintf(stderr, "sandboxd: must run as root (it creates "
+				"namespaces, mounts and cgroups)\n");
+		return 1;
+	}
+	/* the argv strings lie end to end: init reuses them for its name */
+	init_set_title_area(argv[0], (size_t)(argv[argc - 1] +
+					      strlen(argv[argc - 1]) - argv[0]));
+	signal(SIGPIPE, SIG_IGN);
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+
+	struct loop *loop = loop_new();
+	struct manager *m = NULL;
+	if (!loop || manager_new(&cfg, loop, &m, &err) < 0) {
+		log_error("event=fatal %s", err.msg[0] ? err.msg : "out of memory");
+		return 1;
+	}
+	struct api api = {.m = m};
+	struct http_config hc = {.addr = cfg.listen_addr, .port = cfg.port,
+				 .max_body = cfg.max_body,
+				 .handler = router_handle, .handler_data = &api};
+	struct http_server *http;
+	char msg[256];
+	if (http_start(loop, &hc, &http, msg, sizeof(msg)) < 0) {
+		log_error("event=fatal %s", msg);
+		manager_free(m);
+		return 1;
+	}
+	struct loop_watch sigw = {.fd = signalfd(-1, &mask, SFD_CLOEXEC),
+				  .cb = on_signal, .data = loop};
+	if (sigw.fd < 0 || loop_add(loop, &sigw, EPOLLIN) < 0) {
+		log_error("event=fatal signalfd: %s", strerror(errno));
+		return 1;
+	}
+	loop_set_idle(loop, idle, http, idle_timeout);
+	log_info("event=listening addr=%s port=%u state=%s", cfg.listen_addr,
+		 cfg.port, m->rt->state_dir);
+	r = loop_run(loop);
+	/* stopping sandboxes answers the requests still waiting on them */
+	manager_free(m);
+	http_run(http);
+	http_stop(http);
+	loop_del(loop, &sigw);
+	close(sigw.fd);
+	loop_free(loop);
+	log_info("event=stopped");
+	return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,34 @@
+/* The sandbox registry: which sandboxes exist, their uid slot and limits.
+ * SQLite in WAL mode under the state dir; survives daemon restarts. Writes
+ * happen on create, destroy and stop, never per command. */
+#ifndef SBX_REGISTRY_H
+#define SBX_REGISTRY_H
+
+#include <stdint.h>
+
+#include "lib/err.h"
+#include "runtime/cgroup.h"
+
+struct registry;
+
+struct registry_row {
+	const char *tenant, *id;
+	uint32_t slot;
+	uint64_t created_ms, last_active_ms;
+	struct cgroup_limits limits;
+};
+
+int registry_open(const char *path, struct registry **out,
+		  struct sbx_err *err);
+void registry_close(struct registry *r);
+int registry_load(struct registry *r,
+		  int (*cb)(const struct registry_row *row, void *data),
+		  void *data, struct sbx_err *err);
+int registry_insert(struct registry *r, const struct registry_row *row,
+		    struct sbx_err *err);
+int registry_delete(struct registry *r, const char *tenant, const char *id,
+		    struct sbx_err *err);
+int registry_touch(struct registry *r, const char *tenant, const char *id,
+		   uint64_t last_active_ms, struct sbx_err *err);
+
+#endif

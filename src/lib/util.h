@@ -1,0 +1,26 @@
+/* Small pure helpers: clocks, parsing of durations and sizes, UTF-8. */
+#ifndef SBX_UTIL_H
+#define SBX_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint64_t now_mono_ms(void);
+uint64_t now_wall_ms(void);
+/* "2026-11-29T20:00:00.000Z" into buf (>= 25 bytes). */
+void iso8601_ms(uint64_t wall_ms, char *buf, size_t cap);
+
+/* "500ms", "2s", "10m", "1h", "1.5s", plain "30" (seconds). -EINVAL on
+ * anything else or overflow. */
+int parse_duration_ms(const char *s, uint64_t *out);
+/* "1024", "64k", "256M", "1G", "1.5G" (binary units). */
+int parse_size(const char *s, uint64_t *out);
+
+/* Copy s into out, replacing every invalid UTF-8 sequence (and NUL) with
+ * U+FFFD, so the result is always valid for JSON. out must have room for
+ * 3 * len + 1 bytes; returns the output length. */
+size_t utf8_sanitize(const char *s, size_t len, char *out);
+/* Whether s[0..len) is valid UTF-8 without NUL. */
+int utf8_valid(const char *s, size_t len);
+
+#endif

@@ -1,0 +1,105 @@
+/* cgroups for sandboxes: one cgroup per sandbox with its limits, and beneath
+ * it one leaf for the sandbox's init plus a pool of leaves for commands, so
+ * that killing a command's leaf ends its whole process tree, daemonized
+ * children included.
+ *
+ * Layout, in every hierarchy used (v2: the unified one; v1: memory, pids,
+ * cpu, freezer), below the daemon's own cgroup as /proc/self/cgroup names it:
+ *
+ *   <own>/<manager name>/<sandbox name>/init     the sandbox's pid 1
+ *   <own>/<manager name>/<sandbox name>/c<N>     one command's tree
+ *
+ * Limits sit on <sandbox name>. Command leaves are reused (mkdir/rmdir in four
+ * v1 hierarchies costs ~0.4 ms, a cost the exec path should not pay). On v2
+ * the daemon moves itself into <own>/daemon first (the "no internal
+ * processes" rule forbids enabling controllers for children otherwise); it
+ * never leaves the subtree it started in. */
+#ifndef SBX_CGROUP_H
+#define SBX_CGROUP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/err.h"
+
+#define CGROUP_MAX_FDS 4 /* procs files a command joins: one per hierarchy */
+
+struct cgroup_limits {
+	uint64_t memory_bytes; /* 0 = unlimited */
+	uint32_t pids;         /* 0 = unlimited */
+	uint32_t cpu_millis;   /* 1000 = one CPU; 0 = unlimited */
+};
+
+struct cgroup_stats {
+	uint64_t memory_bytes; /* current usage */
+	uint64_t cpu_usec;     /* total CPU time used */
+	uint32_t pids;         /* current tasks */
+	uint64_t oom_kills;
+};
+
+/* Where the host's cgroup information is read from. NULL members take the
+ * real defaults ("/proc/self/mountinfo", "/proc/self/cgroup", getpid()).
+ * Unit tests point these at a fake cgroupfs tree. */
+struct cgroup_env {
+	const char *mountinfo_path;
+	const char *self_cgroup_path;
+	pid_t self_pid;
+	/* Unit tests only; NULL on a real cgroupfs. A fake tree on a plain
+	 * filesystem lacks cgroupfs's habit of filling a new directory with
+	 * control files and of dropping them on rmdir: fake_mkdir is called
+	 * after each cgroup directory is made, fake_rmdir before each is
+	 * removed, so the test can play the kernel's part. */
+	void (*fake_mkdir)(int dirfd, const char *name);
+	void (*fake_rmdir)(int dirfd, const char *name);
+};
+
+struct cgroup_manager;
+struct cgroup_sandbox;
+
+/* Detect the layout (pure v2, or v1 controllers with or without a unified
+ * mount) and create <own>/<name> in each hierarchy. name: [A-Za-z0-9._-]. */
+int cgroup_manager_new(const struct cgroup_env *env, const char *name,
+		       struct cgroup_manager **out, struct sbx_err *err);
+void cgroup_manager_free(struct cgroup_manager *m);
+int cgroup_manager_version(const struct cgroup_manager *m); /* 1 or 2 */
+/* Kill every process left below <own>/<name> and remove its cgroups (a
+ * previous daemon that died); the manager's own dirs stay. */
+int cgroup_manager_clean(struct cgroup_manager *m, struct sbx_err *err);
+/* cgroup_manager_clean, then remove <own>/<name> itself (daemon shutdown,
+ * tests). On v2 <own>/daemon stays: the daemon still lives in it. */
+int cgroup_manager_remove(struct cgroup_manager *m, struct sbx_err *err);
+
+/* Create <name> (removing a stale one first) with limits, and its init leaf. */
+int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
+		       const struct cgroup_limits *lim,
+		       struct cgroup_sandbox **out, struct sbx_err *err);
+/* Kill everything in the sandbox, remove its cgroups, free s. s is freed
+ * even on failure; what is left is removed by a later cgroup_sandbox_new of
+ * the same name or by cgroup_manager_clean. */
+int cgroup_sandbox_destroy(struct cgroup_sandbox *s, struct sbx_err *err);
+int cgroup_sandbox_set_limits(struct cgroup_sandbox *s,
+			      const struct cgroup_limits *lim,
+			      struct sbx_err *err);
+int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
+			    struct sbx_err *err);
+int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out);
+
+/* Take an empty command leaf from the pool (creating one if none is free).
+ * Returns its index >= 0 and fills fds[0..*nfds) with O_WRONLY|O_CLOEXEC fds
+ * of its cgroup.procs files, one per hierarchy: a process joins the leaf by
+ * writing "0" to each. The caller closes the fds. */
+int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
+		       int *nfds, struct sbx_err *err);
+/* Kill every process in the leaf and wait (bounded) until it is empty. */
+int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err);
+bool cgroup_cmd_empty(struct cgroup_sandbox *s, int idx);
+/* Return the leaf to the pool if empty; a leaf with processes left (a
+ * daemonized child) stays taken until a later release finds it empty. */
+bool cgroup_cmd_release(struct cgroup_sandbox *s, int idx);
+/* Re-check leaves left taken by cgroup_cmd_release; return the empty ones to
+ * the pool. Returns how many are still occupied. Called from the daemon's
+ * periodic tick. */
+int cgroup_sandbox_reclaim(struct cgroup_sandbox *s);
+
+#endif

@@ -1,0 +1,193 @@
+/* Packing and unpacking of daemon<->init packets. A SPAWN payload is:
+ *   u32 flags, u32 nstdio, i32 targets[4], u32 ncg, u32 argc, u32 envc,
+ *   then cwd, argv[0..argc), envp[0..envc) as NUL-terminated strings. */
+#include "runtime/proto.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "lib/cleanup.h"
+
+int proto_send(int sock, uint32_t type, uint64_t id, const void *payload,
+	       size_t len, const int *fds, size_t nfds)
+{
+	struct proto_hdr hdr = {.type = type, .len = (uint32_t)len, .id = id};
+	struct iovec iov[2] = {
+		{.iov_base = &hdr, .iov_len = sizeof(hdr)},
+		{.iov_base = (void *)payload, .iov_len = len},
+	};
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = len ? 2 : 1};
+
+	if (len > PROTO_MAX_PAYLOAD || nfds > PROTO_MAX_FDS)
+		return -E2BIG;
+	if (nfds) {
+		memset(&ctl, 0, sizeof(ctl));
+		msg.msg_control = ctl.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	for (;;) {
+		ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+		if (n >= 0)
+			return (size_t)n == sizeof(hdr) + len ? 0 : -EIO;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+int proto_recv(int sock, void *buf, size_t cap, struct proto_hdr *hdr,
+	       const void **payload, int *fds, size_t *nfds)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = {.iov_base = buf, .iov_len = cap};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf)};
+	ssize_t n;
+
+	*nfds = 0;
+	do
+		n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN
+							       : -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c;
+	     c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int tmp[PROTO_MAX_FDS];
+		memcpy(tmp, CMSG_DATA(c), k * sizeof(int));
+		for (size_t i = 0; i < k; i++) {
+			if (*nfds < PROTO_MAX_FDS)
+				fds[(*nfds)++] = tmp[i];
+			else
+				close(tmp[i]);
+		}
+	}
+	if (n == 0 && *nfds == 0)
+		return 0;
+	if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    (size_t)n < sizeof(*hdr))
+		goto bad;
+	memcpy(hdr, buf, sizeof(*hdr));
+	if (hdr->len != (size_t)n - sizeof(*hdr))
+		goto bad;
+	*payload = (const char *)buf + sizeof(*hdr);
+	return 1;
+bad:
+	for (size_t i = 0; i < *nfds; i++)
+		close(fds[i]);
+	*nfds = 0;
+	return -EPROTO;
+}
+
+struct spawn_fixed {
+	uint32_t flags, nstdio;
+	int32_t targets[4];
+	uint32_t ncg, argc, envc;
+};
+
+static int put_str(char *buf, size_t cap, size_t *off, const char *s)
+{
+	size_t l = strlen(s) + 1;
+	if (l > cap - *off)
+		return -E2BIG;
+	memcpy(buf + *off, s, l);
+	*off += l;
+	return 0;
+}
+
+ssize_t proto_spawn_encode(const struct spawn_req *req, char *buf, size_t cap)
+{
+	struct spawn_fixed f = {
+		.flags = req->flags, .nstdio = req->nstdio, .ncg = req->ncg,
+		.argc = req->argc, .envc = req->envc,
+	};
+	size_t off = sizeof(f);
+
+	memcpy(f.targets, req->targets, sizeof(f.targets));
+	if (cap < sizeof(f))
+		return -E2BIG;
+	memcpy(buf, &f, sizeof(f));
+	if (put_str(buf, cap, &off, req->cwd ? req->cwd : ""))
+		return -E2BIG;
+	for (uint32_t i = 0; i < req->argc; i++)
+		if (put_str(buf, cap, &off, req->argv[i]))
+			return -E2BIG;
+	for (uint32_t i = 0; i < req->envc; i++)
+		if (put_str(buf, cap, &off, req->envp[i]))
+			return -E2BIG;
+	return (ssize_t)off;
+}
+
+/* Next NUL-terminated string at *off, or NULL if it would run past len. */
+static const char *take_str(const char *buf, size_t len, size_t *off)
+{
+	if (*off >= len)
+		return NULL;
+	const char *s = buf + *off;
+	const char *nul = memchr(s, '\0', len - *off);
+	if (!nul)
+		return NULL;
+	*off += (size_t)(nul - s) + 1;
+	return s;
+}
+
+int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
+		       struct sbx_err *err)
+{
+	struct spawn_fixed f;
+	size_t off = sizeof(f);
+
+	memset(req, 0, sizeof(*req));
+	if (len < sizeof(f))
+		return sbx_err_set(err, EPROTO, "spawn: short packet");
+	memcpy(&f, buf, sizeof(f));
+	/* each string takes at least its NUL, which bounds the counts */
+	if (f.argc == 0 || f.argc > len || f.envc > len || f.nstdio > 4 ||
+	    f.ncg > PROTO_MAX_FDS)
+		return sbx_err_set(err, EPROTO, "spawn: bad counts");
+	for (uint32_t i = 0; i < f.nstdio; i++)
+		if (f.targets[i] < 0 || f.targets[i] > 3)
+			return sbx_err_set(err, EPROTO, "spawn: bad fd target");
+	req->flags = f.flags;
+	req->nstdio = f.nstdio;
+	memcpy(req->targets, f.targets, sizeof(f.targets));
+	req->ncg = f.ncg;
+	req->argc = f.argc;
+	req->envc = f.envc;
+	req->cwd = take_str(buf, len, &off);
+	_cleanup_free_ const char **argv = calloc(f.argc + 1, sizeof(char *));
+	_cleanup_free_ const char **envp = calloc(f.envc + 1, sizeof(char *));
+	if (!argv || !envp)
+		return sbx_err_set(err, ENOMEM, "spawn: out of memory");
+	if (!req->cwd)
+		return sbx_err_set(err, EPROTO, "spawn: truncated cwd");
+	for (uint32_t i = 0; i < f.argc; i++)
+		if (!(argv[i] = take_str(buf, len, &off)))
+			return sbx_err_set(err, EPROTO, "spawn: truncated argv");
+	for (uint32_t i = 0; i < f.envc; i++)
+		if (!(envp[i] = take_str(buf, len, &off)))
+			return sbx_err_set(err, EPROTO, "spawn: truncated env");
+	if (off != len)
+		return sbx_err_set(err, EPROTO, "spawn: trailing bytes");
+	req->argv = argv;
+	req->envp = envp;
+	argv = NULL;
+	envp = NULL;
+	return 0;
+}

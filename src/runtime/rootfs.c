@@ -1,0 +1,258 @@
+/* Root filesystem of a sandbox (see DESIGN.md, "A sandbox start sequence"):
+ *
+ *   /      overlay: lower = the image skeleton (idmapped, read-only),
+ *                   upper = <sandbox>/root/upper (persistent)
+ *   /usr   overlay: lower = host /usr (idmapped, read-only),
+ *                   upper = <sandbox>/usr/upper (persistent)
+ *   /proc  fresh procfs of the sandbox's pid namespace, with the kernel
+ *          interfaces that leak host state masked and /proc/sys & co
+ *          read-only (isolation.md A.24)
+ *   /dev   small tmpfs: null zero full random urandom tty, devpts (new
+ *          instance), ptmx, shm (isolation.md A.25)
+ *   /sys   absent
+ *
+ * Every mount is nosuid,nodev (but /dev, whose nodes must work, and it is
+ * noexec). The lower layers are idmapped through the sandbox's user
+ * namespace so host root's files show as the sandbox's root; without it,
+ * they would show as nobody and copy-up of root-owned directories fails.
+ * The overlays are mounted by host root: mounting them from inside the user
+ * namespace over idmapped layers is refused by this kernel. Propagation is
+ * private first, so nothing here ever reaches the host's mount table. */
+#include "runtime/rootfs.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "lib/cleanup.h"
+#include "runtime/fsutil.h"
+
+#ifndef MOUNT_ATTR_IDMAP
+#define MOUNT_ATTR_IDMAP 0x00100000
+#endif
+
+static int sys_open_tree(int dfd, const char *path, unsigned flags)
+{
+	return (int)syscall(SYS_open_tree, dfd, path, flags);
+}
+
+static int sys_mount_setattr(int dfd, const char *path, unsigned flags,
+			     struct mount_attr *attr)
+{
+	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr,
+			    sizeof(*attr));
+}
+
+static int sys_move_mount(int from, const char *fpath, int to,
+			  const char *tpath, unsigned flags)
+{
+	return (int)syscall(SYS_move_mount, from, fpath, to, tpath, flags);
+}
+
+/* Clone the tree at src, idmap it read-only, attach it at dst. */
+static int mount_idmapped(const char *src, const char *dst, int userns_fd,
+			  struct sbx_err *err)
+{
+	_cleanup_close_ int fd = sys_open_tree(
+		AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd < 0)
+		return sbx_err_sys(err, errno, "open_tree %s", src);
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
+			    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+		.userns_fd = (__u64)userns_fd,
+	};
+	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
+		return sbx_err_sys(err, errno, "idmap %s", src);
+	if (sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return sbx_err_sys(err, errno, "move_mount %s", dst);
+	return 0;
+}
+
+static int mount_overlay(const char *lower, const char *dir, const char *dst,
+			 struct sbx_err *err)
+{
+	char opts[4096];
+	int n = snprintf(opts, sizeof(opts),
+			 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower,
+			 dir, dir);
+	if (n < 0 || (size_t)n >= sizeof(opts))
+		return sbx_err_set(err, ENAMETOOLONG, "overlay options too long");
+	if (mount("overlay", dst, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
+		return sbx_err_sys(err, errno, "mount overlay on %s", dst);
+	return 0;
+}
+
+static int do_mount(const char *src, const char *dst, const char *type,
+		    unsigned long flags, const char *data, struct sbx_err *err)
+{
+	if (mount(src, dst, type, flags, data) < 0)
+		return sbx_err_sys(err, errno, "mount %s on %s",
+				   type ? type : src ? src : "(remount)", dst);
+	return 0;
+}
+
+static int setup_dev(uid_t base, struct sbx_err *err)
+{
+	static const struct {
+		const char *name;
+		unsigned maj, min;
+	} nodes[] = {{"null", 1, 3},    {"zero", 1, 5},    {"full", 1, 7},
+		     {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
+	static const struct {
+		const char *name, *target;
+	} links[] = {{"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+		     {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+		     {"ptmx", "pts/ptmx"},          {"core", "/dev/null"}};
+	char opts[128];
+	int r;
+
+	snprintf(opts, sizeof(opts), "mode=755,size=64k,nr_inodes=64,uid=%u,gid=%u",
+		 (unsigned)base, (unsigned)base);
+	if ((r = do_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts,
+			  err)))
+		return r;
+	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "dev/%s", nodes[i].name);
+		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) <
+			    0 ||
+		    chmod(p, 0666) < 0)
+			return sbx_err_sys(err, errno, "mknod %s", p);
+		if (lchown(p, base, base) < 0)
+			return sbx_err_sys(err, errno, "chown %s", p);
+	}
+	for (size_t i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		char p[32];
+		snprintf(p, sizeof(p), "dev/%s", links[i].name);
+		if (symlink(links[i].target, p) < 0 ||
+		    lchown(p, base, base) < 0)
+			return sbx_err_sys(err, errno, "symlink %s", p);
+	}
+	if (mkdir("dev/pts", 0755) < 0 || mkdir("dev/shm", 01777) < 0)
+		return sbx_err_sys(err, errno, "mkdir dev/pts, dev/shm");
+	/* owned by the sandbox's root so it looks as usual, and read-only so
+	 * nothing in it can be replaced; the nodes still work, and pts and
+	 * shm are mounts of their own */
+	if ((r = do_mount(NULL, "dev", NULL,
+			  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, opts,
+			  err)))
+		return r;
+	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,gid=%u",
+		 (unsigned)base + 5);
+	if ((r = do_mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+			  opts, err)))
+		return r;
+	snprintf(opts, sizeof(opts), "mode=1777,size=64m,uid=%u,gid=%u",
+		 (unsigned)base, (unsigned)base);
+	return do_mount("tmpfs", "dev/shm", "tmpfs",
+			MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err);
+}
+
+static int setup_proc(struct sbx_err *err)
+{
+	static const char *const masked_files[] = {
+		"proc/kcore", "proc/keys", "proc/timer_list", "proc/timer_stats",
+		"proc/sched_debug", "proc/latency_stats", "proc/kallsyms",
+		"proc/kpagecount", "proc/kpageflags", "proc/kpagecgroup",
+		"proc/sysrq-trigger"};
+	static const char *const masked_dirs[] = {"proc/acpi", "proc/asound",
+						  "proc/scsi", "proc/driver"};
+	static const char *const readonly[] = {"proc/sys", "proc/irq",
+					       "proc/bus", "proc/fs"};
+	int r;
+
+	if ((r = do_mount("proc", "proc", "proc",
+			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)))
+		return r;
+	for (size_t i = 0; i < sizeof(masked_files) / sizeof(masked_files[0]);
+	     i++) {
+		if (access(masked_files[i], F_OK) < 0)
+			continue;
+		if ((r = do_mount("dev/null", masked_files[i], NULL, MS_BIND,
+				  NULL, err)))
+			return r;
+	}
+	for (size_t i = 0; i < sizeof(masked_dirs) / sizeof(masked_dirs[0]);
+	     i++) {
+		if (access(masked_dirs[i], F_OK) < 0)
+			continue;
+		if ((r = do_mount("tmpfs", masked_dirs[i], "tmpfs",
+				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+				  "size=0,nr_inodes=1", err)))
+			return r;
+	}
+	for (size_t i = 0; i < sizeof(readonly) / sizeof(readonly[0]); i++) {
+		if (access(readonly[i], F_OK) < 0)
+			continue;
+		if ((r = do_mount(readonly[i], readonly[i], NULL,
+				  MS_BIND | MS_REC, NULL, err)) ||
+		    (r = do_mount(NULL, readonly[i], NULL,
+				  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+					  MS_NODEV | MS_NOEXEC,
+				  NULL, err)))
+			return r;
+	}
+	return 0;
+}
+
+int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
+{
+	char root[4096], lusr[4096], lskel[4096], dir[4096];
+	int r;
+
+	snprintf(root, sizeof(root), "%s/root", s->mnt_dir);
+	snprintf(lusr, sizeof(lusr), "%s/lusr", s->mnt_dir);
+	snprintf(lskel, sizeof(lskel), "%s/lskel", s->mnt_dir);
+	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)))
+		return r;
+	if ((r = mount_idmapped("/usr", lusr, s->userns_fd, err)) ||
+	    (r = mount_idmapped(s->image_dir, lskel, s->userns_fd, err)))
+		return r;
+	snprintf(dir, sizeof(dir), "%s/root", s->sandbox_dir);
+	if ((r = mount_overlay(lskel, dir, root, err)))
+		return r;
+	if (chdir(root) < 0)
+		return sbx_err_sys(err, errno, "chdir %s", root);
+	snprintf(dir, sizeof(dir), "%s/usr", s->sandbox_dir);
+	if ((r = mount_overlay(lusr, dir, "usr", err)) ||
+	    (r = setup_dev(s->base, err)) || (r = setup_proc(err)))
+		return r;
+	/* pivot_root(".", ".") stacks the old root on top of the new one;
+	 * detaching it leaves only the new tree (isolation.md A.17) */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return sbx_err_sys(err, errno, "pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return sbx_err_sys(err, errno, "detach old root");
+	if (chdir("/") < 0)
+		return sbx_err_sys(err, errno, "chdir /");
+	return 0;
+}
+
+int rootfs_prepare_dir(const char *sandbox_dir, uid_t base,
+		       struct sbx_err *err)
+{
+	static const char *const sub[] = {"root/upper", "root/work",
+					  "usr/upper", "usr/work"};
+	_cleanup_close_ int d =
+		open(sandbox_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (d < 0)
+		return sbx_err_sys(err, errno, "open %s", sandbox_dir);
+	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
+		int r = fs_mkdirs(d, sub[i], 0755, err);
+		if (r)
+			return r;
+	}
+	/* the upper roots carry the overlays' root inodes: owned by the
+	 * sandbox's root, like the directories they stand for */
+	if (fchownat(d, "root/upper", base, base, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(d, "usr/upper", base, base, AT_SYMLINK_NOFOLLOW) < 0)
+		return sbx_err_sys(err, errno, "chown upper dirs");
+	return 0;
+}

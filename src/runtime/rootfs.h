@@ -1,0 +1,26 @@
+/* The mount tree of a sandbox, built by its init (host root, in the
+ * sandbox's new mount namespace) before anything of the sandbox runs. */
+#ifndef SBX_ROOTFS_H
+#define SBX_ROOTFS_H
+
+#include <sys/types.h>
+
+#include "lib/err.h"
+
+struct rootfs_spec {
+	const char *image_dir; /* skeleton lower layer */
+	const char *mnt_dir;   /* empty host dir with root/, lusr/, lskel/ */
+	const char *sandbox_dir; /* has root/{upper,work}, usr/{upper,work} */
+	int userns_fd;         /* idmaps the lower layers */
+	uid_t base;            /* host uid of the sandbox's root */
+};
+
+/* Build the tree and pivot_root into it; on return the old root is gone
+ * and the cwd is the new "/". */
+int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err);
+
+/* Create the sandbox's persistent dirs (upper layers owned by base). */
+int rootfs_prepare_dir(const char *sandbox_dir, uid_t base,
+		       struct sbx_err *err);
+
+#endif

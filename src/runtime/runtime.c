@@ -1,0 +1,308 @@
+/* Sandbox lifecycle on the daemon's side of the socket. The start sequence
+ * is DESIGN.md's: a user namespace with the sandbox's uid range (owned by
+ * host root, kept alive by an fd), then clone3 of init with new mount, pid,
+ * ipc, uts and net namespaces that stay owned by the host's user namespace,
+ * so the sandbox can never reconfigure them. */
+#include "runtime/runtime.h"
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/cleanup.h"
+#include "runtime/fsutil.h"
+#include "runtime/image.h"
+#include "runtime/init.h"
+#include "runtime/rootfs.h"
+#include "runtime/userns.h"
+
+static char *join(const char *a, const char *b)
+{
+	char *s;
+	if (asprintf(&s, "%s/%s", a, b) < 0)
+		return NULL;
+	return s;
+}
+
+static uint32_t fnv1a(const char *s)
+{
+	uint32_t h = 2166136261u;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 16777619u;
+	return h;
+}
+
+int runtime_new(const char *state_dir, struct runtime **out,
+		struct sbx_err *err)
+{
+	struct runtime *rt = calloc(1, sizeof(*rt));
+	_cleanup_close_ int sd = -1;
+	int r;
+	if (!rt)
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	rt->state_dir = realpath(state_dir, NULL);
+	if (!rt->state_dir) {
+		r = sbx_err_sys(err, errno, "state dir %s", state_dir);
+		goto fail;
+	}
+	/* Its path goes into overlay mount options, where ',' ':' and '\'
+	 * are syntax. */
+	if (strpbrk(rt->state_dir, ",:\\ \n")) {
+		r = sbx_err_set(err, EINVAL,
+				"state dir %s: must not contain , : \\ or spaces",
+				rt->state_dir);
+		goto fail;
+	}
+	rt->image_dir = join(rt->state_dir, "image/default");
+	rt->mnt_dir = join(rt->state_dir, "run/mnt");
+	rt->sandboxes_dir = join(rt->state_dir, "sandboxes");
+	rt->trash_dir = join(rt->state_dir, "trash");
+	if (!rt->image_dir || !rt->mnt_dir || !rt->sandboxes_dir ||
+	    !rt->trash_dir) {
+		r = sbx_err_set(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	sd = open(rt->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (sd < 0) {
+		r = sbx_err_sys(err, errno, "open %s", rt->state_dir);
+		goto fail;
+	}
+	/* the state dir holds every sandbox's files: nobody else's business */
+	if (fchmod(sd, 0711) < 0) {
+		r = sbx_err_sys(err, errno, "chmod %s", rt->state_dir);
+		goto fail;
+	}
+	if ((r = fs_mkdirs(sd, "image", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "run/mnt/root", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "run/mnt/lusr", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "run/mnt/lskel", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "sandboxes", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "trash", 0700, err)))
+		goto fail;
+	if ((r = image_prepare(rt->image_dir, err)))
+		goto fail;
+	if ((r = seccomp_prog_build(&rt->seccomp, err)))
+		goto fail;
+	/* One cgroup subtree per state dir: two daemons (a test beside `make
+	 * run`) never touch each other's sandboxes. */
+	char cgname[64];
+	snprintf(cgname, sizeof(cgname), "sandboxd-%08x", fnv1a(rt->state_dir));
+	if ((r = cgroup_manager_new(NULL, cgname, &rt->cg, err)))
+		goto fail;
+	if ((r = cgroup_manager_clean(rt->cg, err)))
+		goto fail;
+	/* whatever a previous daemon left in the trash */
+	runtime_remove_files(rt, NULL, NULL);
+	*out = rt;
+	return 0;
+fail:
+	runtime_free(rt);
+	return r;
+}
+
+void runtime_free(struct runtime *rt)
+{
+	if (!rt)
+		return;
+	if (rt->cg)
+		cgroup_manager_free(rt->cg);
+	seccomp_prog_free(&rt->seccomp);
+	free(rt->state_dir);
+	free(rt->image_dir);
+	free(rt->mnt_dir);
+	free(rt->sandboxes_dir);
+	free(rt->trash_dir);
+	free(rt);
+}
+
+int runtime_start(struct runtime *rt, const char *name, uid_t base,
+		  const struct cgroup_limits *lim, struct sandbox_proc *out,
+		  struct sbx_err *err)
+{
+	_cleanup_free_ char *dir = join(rt->sandboxes_dir, name);
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	out->sock = out->pidfd = -1;
+	if (!dir)
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return sbx_err_sys(err, errno, "mkdir %s", dir);
+	if ((r = rootfs_prepare_dir(dir, base, err)))
+		return r;
+	_cleanup_close_ int userns = userns_create(base, err);
+	if (userns < 0)
+		return userns;
+	int sv[2];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_err_sys(err, errno, "socketpair");
+	for (int i = 0; i < 2; i++) {
+		int sz = PROTO_SOCKBUF;
+		setsockopt(sv[i], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
+		setsockopt(sv[i], SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+	}
+	if ((r = cgroup_sandbox_new(rt->cg, name, lim, &out->cg, err))) {
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
+
+	int pidfd = -1;
+	struct clone_args ca = {
+		.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
+			 CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)&pidfd,
+		.exit_signal = SIGCHLD,
+	};
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0) {
+		close(sv[0]);
+		struct init_args a = {
+			.sock = sv[1],
+			.userns_fd = userns,
+			.rootfs = {.image_dir = rt->image_dir,
+				   .mnt_dir = rt->mnt_dir,
+				   .sandbox_dir = dir,
+				   .userns_fd = userns,
+				   .base = base},
+			.seccomp = &rt->seccomp,
+		};
+		init_main(&a);
+	}
+	close(sv[1]);
+	if (pid < 0) {
+		r = sbx_err_sys(err, errno, "clone3 sandbox init");
+		close(sv[0]);
+		cgroup_sandbox_destroy(out->cg, NULL);
+		out->cg = NULL;
+		return r;
+	}
+	/* pidfd comes CLOEXEC from clone3 on current kernels; make sure */
+	fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+	out->init_pid = pid;
+	out->pidfd = pidfd;
+	out->sock = sv[0];
+	if ((r = cgroup_sandbox_add_init(out->cg, pid, err))) {
+		runtime_kill(out);
+		runtime_reap(out);
+		return r;
+	}
+	return 0;
+}
+
+int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
+		  const int *stdio_fds, int *cg_idx, struct sbx_err *err)
+{
+	int fds[PROTO_MAX_FDS], ncg = 0;
+	static char buf[PROTO_MAX_PAYLOAD];
+
+	if (req->nstdio > 4)
+		return sbx_err_set(err, EINVAL, "spawn: too many stdio fds");
+	int idx = cgroup_cmd_acquire(sp->cg, fds + req->nstdio, &ncg, err);
+	if (idx < 0)
+		return idx;
+	memcpy(fds, stdio_fds, req->nstdio * sizeof(int));
+	req->ncg = (uint32_t)ncg;
+	ssize_t len = proto_spawn_encode(req, buf, sizeof(buf));
+	int r = len < 0 ? sbx_err_set(err, E2BIG,
+				      "command, arguments and environment "
+				      "exceed %u bytes",
+				      PROTO_MAX_PAYLOAD)
+			: proto_send(sp->sock, PROTO_SPAWN, id, buf, (size_t)len,
+				     fds, req->nstdio + (size_t)ncg);
+	for (int i = 0; i < ncg; i++)
+		close(fds[req->nstdio + i]);
+	if (r < 0) {
+		cgroup_cmd_release(sp->cg, idx);
+		if (len >= 0)
+			return sbx_err_set(err, -r, "sending to sandbox init: %s",
+					   strerror(-r));
+		return r;
+	}
+	*cg_idx = idx;
+	return 0;
+}
+
+void runtime_kill(struct sandbox_proc *sp)
+{
+	if (sp->pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, sp->pidfd, SIGKILL, NULL, 0);
+}
+
+void runtime_reap(struct sandbox_proc *sp)
+{
+	if (sp->init_pid > 0) {
+		int st;
+		while (waitpid(sp->init_pid, &st, 0) < 0 && errno == EINTR)
+			;
+		sp->init_pid = 0;
+	}
+	if (sp->cg) {
+		struct sbx_err err;
+		if (cgroup_sandbox_destroy(sp->cg, &err) < 0)
+			fprintf(stderr, "cgroup cleanup: %s\n", err.msg);
+		sp->cg = NULL;
+	}
+	if (sp->sock >= 0)
+		close(sp->sock);
+	if (sp->pidfd >= 0)
+		close(sp->pidfd);
+	sp->sock = sp->pidfd = -1;
+}
+
+int runtime_remove_files(struct runtime *rt, const char *name,
+			 struct sbx_err *err)
+{
+	if (name) {
+		_cleanup_free_ char *src = join(rt->sandboxes_dir, name);
+		char dst[4096];
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(dst, sizeof(dst), "%s/%s.%lld.%09ld", rt->trash_dir, name,
+			 (long long)ts.tv_sec, ts.tv_nsec);
+		if (!src)
+			return sbx_err_set(err, ENOMEM, "out of memory");
+		if (rename(src, dst) < 0 && errno != ENOENT)
+			return sbx_err_sys(err, errno, "rename %s", src);
+	}
+	/* Deleting a big tree takes long; a child does it while the daemon
+	 * goes on. It keeps no fd of the daemon's (a listening socket held
+	 * by it would outlive the daemon). Links inside are never followed. */
+	if (rt->ncleaners == sizeof(rt->cleaners) / sizeof(pid_t))
+		return 0; /* enough at work; a later call empties the rest */
+	int fd = open(rt->trash_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return sbx_err_sys(err, errno, "open %s", rt->trash_dir);
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (dup2(fd, 3) == 3) {
+			syscall(SYS_close_range, 4, ~0U, 0);
+			fs_empty_dir(3, NULL);
+		}
+		_exit(0);
+	}
+	close(fd);
+	if (pid > 0)
+		rt->cleaners[rt->ncleaners++] = pid;
+	return 0;
+}
+
+void runtime_collect(struct runtime *rt)
+{
+	for (size_t i = 0; i < rt->ncleaners;) {
+		int st;
+		if (waitpid(rt->cleaners[i], &st, WNOHANG) != 0)
+			rt->cleaners[i] = rt->cleaners[--rt->ncleaners];
+		else
+			i++;
+	}
+}

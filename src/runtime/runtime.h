@@ -1,0 +1,59 @@
+/* The runtime's face to the daemon: make, run and tear down sandboxes. No
+ * HTTP, no JSON: names, uids, limits, fds and messages. */
+#ifndef SBX_RUNTIME_H
+#define SBX_RUNTIME_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "lib/err.h"
+#include "runtime/cgroup.h"
+#include "runtime/proto.h"
+#include "runtime/seccomp.h"
+
+struct runtime {
+	char *state_dir;     /* absolute */
+	char *image_dir;     /* <state>/image/default */
+	char *mnt_dir;       /* <state>/run/mnt: init's staging mountpoints */
+	char *sandboxes_dir; /* <state>/sandboxes/<name>: persistent files */
+	char *trash_dir;     /* <state>/trash: removed sandboxes, emptied async */
+	struct cgroup_manager *cg;
+	struct seccomp_prog seccomp;
+	pid_t cleaners[64]; /* trash-emptying children not yet reaped */
+	size_t ncleaners;
+};
+
+/* A running sandbox's handles on the daemon side. */
+struct sandbox_proc {
+	pid_t init_pid;    /* host pid */
+	int pidfd;         /* readable when init has exited */
+	int sock;          /* to init */
+	struct cgroup_sandbox *cg;
+};
+
+int runtime_new(const char *state_dir, struct runtime **out,
+		struct sbx_err *err);
+void runtime_free(struct runtime *rt);
+
+/* Start a sandbox's init. Returns at once: setup continues in init, which
+ * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued
+ * in the socket and served after setup. */
+int runtime_start(struct runtime *rt, const char *name, uid_t base,
+		  const struct cgroup_limits *lim, struct sandbox_proc *out,
+		  struct sbx_err *err);
+/* Send a spawn: takes a command cgroup leaf (returned in *cg_idx) and
+ * passes stdio fds (nstdio, targets in req) plus the leaf's fds. */
+int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
+		  const int *stdio_fds, int *cg_idx, struct sbx_err *err);
+/* Kill init (so the whole pid namespace) without waiting. */
+void runtime_kill(struct sandbox_proc *sp);
+/* After init has exited: reap it, remove cgroups, close handles. */
+void runtime_reap(struct sandbox_proc *sp);
+/* Move a stopped sandbox's files to the trash and delete them in a
+ * background process. */
+int runtime_remove_files(struct runtime *rt, const char *name,
+			 struct sbx_err *err);
+/* Reap finished trash-removal processes (non-blocking). */
+void runtime_collect(struct runtime *rt);
+
+#endif

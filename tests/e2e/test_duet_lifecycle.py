@@ -1,0 +1,111 @@
+"""DELETE /api/rooms/{id}, idle stop and transparent restart, files surviving
+daemon restarts, and processes dying with the daemon."""
+import time
+
+from helpers import (describe_pids, host_comms, host_pids_with_uid_range,
+                     room_host_uid, room_name_re, wait_no_pids, wait_until)
+
+
+def start_background_sleep(daemon, room):
+    """Starts a detached `sleep` in the room; returns the room's host uid base
+    after checking the sleep shows up on the host."""
+    base = room_host_uid(daemon, room)
+    res = daemon.run(room, "sleep 1000 >/dev/null 2>&1 &", timeout=10)
+    assert res["exitCode"] == 0, res
+    assert wait_until(lambda: "sleep" in host_comms(host_pids_with_uid_range(base)), 3), \
+        "background sleep not seen on the host:\n" + describe_pids(host_pids_with_uid_range(base))
+    return base
+
+
+def test_delete_destroys_files_processes_and_session(daemon, room):
+    daemon.run(room, "echo data > /workspace/f.txt && mkdir -p /root/x && cd /tmp && export V=1")
+    base = start_background_sleep(daemon, room)
+
+    r = daemon.delete(room)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"cleaned": True, "roomId": room}
+
+    left = wait_no_pids(base, timeout=5)
+    assert not left, "processes survived DELETE:\n" + describe_pids(left)
+
+    # the next exec works, in a fresh sandbox
+    res = daemon.run(room, "pwd; echo \"V=${V:-unset}\"; ls -A /workspace; test -e /root/x || echo no-x")
+    assert res["stdout"] == "/workspace\nV=unset\nno-x\n", res
+    assert daemon.run(room, "cat /workspace/f.txt")["exitCode"] != 0
+
+
+def test_delete_never_existing_room_is_200(daemon, room):
+    r = daemon.delete(room)
+    assert r.status_code == 200, r.text
+    assert r.json() == {"cleaned": True, "roomId": room}
+
+
+def test_delete_twice_is_idempotent(daemon, room):
+    daemon.run(room, "touch a")
+    for _ in range(2):
+        r = daemon.delete(room)
+        assert r.status_code == 200, r.text
+        assert r.json() == {"cleaned": True, "roomId": room}
+
+
+def test_delete_leaves_other_rooms_alone(daemon, new_room):
+    a, b = new_room(), new_room()
+    daemon.run(a, "echo A > keep.txt")
+    daemon.run(b, "echo B > keep.txt && cd /tmp")
+    assert daemon.delete(a).status_code == 200
+    res = daemon.run(b, "pwd; cat /workspace/keep.txt")
+    assert res["stdout"] == "/tmp\nB\n"
+
+
+def test_idle_stop_then_transparent_restart(make_daemon, room):
+    d = make_daemon("--sleep-after", "1s")
+    d.run(room, "echo persisted > /workspace/idle.txt")
+    base = room_host_uid(d, room)
+    pat = room_name_re(room)
+
+    def stopped_for_idle():
+        return any(pat.search(l) and "stopped" in l and "idle" in l
+                   for l in d.log_text().splitlines())
+
+    assert wait_until(stopped_for_idle, 10, interval=0.2), \
+        "no idle stop logged within 10 s:\n" + d.log_tail()
+    left = wait_no_pids(base, timeout=3)
+    assert not left, "processes left after idle stop:\n" + describe_pids(left)
+
+    res = d.run(room, "cat /workspace/idle.txt")
+    assert res["stdout"] == "persisted\n"
+
+
+def test_no_idle_stop_while_a_command_runs(make_daemon, room):
+    d = make_daemon("--sleep-after", "1s")
+    res = d.run(room, "sleep 2.5; echo finished", timeout=30)
+    assert (res["exitCode"], res["stdout"]) == (0, "finished\n"), res
+
+
+def test_files_survive_sigkill_and_processes_die_with_daemon(make_daemon, room):
+    d = make_daemon()
+    d.run(room, "echo survived > /workspace/kill.txt && mkdir -p /home/u && echo h > /home/u/f")
+    base = start_background_sleep(d, room)
+
+    d.kill()
+    left = wait_no_pids(base, timeout=5)
+    assert not left, "sandbox processes outlived a SIGKILLed daemon:\n" + describe_pids(left)
+
+    d.restart()
+    res = d.run(room, "cat /workspace/kill.txt /home/u/f")
+    assert res["stdout"] == "survived\nh\n", res
+
+
+def test_sigterm_exits_0_stops_sandboxes_keeps_files(make_daemon, room):
+    d = make_daemon()
+    d.run(room, "echo kept > /workspace/term.txt")
+    base = start_background_sleep(d, room)
+
+    t0 = time.monotonic()
+    d.stop()  # asserts exit status 0
+    assert time.monotonic() - t0 < 10
+    left = wait_no_pids(base, timeout=3)
+    assert not left, "sandbox processes outlived SIGTERM:\n" + describe_pids(left)
+
+    d.restart()
+    assert d.run(room, "cat /workspace/term.txt")["stdout"] == "kept\n"
