@@ -240,12 +240,12 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	s->loop = l;
 	s->mhd = MHD_start_daemon(
 		flags, cfg->port, NULL, NULL, on_access, s,
+		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024,
-		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!s->mhd) {
 		snprintf(errbuf, errcap, "cannot listen on %s:%u", cfg->addr,
 			 cfg->port);

@@ -121,7 +121,8 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	struct sandbox *sb = add(m, tenant, id, slot);
 	if (!sb)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	sb->limits = limits ? *limits : m->cfg->limits;
+	if (limits)
+		sb->limits = *limits;
 	sb->created_ms = sb->last_active_ms = now_wall_ms();
 	struct registry_row row = {.tenant = tenant, .id = id, .slot = slot,
 				   .created_ms = sb->created_ms,
@@ -224,8 +225,15 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	struct manager *m = sb->m;
 	if (sb->state != SB_STOPPED)
 		return 0;
-	int r = runtime_start(m->rt, sb->name, sb->base, &sb->limits, &sb->proc,
-			      err);
+	/* a limit the sandbox was not created with follows the daemon's
+	 * current default */
+	const struct cgroup_limits *d = &m->cfg->limits;
+	struct cgroup_limits lim = {
+		.memory_bytes = sb->limits.memory_bytes ?: d->memory_bytes,
+		.pids = sb->limits.pids ?: d->pids,
+		.cpu_millis = sb->limits.cpu_millis ?: d->cpu_millis,
+	};
+	int r = runtime_start(m->rt, sb->name, sb->base, &lim, &sb->proc, err);
 	if (r < 0) {
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;

@@ -27,7 +27,7 @@ struct sandbox {
 	enum sandbox_state state;
 	struct sandbox_proc proc;
 	struct loop_watch sock_w, pid_w;
-	struct cgroup_limits limits;
+	struct cgroup_limits limits;          /* 0: the daemon's default */
 	uint64_t created_ms, last_active_ms; /* wall clock */
 	struct session *sessions;            /* first: the default session */
 	struct exec_job *jobs;               /* sent to init, not yet ended */

@@ -434,9 +434,10 @@ static int tree_kill(struct cgroup_manager *m, const char *rel,
 				       cgroup_now_ns() + EXIT_SLICE_NS));
 		if (n > 0 && cgroup_now_ns() >= deadline)
 			return sbx_err_set(err, EBUSY,
-					   "cgroup: %d processes in %s/%s "
-					   "survived SIGKILL",
-					   n, m->h[m->primary].path, rel);
+					   "cgroup: processes in %s/%s "
+					   "survived SIGKILL for %lld ms",
+					   m->h[m->primary].path, rel,
+					   KILL_TIMEOUT_NS / 1000000);
 	}
 	if (n < 0)
 		return sbx_err_sys(err, -n, "cgroup: list processes in %s/%s",
@@ -1102,6 +1103,16 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		if (r < 0) {
 			tree_destroy(m, rel, false, NULL);
 			return r;
+		}
+		/* v2: an OOM in the sandbox ends the victim's whole command
+		 * tree, never a half of it; init and other commands live on.
+		 * (On the sandbox cgroup it would take init down too.) */
+		if (m->version == 2) {
+			r = cgroup_set(m, 0, rel, "memory.oom.group", "1", true, err);
+			if (r < 0 && r != -ENOENT) {
+				tree_destroy(m, rel, false, NULL);
+				return r;
+			}
 		}
 		s->state[idx] = CGROUP_LEAF_FREE;
 		s->nleaves++;

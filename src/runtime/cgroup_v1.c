@@ -28,8 +28,10 @@ static int set_memory(struct cgroup_manager *m, int h, const char *rel,
 			       NULL);
 	}
 	if (r < 0)
-		return cgroup_set(m, h, rel, "memory.limit_in_bytes", val,
-				  false, err);
+		return sbx_err_sys(err, -r,
+				   "cgroup: write \"%s\" to "
+				   "%s/%s/memory.limit_in_bytes",
+				   val, m->h[h].path, rel);
 	/* Present only with swap accounting; without it there is no swap to
 	 * escape the memory limit into either way. */
 	r = cgroup_set(m, h, rel, "memory.memsw.limit_in_bytes", val, true,

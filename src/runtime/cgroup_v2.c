@@ -87,11 +87,6 @@ int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
 	r = cgroup_set(m, 0, rel, "memory.swap.max", "0", true, err);
 	if (r < 0 && r != -ENOENT)
 		return r;
-	/* One OOM ends the sandbox's processes together, rather than leaving
-	 * a half-killed process tree behind. */
-	r = cgroup_set(m, 0, rel, "memory.oom.group", "1", true, err);
-	if (r < 0 && r != -ENOENT)
-		return r;
 
 	if (lim->pids)
 		snprintf(val, sizeof(val), "%u", lim->pids);

@@ -21,9 +21,10 @@ int fs_mkdirs(int dirfd, const char *path, mode_t mode, struct sbx_err *err);
 int fs_remove_tree(int dirfd, const char *name, struct sbx_err *err);
 /* Remove everything inside dirfd, which stays. */
 int fs_empty_dir(int dirfd, struct sbx_err *err);
-/* Copy src (a dir fd) into dst (a dir fd): directories, regular files and
- * symlinks, keeping modes and owners; anything not readable by "others" on
- * the host is skipped, so secrets never leak into a copy. */
+/* Copy src (a dir fd) into dst (a dir fd): directories, regular files
+ * (hard-linked when on the same filesystem) and symlinks, keeping modes and
+ * owners; anything not readable by "others" on the host is skipped, so
+ * secrets never leak into a copy. */
 int fs_copy_tree(int srcfd, int dstfd, struct sbx_err *err);
 /* Copy one entry of srcdir (file, link or whole directory) into dstdir. */
 int fs_copy_entry(int srcdir, int dstdir, const char *name,

@@ -348,8 +348,9 @@ static void test_limits_written(void **state)
 			    "67108864");
 	assert_string_equal(read_file("%s/" MGR "/box1/memory.swap.max", b),
 			    "0");
+	/* OOM grouping is per command leaf, so an OOM never takes init */
 	assert_string_equal(read_file("%s/" MGR "/box1/memory.oom.group", b),
-			    "1");
+			    "");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "16");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
 			    "50000 100000");
@@ -451,6 +452,8 @@ static void test_acquire_fds_land_in_c0(void **state)
 	close_fds(fds, nfds);
 	assert_string_equal(
 		read_file("%s/" MGR "/box1/c0/cgroup.procs", f->own), "0");
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/c0/memory.oom.group", f->own), "1");
 	destroy(s);
 	cgroup_manager_free(m);
 }

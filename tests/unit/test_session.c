@@ -1,0 +1,129 @@
+/* Session state: what the session hook writes, and how the session takes
+ * it (cwd, exported variables, what is not carried). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/session.h"
+
+static const char *getenv_s(struct session *s, const char *k)
+{
+	size_t kl = strlen(k);
+	for (size_t i = 0; i < s->envc; i++)
+		if (!strncmp(s->env[i], k, kl) && s->env[i][kl] == '=')
+			return s->env[i] + kl + 1;
+	return NULL;
+}
+
+static void test_defaults(void **state)
+{
+	(void)state;
+	struct session *s = session_new("default", NULL, NULL, 0);
+	assert_non_null(s);
+	assert_string_equal(s->cwd, "/workspace");
+	assert_non_null(getenv_s(s, "PATH"));
+	assert_string_equal(getenv_s(s, "HOME"), "/root");
+	session_free(s);
+}
+
+static void test_apply_record(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", NULL, NULL, 0);
+	static const char rec[] = "SBXSTATE\0/tmp\0A=1\0PATH=/bin\0SHLVL=2\0"
+				  "PWD=/tmp\0_=/bin/true\0B=has=equals\0";
+	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
+	assert_string_equal(s->cwd, "/tmp");
+	assert_string_equal(getenv_s(s, "A"), "1");
+	assert_string_equal(getenv_s(s, "B"), "has=equals");
+	assert_string_equal(getenv_s(s, "PATH"), "/bin");
+	assert_null(getenv_s(s, "SHLVL"));
+	assert_null(getenv_s(s, "PWD"));
+	assert_null(getenv_s(s, "_"));
+	assert_null(getenv_s(s, "HOME")); /* unset by the command: gone */
+	session_free(s);
+}
+
+static void test_last_record_wins(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", NULL, NULL, 0);
+	/* junk a command wrote to fd 63 first, then the hook's record */
+	static const char rec[] = "garbage SBXSTATE\0/evil\0E=1\0"
+				  "SBXSTATE\0/good\0G=1\0";
+	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
+	assert_string_equal(s->cwd, "/good");
+	assert_string_equal(getenv_s(s, "G"), "1");
+	assert_null(getenv_s(s, "E"));
+	session_free(s);
+}
+
+static void test_no_or_cut_record(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", "/w", NULL, 0);
+	assert_int_equal(session_apply_state(s, "", 0), 0);
+	assert_int_equal(session_apply_state(s, "hello", 5), 0);
+	static const char cut[] = "SBXSTATE\0/tmp\0A=1"; /* no final NUL */
+	assert_true(session_apply_state(s, cut, sizeof(cut) - 1) < 0);
+	static const char rel[] = "SBXSTATE\0tmp\0";
+	assert_true(session_apply_state(s, rel, sizeof(rel) - 1) < 0);
+	assert_string_equal(s->cwd, "/w"); /* untouched */
+	assert_non_null(getenv_s(s, "PATH"));
+	session_free(s);
+}
+
+static void test_env_for_overrides(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", NULL, NULL, 0);
+	const char *extra[] = {"HOME=/h", "NEW=1"};
+	size_t n;
+	const char **env = session_env_for(s, extra, 2, "BASH_ENV=/x", &n);
+	assert_non_null(env);
+	int home = 0, nw = 0, be = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(env[i], "HOME=", 5)) {
+			home++;
+			assert_string_equal(env[i], "HOME=/h");
+		}
+		nw += !strcmp(env[i], "NEW=1");
+		be += !strcmp(env[i], "BASH_ENV=/x");
+	}
+	assert_int_equal(home, 1);
+	assert_int_equal(nw, 1);
+	assert_int_equal(be, 1);
+	assert_null(env[n]);
+	free(env);
+	session_free(s);
+}
+
+static void test_setenv_replaces(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", NULL, NULL, 0);
+	size_t before = s->envc;
+	assert_int_equal(session_setenv(s, "HOME=/new"), 0);
+	assert_int_equal(s->envc, before);
+	assert_string_equal(getenv_s(s, "HOME"), "/new");
+	assert_int_equal(session_setenv(s, "Z=9"), 0);
+	assert_int_equal(s->envc, before + 1);
+	session_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_apply_record),
+		cmocka_unit_test(test_last_record_wins),
+		cmocka_unit_test(test_no_or_cut_record),
+		cmocka_unit_test(test_env_for_overrides),
+		cmocka_unit_test(test_setenv_replaces),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
