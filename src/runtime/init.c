@@ -167,6 +167,14 @@ _Noreturn void init_main(const struct init_args *a)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 	set_cmdline();
+	/* an OOM in the sandbox takes a command, never its init */
+	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom >= 0) {
+		if (write(oom, "-1000", 5) < 0) {
+			/* not fatal: v1's OOM killer picks the biggest task */
+		}
+		close(oom);
+	}
 	/* Nothing of the daemon's may stay open here: other sandboxes'
 	 * sockets, the registry, the listening socket. */
 	int keep_lo = a->sock < a->userns_fd ? a->sock : a->userns_fd;
