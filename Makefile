@@ -22,7 +22,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATE_DIR ?= /var/lib/sandboxd
 LISTEN    ?= 127.0.0.1:8080
 
-.PHONY: all deps run test test-unit test-e2e test-asan clean format
+.PHONY: all deps run test test-unit test-e2e test-asan bench clean format
 
 all: $(BUILD)/sandboxd
 
@@ -62,6 +62,10 @@ test-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 scripts/run-tests build-asan
 
 unit-bins-asan: $(UNIT_BIN)
+
+# Benchmarks side by side with their baselines; writes bench/RESULTS.md.
+bench: deps all
+	bench/run $(BUILD)
 
 format:
 	clang-format -i $(LIB_SRC) $(DMN_SRC) $(wildcard src/*/*.h) $(UNIT_SRC)
