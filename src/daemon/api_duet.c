@@ -193,7 +193,7 @@ static void handle_exec(struct api *a, struct http_req *r, const char *room)
 	}
 	sandbox_touch(sb);
 	http_suspend(r);
-	if (exec_submit(sb, NULL, &p, exec_done, d, &err) < 0) {
+	if (exec_submit(sb, NULL, &p, exec_done, d, NULL, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, d);

@@ -1,3 +1,11 @@
+/* One command's life on the daemon's side. Pipes are made here (the
+ * daemon's ends non-blocking, in the event loop), the child's ends go to
+ * init with the SPAWN. The job is over when init reported the exit and the
+ * output pipes are closed (a background child holding stdout keeps the
+ * command running, as in a shell), or when it was killed; then done() runs
+ * once and the job is freed. Output is either kept in capped buffers or
+ * handed to on_output as it arrives, with pause/resume for back-pressure:
+ * a paused stream is simply not read, so the command blocks in write(). */
 #include "daemon/exec.h"
 
 #include <fcntl.h>
@@ -20,15 +28,16 @@ struct exec_job {
 	uint64_t id;
 	struct sandbox *sb;
 	struct session *sess;
-	char *command, *cwd;
+	struct exec_params p; /* strings below are our copies */
+	char *command, *cwd, *stdin_copy;
 	char **argv, **env;
-	size_t envc;
-	uint64_t timeout_ms;
+	size_t stdin_off;
 	exec_done_cb done;
 	void *ctx;
 	struct exec_result res;
 	struct buf state;
-	struct loop_watch out_w, err_w, st_w;
+	struct loop_watch out_w, err_w, st_w, in_w;
+	bool out_paused, err_paused, in_waiting;
 	struct loop_timer timer;
 	int cg_idx;
 	bool exited, killed, finishing;
@@ -66,6 +75,7 @@ static void job_free(struct exec_job *j)
 {
 	free(j->command);
 	free(j->cwd);
+	free(j->stdin_copy);
 	free_strv(j->argv);
 	free_strv(j->env);
 	buf_free(&j->res.out);
@@ -82,14 +92,21 @@ static void close_watch(struct loop *l, struct loop_watch *w)
 	w->fd = -1;
 }
 
-/* Read what is there now; returns 1 at EOF. */
-static int drain(struct loop_watch *w, struct buf *b)
+/* Read what is there now into b, or hand it on; returns 1 at EOF, 0 when
+ * drained, 2 when the consumer asked to pause. */
+static int drain(struct exec_job *j, struct loop_watch *w, struct buf *b,
+		 int fd_no)
 {
 	char chunk[65536];
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < 16; i++) {
 		ssize_t n = read(w->fd, chunk, sizeof(chunk));
 		if (n > 0) {
-			buf_append(b, chunk, (size_t)n);
+			if (j->p.on_output && fd_no) {
+				if (j->p.on_output(j->ctx, fd_no, chunk, (size_t)n))
+					return 2;
+			} else {
+				buf_append(b, chunk, (size_t)n);
+			}
 			continue;
 		}
 		if (n == 0)
@@ -121,16 +138,18 @@ static void finish(struct exec_job *j)
 		return;
 	j->finishing = true;
 	loop_timer_stop(l, &j->timer);
-	/* output written before the exit is in the pipes: take it */
-	if (j->out_w.fd >= 0)
-		drain(&j->out_w, &j->res.out);
-	if (j->err_w.fd >= 0)
-		drain(&j->err_w, &j->res.err);
+	/* output written before the exit is in the pipes: take it, unless
+	 * its consumer is gone or full (then the rest is dropped) */
+	if (j->out_w.fd >= 0 && !j->out_paused)
+		drain(j, &j->out_w, &j->res.out, 1);
+	if (j->err_w.fd >= 0 && !j->err_paused)
+		drain(j, &j->err_w, &j->res.err, 2);
 	if (j->st_w.fd >= 0)
-		drain(&j->st_w, &j->state);
+		drain(j, &j->st_w, &j->state, 0);
 	close_watch(l, &j->out_w);
 	close_watch(l, &j->err_w);
 	close_watch(l, &j->st_w);
+	close_watch(l, &j->in_w);
 	if (j->res.failure == EXEC_OK && j->state.len)
 		session_apply_state(j->sess, j->state.data, j->state.len);
 	if (j->cg_idx >= 0 && sb->proc.cg)
@@ -176,93 +195,247 @@ static void maybe_done(struct exec_job *j)
 static void on_output(struct loop_watch *w, uint32_t events)
 {
 	struct exec_job *j = w->data;
-	struct buf *b = w == &j->out_w ? &j->res.out
-			: w == &j->err_w ? &j->res.err
-					 : &j->state;
+	struct loop *l = j->sb->m->loop;
+	int no = w == &j->out_w ? 1 : w == &j->err_w ? 2 : 0;
+	struct buf *b = no == 1 ? &j->res.out : no == 2 ? &j->res.err : &j->state;
 	(void)events;
-	if (drain(w, b)) {
-		close_watch(j->sb->m->loop, w);
+	int r = drain(j, w, b, no);
+	if (r == 1) {
+		close_watch(l, w);
 		maybe_done(j);
+	} else if (r == 2) {
+		loop_del(l, w);
+		*(no == 1 ? &j->out_paused : &j->err_paused) = true;
+	}
+}
+
+void exec_resume_output(struct exec_job *j)
+{
+	struct loop *l = j->sb->m->loop;
+	if (j->out_paused && j->out_w.fd >= 0) {
+		j->out_paused = false;
+		loop_add(l, &j->out_w, EPOLLIN);
+	}
+	if (j->err_paused && j->err_w.fd >= 0) {
+		j->err_paused = false;
+		loop_add(l, &j->err_w, EPOLLIN);
+	}
+}
+
+static void kill_tree(struct exec_job *j)
+{
+	struct sbx_err err;
+	j->killed = true;
+	if (j->cg_idx >= 0 && j->sb->proc.cg &&
+	    cgroup_cmd_kill(j->sb->proc.cg, j->cg_idx, &err) < 0) {
+		log_warn("sandbox=%s event=kill-failed %s", j->sb->id, err.msg);
+		loop_timer_start(j->sb->m->loop, &j->timer, 1000); /* again */
 	}
 }
 
 static void on_timeout(struct loop_timer *t)
 {
 	struct exec_job *j = t->data;
-	struct sbx_err err;
-	j->killed = true;
-	j->res.failure = EXEC_TIMEOUT;
-	snprintf(j->res.msg, sizeof(j->res.msg), "timeout");
-	if (j->sb->proc.cg && cgroup_cmd_kill(j->sb->proc.cg, j->cg_idx, &err) < 0) {
-		log_warn("sandbox=%s event=kill-failed %s", j->sb->id, err.msg);
-		loop_timer_start(j->sb->m->loop, t, 1000); /* try again */
+	if (j->res.failure == EXEC_OK) {
+		j->res.failure = EXEC_TIMEOUT;
+		snprintf(j->res.msg, sizeof(j->res.msg), "timeout");
 	}
+	kill_tree(j);
 	maybe_done(j);
 }
 
-static int watch_pipe(struct exec_job *j, struct loop_watch *w, int fd)
+void exec_cancel(struct exec_job *j)
+{
+	if (j->finishing)
+		return;
+	if (!j->start_mono) { /* still queued in its session */
+		struct session *s = j->sess;
+		for (struct exec_job **p = &s->queue_head; *p; p = &(*p)->qnext)
+			if (*p == j) {
+				*p = j->qnext;
+				if (s->queue_tail == j) {
+					s->queue_tail = NULL;
+					for (struct exec_job *q = s->queue_head; q; q = q->qnext)
+						s->queue_tail = q;
+				}
+				break;
+			}
+		fail(j, EXEC_CANCELLED, "cancelled");
+		return;
+	}
+	if (j->res.failure == EXEC_OK) {
+		j->res.failure = EXEC_CANCELLED;
+		snprintf(j->res.msg, sizeof(j->res.msg), "cancelled");
+	}
+	kill_tree(j);
+	maybe_done(j);
+}
+
+int exec_signal(struct exec_job *j, int signo)
+{
+	if (!j->res.pid || j->exited)
+		return -ESRCH;
+	struct proto_signal sg = {.pid = j->res.pid, .signo = signo};
+	return proto_send(j->sb->proc.sock, PROTO_SIGNAL, j->id, &sg, sizeof(sg),
+			  NULL, 0);
+}
+
+int exec_pid(const struct exec_job *j)
+{
+	return j->res.pid;
+}
+
+/* stdin: write what fits; the rest waits for EPOLLOUT */
+static void pump_stdin(struct exec_job *j)
+{
+	while (j->stdin_copy && j->stdin_off < j->p.stdin_len) {
+		ssize_t n = write(j->in_w.fd, j->stdin_copy + j->stdin_off,
+				  j->p.stdin_len - j->stdin_off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno == EAGAIN && !j->in_waiting) {
+				j->in_waiting = true;
+				loop_add(j->sb->m->loop, &j->in_w, EPOLLOUT);
+			}
+			if (errno != EAGAIN)
+				close_watch(j->sb->m->loop, &j->in_w);
+			return;
+		}
+		j->stdin_off += (size_t)n;
+	}
+	if (j->stdin_copy)
+		close_watch(j->sb->m->loop, &j->in_w);
+}
+
+static void on_stdin_ready(struct loop_watch *w, uint32_t events)
+{
+	struct exec_job *j = w->data;
+	(void)events;
+	loop_del(j->sb->m->loop, w);
+	j->in_waiting = false;
+	if (j->stdin_copy)
+		pump_stdin(j);
+	else if (j->p.on_stdin_drain)
+		j->p.on_stdin_drain(j->ctx);
+}
+
+size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len)
+{
+	size_t off = 0;
+	if (j->in_w.fd < 0)
+		return len; /* nobody reads it any more: swallow */
+	while (off < len) {
+		ssize_t n = write(j->in_w.fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			if (errno == EAGAIN) {
+				if (!j->in_waiting) {
+					j->in_waiting = true;
+					loop_add(j->sb->m->loop, &j->in_w, EPOLLOUT);
+				}
+				return off;
+			}
+			close_watch(j->sb->m->loop, &j->in_w); /* EPIPE */
+			return len;
+		}
+		off += (size_t)n;
+	}
+	return off;
+}
+
+void exec_stdin_close(struct exec_job *j)
+{
+	close_watch(j->sb->m->loop, &j->in_w);
+}
+
+static int watch_pipe(struct exec_job *j, struct loop_watch *w, int fd,
+		      loop_fd_cb cb, uint32_t events)
 {
 	w->fd = fd;
-	w->cb = on_output;
+	w->cb = cb;
 	w->data = j;
 	fcntl(fd, F_SETFL, O_NONBLOCK);
-	return loop_add(j->sb->m->loop, w, EPOLLIN);
+	return events ? loop_add(j->sb->m->loop, w, events) : 0;
+}
+
+static void close_pair(int p[2])
+{
+	for (int i = 0; i < 2; i++)
+		if (p[i] >= 0)
+			close(p[i]);
 }
 
 static void start_job(struct exec_job *j)
 {
 	struct sandbox *sb = j->sb;
 	struct sbx_err err = {0};
-	int p_out[2] = {-1, -1}, p_err[2] = {-1, -1}, p_st[2] = {-1, -1};
+	int p_in[2] = {-1, -1}, p_out[2] = {-1, -1}, p_err[2] = {-1, -1},
+	    p_st[2] = {-1, -1};
+	bool shell = j->command != NULL;
+	bool has_stdin = j->stdin_copy || j->p.stdin_stream;
 
-	j->sess->running = j;
+	if (!j->p.detached)
+		j->sess->running = j;
 	j->start_mono = now_mono_ms();
 	j->res.start_wall_ms = now_wall_ms();
 	if (sandbox_ensure_started(sb, &err) < 0) {
 		fail(j, EXEC_NOT_STARTED, "%s", err.msg);
 		return;
 	}
-	bool shell = j->command != NULL;
 	if (pipe2(p_out, O_CLOEXEC) < 0 || pipe2(p_err, O_CLOEXEC) < 0 ||
-	    (shell && pipe2(p_st, O_CLOEXEC) < 0)) {
+	    (shell && pipe2(p_st, O_CLOEXEC) < 0) ||
+	    (has_stdin && pipe2(p_in, O_CLOEXEC) < 0)) {
 		int e = errno;
-		for (int i = 0; i < 2; i++) {
-			if (p_out[i] >= 0) close(p_out[i]);
-			if (p_err[i] >= 0) close(p_err[i]);
-		}
+		close_pair(p_out);
+		close_pair(p_err);
+		close_pair(p_st);
+		close_pair(p_in);
 		fail(j, EXEC_NOT_STARTED, "pipe: %s", strerror(e));
 		return;
 	}
 	const char *shell_argv[] = {"/bin/bash", "-c", j->command, NULL};
 	size_t envc;
 	const char **env = session_env_for(
-		j->sess, (const char *const *)j->env, j->envc,
+		j->sess, (const char *const *)j->env, j->p.envc,
 		shell ? "BASH_ENV=" IMAGE_SESSION_SCRIPT : NULL, &envc);
 	struct spawn_req req = {
 		.flags = j->cwd ? 0 : SPAWN_CWD_FALLBACK,
-		.nstdio = shell ? 3 : 2,
-		.targets = {1, 2, 3},
 		.cwd = j->cwd ? j->cwd : j->sess->cwd,
 		.argv = shell ? shell_argv : (const char *const *)j->argv,
 		.envp = env,
 		.envc = (uint32_t)envc,
 	};
+	int fds[4], n = 0;
+	fds[n] = p_out[1];
+	req.targets[n++] = 1;
+	fds[n] = p_err[1];
+	req.targets[n++] = 2;
+	if (shell) {
+		fds[n] = p_st[1];
+		req.targets[n++] = 3;
+	}
+	if (has_stdin) {
+		fds[n] = p_in[0];
+		req.targets[n++] = 0;
+	}
+	req.nstdio = (uint32_t)n;
 	if (!shell)
-		req.flags |= SPAWN_SEARCH_PATH;
+		req.flags |= j->p.builtin ? SPAWN_BUILTIN : SPAWN_SEARCH_PATH;
 	for (req.argc = 0; req.argv[req.argc]; req.argc++)
 		;
-	int fds[3] = {p_out[1], p_err[1], p_st[1]};
 	int r = env ? runtime_spawn(&sb->proc, j->id, &req, fds, &j->cg_idx, &err)
 		    : sbx_err_set(&err, ENOMEM, "out of memory");
 	free(env);
-	close(p_out[1]);
-	close(p_err[1]);
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	watch_pipe(j, &j->out_w, p_out[0], on_output, EPOLLIN);
+	watch_pipe(j, &j->err_w, p_err[0], on_output, EPOLLIN);
 	if (shell)
-		close(p_st[1]);
-	watch_pipe(j, &j->out_w, p_out[0]);
-	watch_pipe(j, &j->err_w, p_err[0]);
-	if (shell)
-		watch_pipe(j, &j->st_w, p_st[0]);
+		watch_pipe(j, &j->st_w, p_st[0], on_output, EPOLLIN);
+	if (has_stdin)
+		watch_pipe(j, &j->in_w, p_in[1], on_stdin_ready, 0);
 	j->next = sb->jobs;
 	sb->jobs = j;
 	if (r < 0) {
@@ -272,12 +445,15 @@ static void start_job(struct exec_job *j)
 	}
 	j->timer.cb = on_timeout;
 	j->timer.data = j;
-	loop_timer_start(sb->m->loop, &j->timer, j->timeout_ms);
+	if (j->p.timeout_ms != EXEC_NO_TIMEOUT)
+		loop_timer_start(sb->m->loop, &j->timer, j->p.timeout_ms);
+	if (j->stdin_copy)
+		pump_stdin(j);
 }
 
 int exec_submit(struct sandbox *sb, struct session *sess,
 		const struct exec_params *p, exec_done_cb done, void *ctx,
-		struct sbx_err *err)
+		struct exec_job **out, struct sbx_err *err)
 {
 	const struct config *cfg = sb->m->cfg;
 	struct exec_job *j = calloc(1, sizeof(*j));
@@ -289,8 +465,10 @@ int exec_submit(struct sandbox *sb, struct session *sess,
 	j->done = done;
 	j->ctx = ctx;
 	j->cg_idx = -1;
-	j->out_w.fd = j->err_w.fd = j->st_w.fd = -1;
-	j->timeout_ms = p->timeout_ms ? p->timeout_ms : cfg->exec_timeout_ms;
+	j->out_w.fd = j->err_w.fd = j->st_w.fd = j->in_w.fd = -1;
+	j->p = *p;
+	if (!j->p.timeout_ms)
+		j->p.timeout_ms = cfg->exec_timeout_ms;
 	uint64_t cap = p->max_output ? p->max_output : cfg->max_output;
 	buf_init(&j->res.out, cap);
 	buf_init(&j->res.err, cap);
@@ -302,13 +480,17 @@ int exec_submit(struct sandbox *sb, struct session *sess,
 	if ((p->command && !(j->command = strdup(p->command))) ||
 	    (p->argv && !(j->argv = dup_strv(p->argv, argc))) ||
 	    (p->cwd && !(j->cwd = strdup(p->cwd))) ||
+	    (p->stdin_data && !(j->stdin_copy = malloc(p->stdin_len + 1))) ||
 	    !(j->env = dup_strv(p->env, p->envc)) || !j->sess) {
 		job_free(j);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
-	j->envc = p->envc;
+	if (j->stdin_copy)
+		memcpy(j->stdin_copy, p->stdin_data, p->stdin_len);
 	sb->busy++;
-	if (j->sess->running) {
+	if (out)
+		*out = j;
+	if (!p->detached && j->sess->running) {
 		if (j->sess->queue_tail)
 			j->sess->queue_tail->qnext = j;
 		else
@@ -332,9 +514,12 @@ void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
 		     const char *what)
 {
 	struct exec_job *j = find(sb, id);
-	(void)pid;
-	if (j && err)
+	if (!j)
+		return;
+	if (err)
 		fail(j, EXEC_NOT_STARTED, "%s: %s", what, strerror(err));
+	else
+		j->res.pid = pid;
 }
 
 void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
@@ -372,7 +557,7 @@ void exec_fail_all(struct sandbox *sb, enum exec_failure f, const char *why)
 	}
 	while (sb->jobs) {
 		sb->jobs->cg_idx = -1; /* the sandbox's cgroups are gone */
-		if (sb->jobs->res.failure == EXEC_TIMEOUT)
+		if (sb->jobs->res.failure != EXEC_OK)
 			finish(sb->jobs);
 		else
 			fail(sb->jobs, f, "%s", why);

@@ -12,14 +12,26 @@
 #include "daemon/manager.h"
 #include "lib/buf.h"
 
+#define EXEC_NO_TIMEOUT UINT64_MAX
+
 struct exec_params {
 	const char *command;            /* a shell command (bash -c), or */
 	const char *const *argv;        /* argv, NULL-terminated */
+	bool builtin;                   /* argv is a runtime/builtin.c op */
+	bool detached;                  /* a background process: runs beside
+					   the session's commands, not after */
 	const char *const *env;         /* extra "KEY=VALUE", or NULL */
 	size_t envc;
 	const char *cwd;                /* NULL: the session's */
 	uint64_t timeout_ms;            /* 0: the daemon's default */
 	uint64_t max_output;            /* 0: the daemon's default */
+	const char *stdin_data;         /* written, then stdin closes */
+	size_t stdin_len;
+	bool stdin_stream;              /* fed with exec_stdin_write */
+	/* Streaming: output goes here instead of the result's buffers;
+	 * return 1 to pause reading that stream until exec_resume_output. */
+	int (*on_output)(void *ctx, int fd, const char *data, size_t len);
+	void (*on_stdin_drain)(void *ctx); /* stdin can take more */
 };
 
 enum exec_failure {
@@ -27,6 +39,7 @@ enum exec_failure {
 	EXEC_TIMEOUT,      /* killed at its timeout */
 	EXEC_NOT_STARTED,  /* could not be started: msg says why */
 	EXEC_STOPPED,      /* the sandbox stopped under it */
+	EXEC_CANCELLED,    /* exec_cancel */
 };
 
 struct exec_result {
@@ -34,6 +47,7 @@ struct exec_result {
 	char msg[600];
 	int exit_code;      /* exit status, or 128 + signal */
 	int signo;          /* 0 unless killed by a signal */
+	int pid;            /* in the sandbox; 0 until it ran */
 	struct buf out, err;
 	uint64_t start_wall_ms, duration_ms;
 };
@@ -42,10 +56,22 @@ struct exec_job;
 typedef void (*exec_done_cb)(const struct exec_result *res, void *ctx);
 
 /* Queue a command in a session (NULL: default). done runs exactly once,
- * possibly before exec_submit returns. */
+ * possibly before exec_submit returns; the job is freed right after it.
+ * *out (may be NULL) gets the job, valid until done runs. */
 int exec_submit(struct sandbox *sb, struct session *sess,
 		const struct exec_params *p, exec_done_cb done, void *ctx,
-		struct sbx_err *err);
+		struct exec_job **out, struct sbx_err *err);
+void exec_resume_output(struct exec_job *j);
+/* Feed stdin without blocking; returns bytes taken (less: on_stdin_drain
+ * follows when more fits). */
+size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len);
+void exec_stdin_close(struct exec_job *j);
+/* Signal the command's main process. */
+int exec_signal(struct exec_job *j, int signo);
+/* Kill the command's whole tree; done follows with EXEC_CANCELLED unless
+ * it had ended already. */
+void exec_cancel(struct exec_job *j);
+int exec_pid(const struct exec_job *j);
 
 /* Manager hooks: messages from init, and a sandbox going away. */
 void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,

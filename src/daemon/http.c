@@ -19,6 +19,23 @@ struct http_server {
 struct http_req_priv {
 	struct http_req pub;
 	bool want_suspend;
+	bool body_waiting; /* suspended because on_body took less */
+	struct http_stream *stream; /* its streamed response, if any */
+};
+
+#define STREAM_HIGH (1u << 20)
+#define STREAM_LOW (256u << 10)
+
+struct http_stream {
+	struct http_req *r; /* NULL once the request is done */
+	struct buf q;
+	size_t off;        /* first unsent byte in q */
+	bool ended;
+	bool reader_waiting; /* connection suspended in the reader */
+	bool paused;         /* producer told to wait */
+	void (*on_drain)(void *ctx);
+	void (*on_close)(void *ctx);
+	void *ctx;
 };
 
 static void queue_pending(struct http_req *r)
@@ -93,6 +110,124 @@ void http_suspend(struct http_req *r)
 	((struct http_req_priv *)r)->want_suspend = true;
 }
 
+void http_resume(struct http_req *r)
+{
+	struct http_req_priv *p = (struct http_req_priv *)r;
+	if (p->body_waiting) {
+		p->body_waiting = false;
+		r->suspended = false;
+		MHD_resume_connection(r->conn);
+	}
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct http_stream *s = cls;
+	(void)pos;
+	size_t avail = s->q.len - s->off;
+	if (avail) {
+		size_t n = avail < max ? avail : max;
+		memcpy(out, s->q.data + s->off, n);
+		s->off += n;
+		if (s->off == s->q.len)
+			s->off = s->q.len = 0;
+		else if (s->off > (s->q.cap / 2)) { /* compact */
+			memmove(s->q.data, s->q.data + s->off, s->q.len - s->off);
+			s->q.len -= s->off;
+			s->off = 0;
+		}
+		if (s->paused && s->q.len - s->off < STREAM_LOW) {
+			s->paused = false;
+			if (s->on_drain)
+				s->on_drain(s->ctx);
+		}
+		return (ssize_t)n;
+	}
+	if (s->ended)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	/* nothing yet: park the connection until the producer writes */
+	if (s->r && !s->reader_waiting) {
+		s->reader_waiting = true;
+		MHD_suspend_connection(s->r->conn);
+	}
+	return 0;
+}
+
+static void stream_free(void *cls)
+{
+	struct http_stream *s = cls;
+	if (s->r)
+		((struct http_req_priv *)s->r)->stream = NULL;
+	if (s->on_close)
+		s->on_close(s->ctx);
+	buf_free(&s->q);
+	free(s);
+}
+
+static void stream_wake(struct http_stream *s)
+{
+	if (s->reader_waiting && s->r) {
+		s->reader_waiting = false;
+		MHD_resume_connection(s->r->conn);
+	}
+}
+
+struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
+					const char *content_type,
+					uint64_t size,
+					const char *const *headers)
+{
+	struct http_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->r = r;
+	((struct http_req_priv *)r)->stream = s;
+	buf_init(&s->q, 0);
+	struct MHD_Response *resp = MHD_create_response_from_callback(
+		size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, 64 * 1024,
+		stream_read, s, stream_free);
+	if (!resp) {
+		free(s);
+		return NULL;
+	}
+	if (content_type)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+					content_type);
+	for (const char *const *h = headers; h && h[0]; h += 2)
+		MHD_add_response_header(resp, h[0], h[1]);
+	answer(r, status, resp);
+	return s;
+}
+
+int http_stream_write(struct http_stream *s, const void *data, size_t len)
+{
+	if (!s->ended && len)
+		buf_append(&s->q, data, len);
+	stream_wake(s);
+	if (s->q.len - s->off >= STREAM_HIGH)
+		s->paused = true;
+	return s->paused;
+}
+
+void http_stream_end(struct http_stream *s)
+{
+	s->ended = true;
+	stream_wake(s);
+}
+
+size_t http_stream_pending(const struct http_stream *s)
+{
+	return s->q.len - s->off;
+}
+
+void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
+			 void (*on_close)(void *ctx), void *ctx)
+{
+	s->on_drain = on_drain;
+	s->on_close = on_close;
+	s->ctx = ctx;
+}
+
 const char *http_header(struct http_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
@@ -130,15 +265,50 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 		p->pub.url = url;
 		buf_init(&p->pub.body, 0);
 		*con_cls = p;
+		if (s->cfg.begin) {
+			s->cfg.begin(&p->pub, s->cfg.handler_data);
+			if (p->pub.pending) {
+				queue_pending(&p->pub);
+				return MHD_YES;
+			}
+		}
 		const char *cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > s->cfg.max_body) {
+		if (!p->pub.on_body && cl &&
+		    strtoull(cl, NULL, 10) > s->cfg.max_body) {
 			too_large(&p->pub);
 			queue_pending(&p->pub);
 		}
 		return MHD_YES;
 	}
 	struct http_req *r = &p->pub;
+	if (r->on_body && !r->answered) {
+		if (*upload_data_size) {
+			size_t took = r->on_body(r, upload_data, *upload_data_size);
+			*upload_data_size -= took;
+			if (r->pending) {
+				queue_pending(r);
+				return MHD_YES;
+			}
+			if (*upload_data_size && !r->suspended) {
+				p->body_waiting = true;
+				r->suspended = true;
+				MHD_suspend_connection(conn);
+			}
+			return MHD_YES;
+		}
+		if (!r->body_ended) {
+			r->body_ended = true;
+			r->on_body_end(r);
+		}
+		if (r->pending) {
+			queue_pending(r);
+		} else if (!r->suspended) {
+			r->suspended = true;
+			MHD_suspend_connection(conn);
+		}
+		return MHD_YES;
+	}
 	if (*upload_data_size) {
 		if (!r->body_too_large) {
 			if (r->body.len + *upload_data_size > s->cfg.max_body) {
@@ -190,6 +360,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 		return;
 	if (p->pub.on_close)
 		p->pub.on_close(&p->pub);
+	/* its stream (if MHD still holds the response) must not touch the
+	 * connection any more */
+	if (p->stream)
+		p->stream->r = NULL;
 	if (p->pub.pending)
 		MHD_destroy_response(p->pub.pending);
 	buf_free(&p->pub.body);

@@ -21,6 +21,7 @@
 #include <grp.h>
 #include <linux/close_range.h>
 
+#include "runtime/builtin.h"
 #include "runtime/caps.h"
 #include "runtime/image.h"
 
@@ -148,6 +149,8 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 	if ((r = seccomp_prog_apply(seccomp)) < 0)
 		fail(errfd, -r, "seccomp");
 
+	if (req->flags & SPAWN_BUILTIN)
+		builtin_run((int)req->argc, req->argv);
 	if ((req->flags & SPAWN_SEARCH_PATH) && !strchr(req->argv[0], '/'))
 		exec_search(req);
 	else

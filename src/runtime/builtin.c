@@ -1,0 +1,298 @@
+#include "runtime/builtin.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/fsutil.h"
+
+static _Noreturn void fail(int e, const char *what)
+{
+	dprintf(1, "E %d %s\n", e, what);
+	_exit(1);
+}
+
+static int open_beneath(int base, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (unsigned long long)(flags | O_CLOEXEC),
+		.mode = mode,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static char type_of(mode_t m)
+{
+	return S_ISREG(m) ? 'f' : S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : 'o';
+}
+
+/* Split "a/b/c" into the parent's fd (beneath base) and "c". */
+static int open_parent(int base, const char *path, char **leaf, bool create)
+{
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	char *slash = strrchr(copy, '/');
+	int fd;
+	if (!slash) {
+		fd = dup(base);
+		*leaf = strdup(path);
+	} else {
+		*slash = '\0';
+		*leaf = strdup(slash + 1);
+		if (create) {
+			/* mkdir -p one level at a time, each beneath base */
+			int cur = dup(base);
+			char *save = NULL;
+			for (char *part = strtok_r(copy, "/", &save); part && cur >= 0;
+			     part = strtok_r(NULL, "/", &save)) {
+				if (mkdirat(cur, part, 0755) < 0 && errno != EEXIST) {
+					int e = errno;
+					close(cur);
+					free(copy);
+					return -e;
+				}
+				int next = open_beneath(cur, part, O_PATH | O_DIRECTORY, 0);
+				close(cur);
+				cur = next;
+			}
+			fd = cur;
+		} else {
+			fd = open_beneath(base, copy, O_PATH | O_DIRECTORY, 0);
+		}
+	}
+	free(copy);
+	if (fd < 0)
+		free(*leaf);
+	return fd;
+}
+
+static _Noreturn void op_read(int base, const char *path)
+{
+	int fd = open_beneath(base, path, O_RDONLY, 0);
+	if (fd < 0)
+		fail(-fd, "open");
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		fail(errno, "stat");
+	if (S_ISREG(st.st_mode)) {
+		dprintf(1, "F %lld\n", (long long)st.st_size);
+		char buf[65536];
+		for (;;) {
+			ssize_t n = read(fd, buf, sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				_exit(n < 0 ? 1 : 0);
+			if (write_all(1, buf, (size_t)n) < 0)
+				_exit(1);
+		}
+	}
+	if (!S_ISDIR(st.st_mode))
+		fail(EINVAL, "not a regular file or directory");
+	DIR *d = fdopendir(fd);
+	if (!d)
+		fail(errno, "opendir");
+	dprintf(1, "D\n");
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		struct stat es;
+		if (fstatat(fd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		dprintf(1, "%c %lld %o %lld %s%c", type_of(es.st_mode),
+			(long long)es.st_size, (unsigned)(es.st_mode & 07777),
+			(long long)es.st_mtim.tv_sec * 1000 +
+				es.st_mtim.tv_nsec / 1000000,
+			e->d_name, '\0');
+	}
+	_exit(0);
+}
+
+static _Noreturn void op_write(int base, const char *path, const char *lenstr)
+{
+	char *leaf, tmp[300];
+	char *end;
+	long long want = strtoll(lenstr, &end, 10);
+	if (*end || want < 0)
+		fail(EINVAL, "length");
+	int dir = open_parent(base, path, &leaf, true);
+	if (dir < 0)
+		fail(-dir, "parent directory");
+	if (!*leaf || strlen(leaf) > 200)
+		fail(EINVAL, "name");
+	/* a temp file beside the target, renamed over it only when the whole
+	 * body arrived: a failed upload leaves nothing behind */
+	snprintf(tmp, sizeof(tmp), ".%s.sbx-%d", leaf, (int)getpid());
+	int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		fail(errno, "parent directory");
+	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+			0644);
+	if (fd < 0)
+		fail(errno, "create");
+	long long got = 0;
+	char buf[65536];
+	int e = 0;
+	for (;;) {
+		ssize_t n = read(0, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			e = errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		got += n;
+		if (got > want) {
+			e = EFBIG;
+			break;
+		}
+		int r = write_all(fd, buf, (size_t)n);
+		if (r < 0) {
+			e = -r;
+			break;
+		}
+	}
+	if (!e && got != want)
+		e = EPIPE; /* the upload was cut short */
+	if (!e && close(fd) < 0)
+		e = errno;
+	if (!e) {
+		struct stat st;
+		/* keep the mode of a file we replace */
+		if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			fchmodat(dfd, tmp, st.st_mode & 07777, 0);
+		if (renameat(dfd, tmp, dfd, leaf) < 0)
+			e = errno;
+	}
+	if (e) {
+		unlinkat(dfd, tmp, 0);
+		fail(e, "write");
+	}
+	dprintf(1, "OK %lld\n", got);
+	_exit(0);
+}
+
+static _Noreturn void op_delete(int base, const char *path, bool recursive)
+{
+	char *leaf;
+	int dir = open_parent(base, path, &leaf, false);
+	if (dir < 0)
+		fail(-dir, "parent directory");
+	int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (dfd < 0 || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		fail(errno, "stat");
+	if (S_ISDIR(st.st_mode)) {
+		if (!recursive) {
+			if (unlinkat(dfd, leaf, AT_REMOVEDIR) < 0)
+				fail(errno, "rmdir");
+		} else if (fs_remove_tree(dfd, leaf, NULL) < 0) {
+			fail(errno ? errno : EIO, "remove");
+		}
+	} else if (unlinkat(dfd, leaf, 0) < 0) {
+		fail(errno, "unlink");
+	}
+	dprintf(1, "OK\n");
+	_exit(0);
+}
+
+static _Noreturn void op_mkdir(int base, const char *path, bool parents)
+{
+	char *leaf;
+	int dir = open_parent(base, path, &leaf, parents);
+	if (dir < 0)
+		fail(-dir, "parent directory");
+	int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		fail(errno, "parent directory");
+	if (mkdirat(dfd, leaf, 0755) < 0 && !(parents && errno == EEXIST))
+		fail(errno, "mkdir");
+	dprintf(1, "OK\n");
+	_exit(0);
+}
+
+static _Noreturn void op_stat(int base, const char *path)
+{
+	int fd = open_beneath(base, path, O_PATH, 0);
+	struct stat st;
+	if (fd < 0)
+		fail(-fd, "open");
+	if (fstat(fd, &st) < 0)
+		fail(errno, "stat");
+	dprintf(1, "S %c %lld %o %lld\n", type_of(st.st_mode),
+		(long long)st.st_size, (unsigned)(st.st_mode & 07777),
+		(long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+	_exit(0);
+}
+
+static _Noreturn void op_rename(int base, const char *from, const char *to)
+{
+	char *lf, *lt;
+	int df = open_parent(base, from, &lf, false);
+	if (df < 0)
+		fail(-df, "source directory");
+	int dt = open_parent(base, to, &lt, false);
+	if (dt < 0)
+		fail(-dt, "target directory");
+	int a = openat(df, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int b = openat(dt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (a < 0 || b < 0)
+		fail(errno, "directory");
+	if (renameat(a, lf, b, lt) < 0)
+		fail(errno, "rename");
+	dprintf(1, "OK\n");
+	_exit(0);
+}
+
+_Noreturn void builtin_run(int argc, const char *const *argv)
+{
+	if (argc < 3)
+		fail(EINVAL, "usage");
+	int base = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base < 0)
+		fail(errno, "base directory");
+	const char *op = argv[0], *path = argv[2];
+	if (!strcmp(op, "read"))
+		op_read(base, path);
+	if (!strcmp(op, "write") && argc == 4)
+		op_write(base, path, argv[3]);
+	if (!strcmp(op, "delete"))
+		op_delete(base, path, argc > 3 && !strcmp(argv[3], "-r"));
+	if (!strcmp(op, "mkdir"))
+		op_mkdir(base, path, argc > 3 && !strcmp(argv[3], "-p"));
+	if (!strcmp(op, "stat"))
+		op_stat(base, path);
+	if (!strcmp(op, "rename") && argc == 4)
+		op_rename(base, path, argv[3]);
+	fail(EINVAL, "unknown operation");
+}
