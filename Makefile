@@ -14,7 +14,7 @@ endif
 LIB_SRC  := $(wildcard src/lib/*.c) $(wildcard src/runtime/*.c)
 DMN_SRC  := $(wildcard src/daemon/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o)
+DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/daemon/openapi_blob.o
 DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -32,6 +32,11 @@ deps:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# the OpenAPI document, embedded (served at /v1/openapi.json)
+$(BUILD)/src/daemon/openapi_blob.o: src/daemon/openapi_blob.S docs/openapi.json
+	@mkdir -p $(dir $@)
+	$(CC) -c $< -o $@
 
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	ar rcs $@ $^

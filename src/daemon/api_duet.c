@@ -146,7 +146,8 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	free(d);
 }
 
-static void handle_exec(struct api *a, struct http_req *r, const char *room)
+static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
+			const char *room)
 {
 	struct sbx_err err = {0};
 	if (strcmp(r->method, "POST")) {
@@ -185,7 +186,7 @@ static void handle_exec(struct api *a, struct http_req *r, const char *room)
 	snprintf(d->sandbox_name, sizeof(d->sandbox_name), "sandbox-%s", room);
 	struct sandbox *sb;
 	struct exec_params p = {.command = d->cmd};
-	if (manager_get(a->m, "", d->sandbox_name, &sb, &err) < 0) {
+	if (manager_get(a->m, tenant, d->sandbox_name, &sb, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, d);
@@ -200,7 +201,8 @@ static void handle_exec(struct api *a, struct http_req *r, const char *room)
 	}
 }
 
-static void handle_delete(struct api *a, struct http_req *r, const char *room)
+static void handle_delete(struct api *a, struct http_req *r,
+			  const char *tenant, const char *room)
 {
 	struct sbx_err err = {0};
 	char name[80];
@@ -210,7 +212,7 @@ static void handle_delete(struct api *a, struct http_req *r, const char *room)
 		return;
 	}
 	snprintf(name, sizeof(name), "sandbox-%s", room);
-	struct sandbox *sb = manager_find(a->m, "", name);
+	struct sandbox *sb = manager_find(a->m, tenant, name);
 	if (sb && sandbox_destroy(sb, &err) < 0) {
 		char msg[600];
 		snprintf(msg, sizeof(msg), "sandbox: %s", err.msg);
@@ -247,7 +249,8 @@ static void handle_message(struct http_req *r)
 	json_decref(body);
 }
 
-void api_duet_handle(struct api *a, struct http_req *r, const char *rest)
+void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
+		     const char *rest)
 {
 	const char *slash = strchr(rest, '/');
 	size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
@@ -277,9 +280,9 @@ void api_duet_handle(struct api *a, struct http_req *r, const char *rest)
 	memcpy(room, rest, len);
 	room[len] = '\0';
 	if (what == EXEC)
-		handle_exec(a, r, room);
+		handle_exec(a, r, tenant, room);
 	else if (what == DELETE)
-		handle_delete(a, r, room);
+		handle_delete(a, r, tenant, room);
 	else
 		handle_message(r);
 }

@@ -11,8 +11,8 @@
 static const char usage[] =
 	"Usage: sandboxd [options]\n"
 	"\n"
-	"Serves isolated, persistent Linux sandboxes over HTTP (the Duet room\n"
-	"API). Must run as root.\n"
+	"Serves isolated, persistent Linux sandboxes over HTTP: the Duet room\n"
+	"API (/api/rooms) and the /v1 API. Must run as root.\n"
 	"\n"
 	"Options:\n"
 	"  --listen ADDR:PORT       address to listen on (default 127.0.0.1:8080)\n"
@@ -34,6 +34,8 @@ static const char usage[] =
 	"  --uid-base N             first host uid of the sandboxes' uid ranges;\n"
 	"                           each sandbox owns 65536 uids from here\n"
 	"                           (default 1073741824)\n"
+	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\" per\n"
+	"                           line; required to listen beyond loopback\n"
 	"  --log-level LEVEL        debug, info, warn or error (default info)\n"
 	"  --help                   this text\n"
 	"\n"
@@ -43,7 +45,7 @@ static const char usage[] =
 enum {
 	OPT_LISTEN = 1, OPT_STATE, OPT_SLEEP, OPT_TIMEOUT, OPT_MEMORY,
 	OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_BODY, OPT_UIDBASE, OPT_LOG,
-	OPT_HELP,
+	OPT_TOKENS, OPT_HELP,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -88,6 +90,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"max-body", required_argument, NULL, OPT_BODY},
 		{"uid-base", required_argument, NULL, OPT_UIDBASE},
 		{"log-level", required_argument, NULL, OPT_LOG},
+		{"tokens", required_argument, NULL, OPT_TOKENS},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -177,6 +180,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			else
 				return bad("--log-level", optarg,
 					   "expected debug, info, warn or error");
+			break;
+		case OPT_TOKENS:
+			cfg->tokens_path = optarg;
 			break;
 		case OPT_HELP:
 			fputs(usage, stdout);

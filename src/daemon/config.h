@@ -17,6 +17,7 @@ struct config {
 	uint64_t max_body;            /* JSON request bodies */
 	uint32_t uid_base;            /* first host uid of sandbox ranges */
 	int log_level;
+	const char *tokens_path;       /* NULL: no auth, loopback only */
 };
 
 /* Fill cfg from argv; returns 0, 1 when --help was printed, -1 (with the

@@ -280,6 +280,13 @@ int exec_signal(struct exec_job *j, int signo)
 			  NULL, 0);
 }
 
+int exec_signal_tree(struct exec_job *j, int signo)
+{
+	if (j->cg_idx < 0 || !j->sb->proc.cg)
+		return -ESRCH;
+	return cgroup_cmd_signal(j->sb->proc.cg, j->cg_idx, signo);
+}
+
 int exec_pid(const struct exec_job *j)
 {
 	return j->res.pid;
@@ -516,10 +523,13 @@ void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
 	struct exec_job *j = find(sb, id);
 	if (!j)
 		return;
-	if (err)
+	if (err) {
 		fail(j, EXEC_NOT_STARTED, "%s: %s", what, strerror(err));
-	else
-		j->res.pid = pid;
+		return;
+	}
+	j->res.pid = pid;
+	if (j->p.on_started)
+		j->p.on_started(j->ctx, pid);
 }
 
 void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,

@@ -32,6 +32,7 @@ struct exec_params {
 	 * return 1 to pause reading that stream until exec_resume_output. */
 	int (*on_output)(void *ctx, int fd, const char *data, size_t len);
 	void (*on_stdin_drain)(void *ctx); /* stdin can take more */
+	void (*on_started)(void *ctx, int pid); /* init forked it */
 };
 
 enum exec_failure {
@@ -66,8 +67,9 @@ void exec_resume_output(struct exec_job *j);
  * follows when more fits). */
 size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len);
 void exec_stdin_close(struct exec_job *j);
-/* Signal the command's main process. */
+/* Signal the command's main process, or every process of its tree. */
 int exec_signal(struct exec_job *j, int signo);
+int exec_signal_tree(struct exec_job *j, int signo);
 /* Kill the command's whole tree; done follows with EXEC_CANCELLED unless
  * it had ended already. */
 void exec_cancel(struct exec_job *j);

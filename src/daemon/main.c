@@ -1,7 +1,9 @@
 /* sandboxd: one process, one event loop. main() parses the flags, opens
  * the state dir (registry, runtime), listens, and runs the loop until
  * SIGTERM/SIGINT; then it stops every sandbox (files kept) and exits 0. */
+#include <arpa/inet.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -24,6 +26,14 @@ static void on_signal(struct loop_watch *w, uint32_t events)
 		log_info("event=shutdown signal=%s", strsignal((int)si.ssi_signo));
 		loop_stop(w->data);
 	}
+}
+
+static bool is_loopback(const char *addr)
+{
+	struct in_addr a4;
+	if (inet_pton(AF_INET, addr, &a4) == 1)
+		return (ntohl(a4.s_addr) >> 24) == 127;
+	return !strcmp(addr, "::1");
 }
 
 static void idle(void *data)
@@ -66,8 +76,22 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct api api = {.m = m};
+	if (cfg.tokens_path && auth_load(cfg.tokens_path, &api.auth, &err) < 0) {
+		log_error("event=fatal %s", err.msg);
+		manager_free(m);
+		return 1;
+	}
+	/* without tokens anyone who can connect owns every sandbox: only
+	 * this machine's users may */
+	if (!api.auth && !is_loopback(cfg.listen_addr)) {
+		log_error("event=fatal refusing to listen on %s without --tokens",
+			  cfg.listen_addr);
+		manager_free(m);
+		return 1;
+	}
 	struct http_config hc = {.addr = cfg.listen_addr, .port = cfg.port,
 				 .max_body = cfg.max_body,
+				 .begin = router_begin,
 				 .handler = router_handle, .handler_data = &api};
 	struct http_server *http;
 	char msg[256];
@@ -93,6 +117,7 @@ int main(int argc, char **argv)
 	loop_del(loop, &sigw);
 	close(sigw.fd);
 	loop_free(loop);
+	auth_free(api.auth);
 	log_info("event=stopped");
 	return r < 0 ? 1 : 0;
 }

@@ -12,7 +12,9 @@
 #include <unistd.h>
 
 #include "daemon/exec.h"
+#include "daemon/process.h"
 #include "daemon/registry.h"
+#include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "runtime/userns.h"
@@ -80,6 +82,11 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 		}
 	m->slots[sb->slot] = 0;
 	m->count--;
+	process_free_all(sb);
+	for (size_t i = 0; i < sb->envc; i++)
+		free(sb->env[i]);
+	free(sb->env);
+	free(sb->labels);
 	while (sb->sessions) {
 		struct session *s = sb->sessions;
 		sb->sessions = s->next;
@@ -88,6 +95,27 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 	free(sb->tenant);
 	free(sb->id);
 	free(sb);
+}
+
+/* The sandbox's own env and labels, and its default session's env. */
+static int set_env_labels(struct sandbox *sb, const char *const *env,
+			  size_t envc, const char *labels)
+{
+	if (envc) {
+		sb->env = calloc(envc + 1, sizeof(char *));
+		if (!sb->env)
+			return -ENOMEM;
+		for (size_t i = 0; i < envc; i++) {
+			if (!(sb->env[i] = strdup(env[i])))
+				return -ENOMEM;
+			sb->envc++;
+			if (session_setenv(sb->sessions, env[i]) < 0)
+				return -ENOMEM;
+		}
+	}
+	if (labels && !(sb->labels = strdup(labels)))
+		return -ENOMEM;
+	return 0;
 }
 
 static int load_row(const struct registry_row *row, void *data)
@@ -104,13 +132,32 @@ static int load_row(const struct registry_row *row, void *data)
 	sb->limits = row->limits;
 	sb->created_ms = row->created_ms;
 	sb->last_active_ms = row->last_active_ms;
-	return 0;
+	sb->sleep_after_ms = row->sleep_after_ms;
+	sb->keep_alive = row->keep_alive != 0;
+	/* env comes back as "K=V\0K=V\0" */
+	const char *e = row->env, *end = row->env ? row->env + row->env_len : NULL;
+	size_t n = 0;
+	for (const char *p = e; p && p < end; p += strlen(p) + 1)
+		n++;
+	const char **env = calloc(n + 1, sizeof(char *));
+	if (!env)
+		return -ENOMEM;
+	n = 0;
+	for (const char *p = e; p && p < end && memchr(p, '\0', (size_t)(end - p));
+	     p += strlen(p) + 1)
+		env[n++] = p;
+	int r = set_env_labels(sb, env, n, row->labels);
+	free(env);
+	return r;
 }
 
 int manager_create(struct manager *m, const char *tenant, const char *id,
-		   const struct cgroup_limits *limits, struct sandbox **out,
+		   const struct sandbox_opts *opts, struct sandbox **out,
 		   struct sbx_err *err)
 {
+	static const struct sandbox_opts none;
+	if (!opts)
+		opts = &none;
 	if (manager_find(m, tenant, id))
 		return sbx_err_set(err, EEXIST, "sandbox %s exists", id);
 	uint32_t slot = 0;
@@ -121,14 +168,30 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	struct sandbox *sb = add(m, tenant, id, slot);
 	if (!sb)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	if (limits)
-		sb->limits = *limits;
+	sb->limits = opts->limits;
+	sb->sleep_after_ms = opts->sleep_after_ms;
+	sb->keep_alive = opts->keep_alive;
 	sb->created_ms = sb->last_active_ms = now_wall_ms();
+	struct buf envblob;
+	buf_init(&envblob, 0);
+	int r = set_env_labels(sb, opts->env, opts->envc, opts->labels);
+	for (size_t i = 0; r == 0 && i < opts->envc; i++)
+		r = buf_append(&envblob, opts->env[i], strlen(opts->env[i]) + 1);
+	if (r < 0) {
+		buf_free(&envblob);
+		unlink_sandbox(m, sb);
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	}
 	struct registry_row row = {.tenant = tenant, .id = id, .slot = slot,
 				   .created_ms = sb->created_ms,
 				   .last_active_ms = sb->last_active_ms,
-				   .limits = sb->limits};
-	int r = registry_insert(m->reg, &row, err);
+				   .limits = sb->limits,
+				   .sleep_after_ms = sb->sleep_after_ms,
+				   .keep_alive = sb->keep_alive,
+				   .env = envblob.data, .env_len = envblob.len,
+				   .labels = opts->labels};
+	r = registry_insert(m->reg, &row, err);
+	buf_free(&envblob);
 	if (r < 0) {
 		unlink_sandbox(m, sb);
 		return r;
@@ -151,6 +214,56 @@ int manager_get(struct manager *m, const char *tenant, const char *id,
 void sandbox_touch(struct sandbox *sb)
 {
 	sb->last_active_ms = now_wall_ms();
+}
+
+int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
+			const char *const *env, size_t envc,
+			struct session **out)
+{
+	if (sandbox_session(sb, id))
+		return -EEXIST;
+	struct session *s = session_new(id, cwd, NULL, 0);
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < sb->envc; i++)
+		if (session_setenv(s, sb->env[i]) < 0)
+			goto nomem;
+	for (size_t i = 0; i < envc; i++)
+		if (session_setenv(s, env[i]) < 0)
+			goto nomem;
+	/* after the default session, which stays first */
+	s->next = sb->sessions->next;
+	sb->sessions->next = s;
+	*out = s;
+	return 0;
+nomem:
+	session_free(s);
+	return -ENOMEM;
+}
+
+int sandbox_session_delete(struct sandbox *sb, const char *id)
+{
+	for (struct session **p = &sb->sessions->next; *p; p = &(*p)->next) {
+		struct session *s = *p;
+		if (strcmp(s->id, id))
+			continue;
+		if (s->running || s->queue_head)
+			return -EBUSY;
+		*p = s->next;
+		session_free(s);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void manager_foreach(struct manager *m,
+		     void (*fn)(struct sandbox *sb, void *data), void *data)
+{
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b], *next; sb; sb = next) {
+			next = sb->hnext;
+			fn(sb, data);
+		}
 }
 
 struct session *sandbox_session(struct sandbox *sb, const char *id)
@@ -286,7 +399,10 @@ static void cron(struct loop_timer *t)
 			next = sb->hnext;
 			if (sb->state == SB_STOPPED)
 				continue;
-			if (!sb->busy && now - sb->last_active_ms >= m->cfg->sleep_after_ms) {
+			uint64_t idle_ms = sb->sleep_after_ms ? sb->sleep_after_ms
+							       : m->cfg->sleep_after_ms;
+			if (!sb->busy && !sb->keep_alive &&
+			    now - sb->last_active_ms >= idle_ms) {
 				sandbox_stop(sb, "idle");
 				continue;
 			}

@@ -15,6 +15,17 @@
 
 struct registry;
 struct exec_job;
+struct process;
+
+/* What a sandbox is created with; zeros take the daemon's defaults. */
+struct sandbox_opts {
+	struct cgroup_limits limits;
+	uint64_t sleep_after_ms;
+	bool keep_alive;
+	const char *const *env; /* "K=V" */
+	size_t envc;
+	const char *labels;     /* JSON text */
+};
 
 enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
 
@@ -28,6 +39,13 @@ struct sandbox {
 	struct sandbox_proc proc;
 	struct loop_watch sock_w, pid_w;
 	struct cgroup_limits limits;          /* 0: the daemon's default */
+	uint64_t sleep_after_ms;              /* 0: the daemon's default */
+	bool keep_alive;                      /* never stopped for idleness */
+	char **env;                           /* "K=V" for every command */
+	size_t envc;
+	char *labels;                         /* JSON text, or NULL */
+	struct process *procs;                /* background processes */
+	unsigned nprocs;
 	uint64_t created_ms, last_active_ms; /* wall clock */
 	struct session *sessions;            /* first: the default session */
 	struct exec_job *jobs;               /* sent to init, not yet ended */
@@ -57,7 +75,7 @@ struct sandbox *manager_find(struct manager *m, const char *tenant,
 			     const char *id);
 /* Register a new sandbox (not started). -EEXIST if it exists. */
 int manager_create(struct manager *m, const char *tenant, const char *id,
-		   const struct cgroup_limits *limits, struct sandbox **out,
+		   const struct sandbox_opts *opts, struct sandbox **out,
 		   struct sbx_err *err);
 /* Find, or create with defaults. */
 int manager_get(struct manager *m, const char *tenant, const char *id,
@@ -72,5 +90,15 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err);
 void sandbox_touch(struct sandbox *sb);
 /* The session by id (NULL id: the default one), or NULL. */
 struct session *sandbox_session(struct sandbox *sb, const char *id);
+/* A new session with the sandbox's environment plus env; NULL cwd:
+ * /workspace. -EEXIST when id is taken. */
+int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
+			const char *const *env, size_t envc,
+			struct session **out);
+/* -EBUSY while it runs a command; the default session cannot go. */
+int sandbox_session_delete(struct sandbox *sb, const char *id);
+/* Iterate over all sandboxes. */
+void manager_foreach(struct manager *m,
+		     void (*fn)(struct sandbox *sb, void *data), void *data);
 
 #endif

@@ -20,6 +20,10 @@ static const char schema[] =
 	"  memory_bytes INTEGER NOT NULL,"
 	"  pids INTEGER NOT NULL,"
 	"  cpu_millis INTEGER NOT NULL,"
+	"  sleep_after_ms INTEGER NOT NULL DEFAULT 0,"
+	"  keep_alive INTEGER NOT NULL DEFAULT 0,"
+	"  env BLOB,"
+	"  labels TEXT,"
 	"  PRIMARY KEY (tenant, id));";
 
 static int db_err(struct registry *r, struct sbx_err *err, const char *what)
@@ -47,8 +51,19 @@ int registry_open(const char *path, struct registry **out,
 		rc = db_err(r, err, "schema");
 		goto fail;
 	}
+	/* registries made before these columns existed */
+	static const char *const added[] = {
+		"ALTER TABLE sandboxes ADD COLUMN sleep_after_ms INTEGER NOT NULL "
+		"DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN keep_alive INTEGER NOT NULL "
+		"DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN env BLOB",
+		"ALTER TABLE sandboxes ADD COLUMN labels TEXT",
+	};
+	for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++)
+		sqlite3_exec(r->db, added[i], NULL, NULL, NULL); /* may exist */
 	if (sqlite3_prepare_v2(r->db,
-			       "INSERT INTO sandboxes VALUES (?,?,?,?,?,?,?,?)",
+			       "INSERT INTO sandboxes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &r->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db,
 			       "DELETE FROM sandboxes WHERE tenant=? AND id=?",
@@ -85,7 +100,8 @@ int registry_load(struct registry *r,
 	sqlite3_stmt *st;
 	if (sqlite3_prepare_v2(r->db,
 			       "SELECT tenant, id, slot, created_ms, "
-			       "last_active_ms, memory_bytes, pids, cpu_millis "
+			       "last_active_ms, memory_bytes, pids, cpu_millis, "
+			       "sleep_after_ms, keep_alive, env, labels "
 			       "FROM sandboxes",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_err(r, err, "load");
@@ -102,6 +118,11 @@ int registry_load(struct registry *r,
 				.pids = (uint32_t)sqlite3_column_int64(st, 6),
 				.cpu_millis = (uint32_t)sqlite3_column_int64(st, 7),
 			},
+			.sleep_after_ms = (uint64_t)sqlite3_column_int64(st, 8),
+			.keep_alive = sqlite3_column_int(st, 9),
+			.env = sqlite3_column_blob(st, 10),
+			.env_len = (size_t)sqlite3_column_bytes(st, 10),
+			.labels = (const char *)sqlite3_column_text(st, 11),
 		};
 		if (!row.tenant || !row.id)
 			continue;
@@ -136,6 +157,13 @@ int registry_insert(struct registry *r, const struct registry_row *row,
 	sqlite3_bind_int64(st, 6, (sqlite3_int64)row->limits.memory_bytes);
 	sqlite3_bind_int64(st, 7, row->limits.pids);
 	sqlite3_bind_int64(st, 8, row->limits.cpu_millis);
+	sqlite3_bind_int64(st, 9, (sqlite3_int64)row->sleep_after_ms);
+	sqlite3_bind_int(st, 10, row->keep_alive);
+	if (row->env_len)
+		sqlite3_bind_blob(st, 11, row->env, (int)row->env_len,
+				  SQLITE_STATIC);
+	if (row->labels)
+		sqlite3_bind_text(st, 12, row->labels, -1, SQLITE_STATIC);
 	return step_done(r, st, err, "insert");
 }
 

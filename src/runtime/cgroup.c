@@ -1155,6 +1155,24 @@ int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err)
 	return tree_kill(s->m, rel, err);
 }
 
+static void signal_one(pid_t pid, void *arg)
+{
+	kill(pid, *(int *)arg);
+}
+
+int cgroup_cmd_signal(struct cgroup_sandbox *s, int idx, int signo)
+{
+	if (!leaf_valid(s, idx))
+		return -EINVAL;
+	char rel[CGROUP_NAME_MAX + 16];
+	leaf_rel(s, idx, rel, sizeof(rel));
+	_cleanup_close_ int dfd = openat(s->m->h[s->m->primary].dfd, rel,
+					 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	return cgroup_procs_foreach(dfd, signal_one, &signo);
+}
+
 bool cgroup_cmd_empty(struct cgroup_sandbox *s, int idx)
 {
 	/* A leaf that does not exist holds nothing. */

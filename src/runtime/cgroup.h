@@ -93,6 +93,8 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		       int *nfds, struct sbx_err *err);
 /* Kill every process in the leaf and wait (bounded) until it is empty. */
 int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err);
+/* Send signo to every process in the leaf (no freeze: a polite TERM). */
+int cgroup_cmd_signal(struct cgroup_sandbox *s, int idx, int signo);
 bool cgroup_cmd_empty(struct cgroup_sandbox *s, int idx);
 /* Return the leaf to the pool if empty; a leaf with processes left (a
  * daemonized child) stays taken until a later release finds it empty. */

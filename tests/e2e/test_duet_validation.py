@@ -170,3 +170,11 @@ def test_room_path_only_accepts_delete(daemon, room, method):
 ])
 def test_unknown_paths_are_404_text(daemon, method, path):
     assert_plain_404(*daemon.raw(method, path, ECHO if method == "POST" else b""))
+
+
+def test_nul_in_path_cannot_reach_another_room(daemon, room):
+    # a decoder that stops at the NUL would see DELETE /api/rooms/<room>
+    daemon.run(room, "echo mine > /workspace/keep.txt")
+    assert_plain_404(*daemon.raw("DELETE", f"/api/rooms/{room}%00x/sandbox/exec"))
+    assert_plain_404(*daemon.raw("DELETE", f"/api/rooms/{room}%00"))
+    assert daemon.run(room, "cat /workspace/keep.txt")["stdout"] == "mine\n"
