@@ -371,6 +371,37 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	*con_cls = NULL;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Percent-decoding of the path and query, except "%00": decoded, a NUL
+ * would end the C string early, and "/api/rooms/a%00/x" would quietly
+ * become "/api/rooms/a" (another resource). Kept as the three characters,
+ * no route matches it. */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+	(void)cls;
+	(void)c;
+	for (char *r = s; *r;) {
+		int hi, lo;
+		if (r[0] == '%' && (hi = hexval(r[1])) >= 0 &&
+		    (lo = hexval(r[2])) >= 0 && (hi || lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 3;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
 static void on_mhd_ready(struct loop_watch *w, uint32_t events)
 {
 	struct http_server *s = w->data;
@@ -415,6 +446,7 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	s->mhd = MHD_start_daemon(
 		flags, cfg->port, NULL, NULL, on_access, s,
 		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,

@@ -157,7 +157,11 @@ static void on_done(const struct exec_result *res, void *ctx)
 					    "process_ended"));
 		p->stdin_req = NULL;
 	}
-	on_started(p, 0); /* a creator still waiting hears of the failure */
+	if (p->on_started) { /* a creator still waiting hears of the end */
+		void (*cb)(struct process *, void *) = p->on_started;
+		p->on_started = NULL;
+		cb(p, p->started_ctx);
+	}
 	for (struct process_watch *w = p->watches, *n; w; w = n) {
 		n = w->next;
 		watch_pump(w);

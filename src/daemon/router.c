@@ -139,6 +139,13 @@ void router_handle(struct http_req *r, void *data)
 
 	if (!(m.tenant = tenant_of(a, r)))
 		return;
+	if (strstr(r->url, "%00")) { /* a NUL never names anything here */
+		if (!strncmp(r->url, "/v1/", 4))
+			v1_error(r, 404, "not_found", "no such endpoint");
+		else
+			http_respond_text(r, 404, "404 page not found\n");
+		return;
+	}
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1)) {
 		api_duet_handle(a, r, m.tenant, r->url + sizeof(rooms) - 1);
 		return;

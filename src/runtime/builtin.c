@@ -185,11 +185,12 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 		e = EPIPE; /* the upload was cut short */
 	if (!e && close(fd) < 0)
 		e = errno;
+	bool existed = false;
 	if (!e) {
 		struct stat st;
 		/* keep the mode of a file we replace */
-		if (fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode))
+		existed = fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
+		if (existed && S_ISREG(st.st_mode))
 			fchmodat(dfd, tmp, st.st_mode & 07777, 0);
 		if (renameat(dfd, tmp, dfd, leaf) < 0)
 			e = errno;
@@ -198,7 +199,7 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 		unlinkat(dfd, tmp, 0);
 		fail(e, "write");
 	}
-	dprintf(1, "OK %lld\n", got);
+	dprintf(1, "OK %lld %s\n", got, existed ? "replaced" : "created");
 	_exit(0);
 }
 
