@@ -6,7 +6,9 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "lib/base64.h"
 #include "lib/buf.h"
+#include "lib/path.h"
 #include "lib/util.h"
 
 static void test_durations(void **state)
@@ -89,12 +91,59 @@ static void test_iso8601(void **state)
 	assert_string_equal(ts, "2024-11-29T17:06:40.123Z");
 }
 
+static void test_path_beneath(void **state)
+{
+	(void)state;
+	char out[64];
+	assert_int_equal(path_beneath("/workspace", "a/b", out, sizeof(out)), PATH_OK);
+	assert_string_equal(out, "a/b");
+	assert_int_equal(path_beneath("/workspace", "//a/./b/", out, sizeof(out)), PATH_OK);
+	assert_string_equal(out, "a/b");
+	assert_int_equal(path_beneath("/workspace", "/workspace/x", out, sizeof(out)), PATH_OK);
+	assert_string_equal(out, "x");
+	assert_int_equal(path_beneath("/workspace", "/workspace", out, sizeof(out)), PATH_OK);
+	assert_string_equal(out, "");
+	assert_int_equal(path_beneath("/workspace", ".", out, sizeof(out)), PATH_OK);
+	assert_string_equal(out, "");
+	assert_int_equal(path_beneath("/workspace", "../etc", out, sizeof(out)), PATH_OUTSIDE);
+	assert_int_equal(path_beneath("/workspace", "a/../../b", out, sizeof(out)), PATH_OUTSIDE);
+	assert_int_equal(path_beneath("/workspace", "a/..", out, sizeof(out)), PATH_OUTSIDE);
+	assert_int_equal(path_beneath("/workspace", "/etc/passwd", out, sizeof(out)), PATH_OUTSIDE);
+	assert_int_equal(path_beneath("/workspace", "/workspacefoo", out, sizeof(out)), PATH_OUTSIDE);
+	assert_int_equal(path_beneath("/workspace", "a\nb", out, sizeof(out)), PATH_INVALID);
+	assert_int_equal(path_beneath("/workspace", "a\x7f", out, sizeof(out)), PATH_INVALID);
+	assert_int_equal(path_beneath("/", "/etc/x", out, sizeof(out)), PATH_OK);
+	assert_string_equal(out, "etc/x");
+	char small[4];
+	assert_int_equal(path_beneath("/workspace", "abcdef", small, sizeof(small)), PATH_INVALID);
+	assert_int_equal(path_beneath("/workspace", "..a", out, sizeof(out)), PATH_OK);
+	assert_string_equal(out, "..a");
+}
+
+static void test_base64(void **state)
+{
+	(void)state;
+	char enc[16], dec[16];
+	assert_int_equal(base64_encode("hi!", 3, enc), 4);
+	assert_string_equal(enc, "aGkh");
+	assert_int_equal(base64_encode("h", 1, enc), 4);
+	assert_string_equal(enc, "aA==");
+	assert_int_equal(base64_decode("aGkh", 4, dec), 3);
+	assert_memory_equal(dec, "hi!", 3);
+	assert_int_equal(base64_decode("aA==", 4, dec), 1);
+	assert_int_equal(base64_decode("aA=", 3, dec), -1);
+	assert_int_equal(base64_decode("a=A=", 4, dec), -1);
+	assert_int_equal(base64_decode("aG k", 4, dec), -1);
+	assert_int_equal(base64_decode("", 0, dec), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_durations), cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_utf8), cmocka_unit_test(test_buf_limit),
-		cmocka_unit_test(test_iso8601),
+		cmocka_unit_test(test_iso8601), cmocka_unit_test(test_path_beneath),
+		cmocka_unit_test(test_base64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
