@@ -97,7 +97,7 @@ static void test_path_beneath(void **state)
 	char out[64];
 	assert_int_equal(path_beneath("/workspace", "a/b", out, sizeof(out)), PATH_OK);
 	assert_string_equal(out, "a/b");
-	assert_int_equal(path_beneath("/workspace", "//a/./b/", out, sizeof(out)), PATH_OK);
+	assert_int_equal(path_beneath("/workspace", "a//./b/", out, sizeof(out)), PATH_OK);
 	assert_string_equal(out, "a/b");
 	assert_int_equal(path_beneath("/workspace", "/workspace/x", out, sizeof(out)), PATH_OK);
 	assert_string_equal(out, "x");
