@@ -68,3 +68,22 @@ def pytest_runtest_makereport(item, call):
         for d in list(helpers.LIVE):
             rep.sections.append((f"sandboxd log tail ({d.url}, pid {d.proc.pid if d.proc else '-'})",
                                  d.log_tail(40)))
+
+
+# --- /v1 (tests/e2e/test_v1_*.py) ------------------------------------------------
+
+@pytest.fixture
+def v1(daemon):
+    """A /v1 client for the module's daemon (no token)."""
+    return helpers.V1(daemon)
+
+
+@pytest.fixture
+def new_sid(new_room):
+    """Returns a maker of /v1 sandbox IDs ([a-z0-9-], <= 63) unique to the test."""
+    return lambda: re.sub(r"[^a-z0-9-]+", "-", new_room().lower())
+
+
+@pytest.fixture
+def sid(new_sid):
+    return new_sid()

@@ -303,3 +303,219 @@ def wait_no_pids(base, timeout=5, ignore=()):
 def room_name_re(room):
     """Matches a log line's `sandbox=sandbox-<room>` field exactly."""
     return re.compile(r"sandbox=\"?sandbox-" + re.escape(room) + r"(?![A-Za-z0-9._-])")
+
+
+# --- the /v1 API ------------------------------------------------------------------
+# (added for tests/e2e/test_v1_*.py; the Duet helpers above are unchanged)
+import base64  # noqa: E402
+import json  # noqa: E402
+import threading  # noqa: E402
+from collections import namedtuple  # noqa: E402
+
+JSON_ACCEPT = {"Accept": "application/json"}
+
+
+def assert_error(r, status, code):
+    """r is a /v1 error answer: that status, JSON {"error": msg, "code": code}."""
+    what = f"{r.request.method} {r.request.path_url}: {r.status_code} {r.text[:1000]}"
+    assert r.status_code == status, what
+    assert r.headers.get("Content-Type", "").startswith("application/json"), what
+    doc = r.json()
+    assert doc.get("code") == code, what
+    assert isinstance(doc.get("error"), str) and doc["error"], what
+    return doc
+
+
+def assert_raw_error(status, headers, body, want_status, code):
+    """As assert_error, for Daemon.raw()'s (status, headers, body)."""
+    what = f"{status} {body[:1000]!r}"
+    assert status == want_status, what
+    doc = json.loads(body)
+    assert doc.get("code") == code and doc.get("error"), what
+    return doc
+
+
+class V1:
+    """A /v1 client for one daemon, optionally holding a bearer token."""
+
+    def __init__(self, daemon, token=None):
+        self.d = daemon
+        self.token = token
+
+    def headers(self, extra=None, session=None):
+        h = {}
+        if self.token is not None:
+            h["Authorization"] = f"Bearer {self.token}"
+        if session:
+            h["Session-Id"] = session
+        h.update(extra or {})
+        return h
+
+    def request(self, method, path, headers=None, session=None, timeout=60, **kw):
+        return requests.request(method, self.d.url + path,
+                                headers=self.headers(headers, session),
+                                timeout=timeout, **kw)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, **kw):
+        return self.request("POST", path, **kw)
+
+    def put(self, path, **kw):
+        return self.request("PUT", path, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+    # --- sandboxes ---
+    def create(self, sid=None, **body):
+        if sid is not None:
+            body["id"] = sid
+        r = self.post("/v1/sandbox", json=body)
+        assert r.status_code == 201, f"create {body}: {r.status_code} {r.text}"
+        return r.json()
+
+    def info(self, sid):
+        r = self.get(f"/v1/sandbox/{sid}")
+        assert r.status_code == 200, f"info {sid}: {r.status_code} {r.text}"
+        return r.json()
+
+    def running(self, sid):
+        r = self.get(f"/v1/sandbox/{sid}/running")
+        assert r.status_code == 200, r.text
+        return r.json()["running"]
+
+    # --- exec ---
+    def exec_json(self, sid, session=None, timeout=60, **body):
+        """POST exec with Accept: application/json; returns the response."""
+        return self.post(f"/v1/sandbox/{sid}/exec", json=body, headers=JSON_ACCEPT,
+                         session=session, timeout=timeout)
+
+    def run(self, sid, command=None, session=None, timeout=60, **body):
+        """Runs (JSON mode), asserts a 200, returns the result object."""
+        if command is not None:
+            body["command"] = command
+        r = self.exec_json(sid, session=session, timeout=timeout, **body)
+        assert r.status_code == 200, f"exec {body}: {r.status_code} {r.text[:2000]}"
+        return r.json()
+
+    def sh(self, sid, command, session=None, timeout=60):
+        """Runs a shell command that must succeed; returns its stdout."""
+        res = self.run(sid, command, session=session, timeout=timeout)
+        assert res["exitCode"] == 0, f"{command!r}: {res}"
+        return res["stdout"]
+
+    def exec_sse(self, sid, body, session=None, headers=None, timeout=60):
+        """POST exec as SSE and reads the stream to its end: (response, events)."""
+        r = self.post(f"/v1/sandbox/{sid}/exec", json=body, session=session,
+                      headers=headers, stream=True, timeout=timeout)
+        with r:
+            if r.status_code != 200:
+                r.content  # noqa: B018 (read it for the message)
+                return r, []
+            return r, list(sse_events(r))
+
+    def host_uid(self, sid):
+        """The host uid that root in the sandbox maps to (from its uid_map)."""
+        fields = self.sh(sid, "cat /proc/self/uid_map").split()
+        assert len(fields) == 3 and fields[0] == "0", fields
+        assert int(fields[2]) == UID_RANGE, fields
+        return int(fields[1])
+
+    # --- processes ---
+    def start_process(self, sid, session=None, **body):
+        r = self.post(f"/v1/sandbox/{sid}/process", json=body, session=session)
+        assert r.status_code == 201, f"process {body}: {r.status_code} {r.text}"
+        return r.json()
+
+    def process(self, sid, pid):
+        r = self.get(f"/v1/sandbox/{sid}/process/{pid}")
+        assert r.status_code == 200, r.text
+        return r.json()
+
+
+# One server-sent event: `event` (None for a comment line), `id`, `data` (text),
+# `comment` (the text of a `:` line) and `t` (time.monotonic() when it arrived).
+SSEEvent = namedtuple("SSEEvent", "event id data comment t")
+
+
+def sse_events(resp, chunk_size=None):
+    """Parses a streamed requests response as SSE, yielding each event (and
+    each comment line) as soon as its bytes have arrived."""
+    buf = b""
+    fields = {}
+    for chunk in resp.iter_content(chunk_size=chunk_size):
+        buf += chunk
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            line = line.rstrip(b"\r").decode("utf-8", "replace")
+            now = time.monotonic()
+            if line == "":
+                if fields:
+                    yield SSEEvent(fields.get("event", "message"), fields.get("id"),
+                                   "\n".join(fields.get("data", [])), None, now)
+                fields = {}
+            elif line.startswith(":"):
+                yield SSEEvent(None, None, None, line[1:].strip(), now)
+            else:
+                name, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if name == "data":
+                    fields.setdefault("data", []).append(value)
+                else:
+                    fields[name] = value
+
+
+def sse_output(events, name="stdout"):
+    """The decoded bytes of all `name` events."""
+    return b"".join(base64.b64decode(e.data) for e in events if e.event == name)
+
+
+def sse_final(events):
+    """The exit (or error) event's JSON, asserting it is the last event."""
+    real = [e for e in events if e.event is not None]
+    assert real, "no events"
+    assert real[-1].event in ("exit", "error"), [e.event for e in real]
+    assert sum(e.event in ("exit", "error") for e in real) == 1, [e.event for e in real]
+    return real[-1].event, json.loads(real[-1].data)
+
+
+def vm_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class RssSampler:
+    """Samples a process's VmRSS in a thread while the block runs:
+    `with RssSampler(pid) as s: ...; s.max_kib`."""
+
+    def __init__(self, pid, interval=0.02):
+        self.pid = pid
+        self.interval = interval
+        self.samples = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                self.samples.append(vm_rss_kib(self.pid))
+            except (FileNotFoundError, ProcessLookupError):
+                return
+            self._stop.wait(self.interval)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def max_kib(self):
+        return max(self.samples, default=0)
