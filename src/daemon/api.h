@@ -52,6 +52,15 @@ void router_begin(struct http_req *r, void *data);
 void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
 		     const char *rest);
 
+/* The Cloudflare container protocol under /v1/sandbox/{id}/api/...:
+ * m->params[0] is the sandbox id, rest the path from "/api/" on. begin
+ * sees the request when its headers are in (it may stream the body);
+ * handle when the body is complete (unless begin took the body). */
+void api_cf_begin(struct api *a, struct http_req *r, struct route_match *m,
+		  const char *rest);
+void api_cf_handle(struct api *a, struct http_req *r, struct route_match *m,
+		   const char *rest);
+
 /* A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
 json_t *json_bytes(const char *data, size_t len);
 

@@ -117,14 +117,39 @@ static const char *tenant_of(struct api *a, struct http_req *r)
 	return t;
 }
 
+/* /v1/sandbox/{id}/api/...: the Cloudflare container protocol, served per
+ * sandbox (api_cf.c); *rest gets the part from "/api/" on. */
+static bool cf_match(struct http_req *r, struct route_match *m,
+		     const char **rest)
+{
+	static const char prefix[] = "/v1/sandbox/";
+	if (strncmp(r->url, prefix, sizeof(prefix) - 1))
+		return false;
+	const char *id = r->url + sizeof(prefix) - 1;
+	const char *slash = strchr(id, '/');
+	if (!slash || strncmp(slash, "/api/", 5) || slash == id ||
+	    (size_t)(slash - id) >= sizeof(m->buf))
+		return false;
+	memcpy(m->buf, id, (size_t)(slash - id));
+	m->buf[slash - id] = '\0';
+	m->params[0] = m->buf;
+	*rest = slash;
+	return true;
+}
+
 void router_begin(struct http_req *r, void *data)
 {
 	struct api *a = data;
 	struct route_match m = {0};
+	const char *rest;
 	bool wrong;
 	a->metrics.requests++;
 	if (!(m.tenant = tenant_of(a, r)))
 		return;
+	if (cf_match(r, &m, &rest)) {
+		api_cf_begin(a, r, &m, rest);
+		return;
+	}
 	const struct route *rt = find(r, &m, &wrong);
 	if (rt && rt->begin)
 		rt->begin(a, r, &m);
@@ -148,6 +173,11 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1)) {
 		api_duet_handle(a, r, m.tenant, r->url + sizeof(rooms) - 1);
+		return;
+	}
+	const char *rest;
+	if (cf_match(r, &m, &rest)) {
+		api_cf_handle(a, r, &m, rest);
 		return;
 	}
 	const struct route *rt = find(r, &m, &wrong);
