@@ -303,6 +303,10 @@ static int parse_head(const char *b, size_t n, struct resp *r)
 				r->close = 1;
 		}
 	}
+	if (r->status == 204 || r->status == 304 || r->status / 100 == 1) {
+		r->clen = 0; /* no body, whatever the headers say */
+		r->chunked = 0;
+	}
 	return 1;
 }
 

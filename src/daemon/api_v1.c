@@ -137,9 +137,14 @@ static json_t *limits_json(struct api *a, const struct sandbox *sb)
 	uint64_t mem = sb->limits.memory_bytes ?: d->memory_bytes;
 	uint32_t pids = sb->limits.pids ?: d->pids;
 	uint32_t cpu = sb->limits.cpu_millis ?: d->cpu_millis;
-	return json_pack("{s:I, s:i, s:f}", "memoryMB",
-			 (json_int_t)(mem >> 20), "pids", (int)pids, "cpus",
-			 cpu / 1000.0);
+	uint64_t disk = sb->disk_bytes ?: a->m->cfg->disk_bytes;
+	json_t *j = json_pack("{s:I, s:i, s:f}", "memoryMB",
+			      (json_int_t)(mem >> 20), "pids", (int)pids, "cpus",
+			      cpu / 1000.0);
+	/* a limit only where the store enforces one */
+	if (a->m->rt->store->quotas && disk)
+		json_object_set_new(j, "diskMB", json_integer((json_int_t)(disk >> 20)));
+	return j;
 }
 
 static json_t *sandbox_json(struct api *a, struct sandbox *sb, bool usage)
@@ -190,8 +195,8 @@ static int parse_sleep(json_t *v, uint64_t *ms)
 	return -1;
 }
 
-static int parse_limits(json_t *l, struct cgroup_limits *out, char *why,
-			size_t whylen)
+static int parse_limits(json_t *l, struct cgroup_limits *out,
+			uint64_t *disk_bytes, char *why, size_t whylen)
 {
 	if (!l)
 		return 0;
@@ -228,6 +233,8 @@ static int parse_limits(json_t *l, struct cgroup_limits *out, char *why,
 		out->pids = (uint32_t)json_integer_value(pids);
 	if (cpus)
 		out->cpu_millis = (uint32_t)(json_number_value(cpus) * 1000 + 0.5);
+	if (disk)
+		*disk_bytes = (uint64_t)json_integer_value(disk) << 20;
 	return 0;
 }
 
@@ -305,8 +312,8 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		goto out;
 	}
 	o.keep_alive = ka && json_is_true(ka);
-	if (parse_limits(json_object_get(body, "limits"), &o.limits, why,
-			 sizeof(why)) ||
+	if (parse_limits(json_object_get(body, "limits"), &o.limits,
+			 &o.disk_bytes, why, sizeof(why)) ||
 	    parse_env(json_object_get(body, "env"), &env, &envc, why,
 		      sizeof(why))) {
 		v1_error(r, 400, "invalid_request", "%s", why);

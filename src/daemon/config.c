@@ -27,6 +27,11 @@ static const char usage[] =
 	"  --pids N                 process limit per sandbox (default 512)\n"
 	"  --cpus N                 CPU limit per sandbox, may be fractional\n"
 	"                           (default 1)\n"
+	"  --disk SIZE              disk limit per sandbox (default 10G; 0: none)\n"
+	"  --store-size SIZE        size of the btrfs store holding all sandboxes'\n"
+	"                           files (default: 90%% of the state dir's free\n"
+	"                           space when first made; 0: plain directories,\n"
+	"                           no disk limits)\n"
 	"  --max-output SIZE        keep at most this much of each of a\n"
 	"                           command's stdout and stderr; the rest is\n"
 	"                           dropped and flagged (default 16M)\n"
@@ -45,7 +50,7 @@ static const char usage[] =
 enum {
 	OPT_LISTEN = 1, OPT_STATE, OPT_SLEEP, OPT_TIMEOUT, OPT_MEMORY,
 	OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_BODY, OPT_UIDBASE, OPT_LOG,
-	OPT_TOKENS, OPT_HELP,
+	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -91,6 +96,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"uid-base", required_argument, NULL, OPT_UIDBASE},
 		{"log-level", required_argument, NULL, OPT_LOG},
 		{"tokens", required_argument, NULL, OPT_TOKENS},
+		{"disk", required_argument, NULL, OPT_DISK},
+		{"store-size", required_argument, NULL, OPT_STORE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -103,6 +110,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->limits = (struct cgroup_limits){
 		.memory_bytes = 1ull << 30, .pids = 512, .cpu_millis = 1000};
 	cfg->max_output = 16u << 20;
+	cfg->disk_bytes = 10ull << 30;
+	cfg->store_bytes = UINT64_MAX;
 	cfg->max_body = 1u << 20;
 	cfg->uid_base = 1u << 30;
 	cfg->log_level = LOG_INFO;
@@ -180,6 +189,13 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			else
 				return bad("--log-level", optarg,
 					   "expected debug, info, warn or error");
+			break;
+		case OPT_DISK:
+		case OPT_STORE:
+			if (parse_size(optarg, &v) || (v && v < (64u << 20)))
+				return bad(c == OPT_DISK ? "--disk" : "--store-size",
+					   optarg, "expected 0 or a size of at least 64M");
+			*(c == OPT_DISK ? &cfg->disk_bytes : &cfg->store_bytes) = v;
 			break;
 		case OPT_TOKENS:
 			cfg->tokens_path = optarg;

@@ -13,6 +13,8 @@ struct config {
 	uint64_t sleep_after_ms;
 	uint64_t exec_timeout_ms;
 	struct cgroup_limits limits;  /* defaults for new sandboxes */
+	uint64_t disk_bytes;          /* per sandbox; 0: no limit */
+	uint64_t store_bytes;         /* the disk store; UINT64_MAX: auto */
 	uint64_t max_output;          /* per stream of one command */
 	uint64_t max_body;            /* JSON request bodies */
 	uint32_t uid_base;            /* first host uid of sandbox ranges */

@@ -282,14 +282,16 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 		return MHD_YES;
 	}
 	struct http_req *r = &p->pub;
-	if (r->on_body && !r->answered) {
+	if (r->on_body) {
+		/* Never answer before the body is in: MHD (0.9.75) spins on a
+		 * connection answered mid-upload. An early answer (an error
+		 * from the consumer) waits; the rest of the body is dropped. */
 		if (*upload_data_size) {
-			size_t took = r->on_body(r, upload_data, *upload_data_size);
+			size_t took = r->answered
+					      ? *upload_data_size
+					      : r->on_body(r, upload_data,
+							   *upload_data_size);
 			*upload_data_size -= took;
-			if (r->pending) {
-				queue_pending(r);
-				return MHD_YES;
-			}
 			if (*upload_data_size && !r->suspended) {
 				p->body_waiting = true;
 				r->suspended = true;
@@ -299,7 +301,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 		}
 		if (!r->body_ended) {
 			r->body_ended = true;
-			r->on_body_end(r);
+			if (!r->answered)
+				r->on_body_end(r);
 		}
 		if (r->pending) {
 			queue_pending(r);
@@ -311,13 +314,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 	}
 	if (*upload_data_size) {
 		if (!r->body_too_large) {
-			if (r->body.len + *upload_data_size > s->cfg.max_body) {
-				too_large(r);
-				queue_pending(r);
-			} else if (buf_append(&r->body, upload_data,
-					      *upload_data_size) < 0) {
+			if (r->body.len + *upload_data_size > s->cfg.max_body)
+				too_large(r); /* sent once the body is in */
+			else if (buf_append(&r->body, upload_data,
+					    *upload_data_size) < 0)
 				return MHD_NO;
-			}
 		}
 		*upload_data_size = 0;
 		return MHD_YES;

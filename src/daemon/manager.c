@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "daemon/exec.h"
@@ -130,6 +131,7 @@ static int load_row(const struct registry_row *row, void *data)
 	if (!sb)
 		return -ENOMEM;
 	sb->limits = row->limits;
+	sb->disk_bytes = row->disk_bytes;
 	sb->created_ms = row->created_ms;
 	sb->last_active_ms = row->last_active_ms;
 	sb->sleep_after_ms = row->sleep_after_ms;
@@ -169,6 +171,7 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	if (!sb)
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	sb->limits = opts->limits;
+	sb->disk_bytes = opts->disk_bytes;
 	sb->sleep_after_ms = opts->sleep_after_ms;
 	sb->keep_alive = opts->keep_alive;
 	sb->created_ms = sb->last_active_ms = now_wall_ms();
@@ -186,6 +189,7 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 				   .created_ms = sb->created_ms,
 				   .last_active_ms = sb->last_active_ms,
 				   .limits = sb->limits,
+				   .disk_bytes = sb->disk_bytes,
 				   .sleep_after_ms = sb->sleep_after_ms,
 				   .keep_alive = sb->keep_alive,
 				   .env = envblob.data, .env_len = envblob.len,
@@ -346,7 +350,8 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 		.pids = sb->limits.pids ?: d->pids,
 		.cpu_millis = sb->limits.cpu_millis ?: d->cpu_millis,
 	};
-	int r = runtime_start(m->rt, sb->name, sb->base, &lim, &sb->proc, err);
+	int r = runtime_start(m->rt, sb->name, sb->base, &lim,
+			      sb->disk_bytes ?: m->cfg->disk_bytes, &sb->proc, err);
 	if (r < 0) {
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
@@ -415,6 +420,19 @@ static void cron(struct loop_timer *t)
 	loop_timer_start(m->loop, &m->cron, tick);
 }
 
+/* The store's size when it is first made: by default 90% of what is free
+ * where the state dir is, so sandboxes can never fill the host's disk. */
+static uint64_t store_size(const struct config *cfg)
+{
+	struct statvfs sv;
+	if (cfg->store_bytes != UINT64_MAX)
+		return cfg->store_bytes;
+	if (statvfs(cfg->state_dir, &sv) < 0)
+		return 0;
+	uint64_t free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	return free_bytes / 10 * 9;
+}
+
 int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		struct sbx_err *err)
 {
@@ -434,7 +452,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		r = sbx_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((r = runtime_new(cfg->state_dir, &m->rt, err)))
+	if ((r = runtime_new(cfg->state_dir, store_size(cfg), &m->rt, err)))
 		goto fail;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);

@@ -20,6 +20,7 @@ struct process;
 /* What a sandbox is created with; zeros take the daemon's defaults. */
 struct sandbox_opts {
 	struct cgroup_limits limits;
+	uint64_t disk_bytes;
 	uint64_t sleep_after_ms;
 	bool keep_alive;
 	const char *const *env; /* "K=V" */
@@ -40,6 +41,7 @@ struct sandbox {
 	struct loop_watch sock_w, pid_w;
 	struct cgroup_limits limits;          /* 0: the daemon's default */
 	uint64_t sleep_after_ms;              /* 0: the daemon's default */
+	uint64_t disk_bytes;                  /* 0: the daemon's default */
 	bool keep_alive;                      /* never stopped for idleness */
 	char **env;                           /* "K=V" for every command */
 	size_t envc;

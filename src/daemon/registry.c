@@ -24,6 +24,7 @@ static const char schema[] =
 	"  keep_alive INTEGER NOT NULL DEFAULT 0,"
 	"  env BLOB,"
 	"  labels TEXT,"
+	"  disk_bytes INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (tenant, id));";
 
 static int db_err(struct registry *r, struct sbx_err *err, const char *what)
@@ -59,11 +60,13 @@ int registry_open(const char *path, struct registry **out,
 		"DEFAULT 0",
 		"ALTER TABLE sandboxes ADD COLUMN env BLOB",
 		"ALTER TABLE sandboxes ADD COLUMN labels TEXT",
+		"ALTER TABLE sandboxes ADD COLUMN disk_bytes INTEGER NOT NULL "
+		"DEFAULT 0",
 	};
 	for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(r->db, added[i], NULL, NULL, NULL); /* may exist */
 	if (sqlite3_prepare_v2(r->db,
-			       "INSERT INTO sandboxes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+			       "INSERT INTO sandboxes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &r->insert, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db,
 			       "DELETE FROM sandboxes WHERE tenant=? AND id=?",
@@ -101,7 +104,7 @@ int registry_load(struct registry *r,
 	if (sqlite3_prepare_v2(r->db,
 			       "SELECT tenant, id, slot, created_ms, "
 			       "last_active_ms, memory_bytes, pids, cpu_millis, "
-			       "sleep_after_ms, keep_alive, env, labels "
+			       "sleep_after_ms, keep_alive, env, labels, disk_bytes "
 			       "FROM sandboxes",
 			       -1, &st, NULL) != SQLITE_OK)
 		return db_err(r, err, "load");
@@ -123,6 +126,7 @@ int registry_load(struct registry *r,
 			.env = sqlite3_column_blob(st, 10),
 			.env_len = (size_t)sqlite3_column_bytes(st, 10),
 			.labels = (const char *)sqlite3_column_text(st, 11),
+			.disk_bytes = (uint64_t)sqlite3_column_int64(st, 12),
 		};
 		if (!row.tenant || !row.id)
 			continue;
@@ -164,6 +168,7 @@ int registry_insert(struct registry *r, const struct registry_row *row,
 				  SQLITE_STATIC);
 	if (row->labels)
 		sqlite3_bind_text(st, 12, row->labels, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 13, (sqlite3_int64)row->disk_bytes);
 	return step_done(r, st, err, "insert");
 }
 

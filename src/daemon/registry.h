@@ -16,6 +16,7 @@ struct registry_row {
 	uint32_t slot;
 	uint64_t created_ms, last_active_ms;
 	struct cgroup_limits limits;
+	uint64_t disk_bytes;     /* 0: the daemon's */
 	uint64_t sleep_after_ms; /* 0: the daemon's */
 	int keep_alive;
 	const char *env;         /* "K=V\0K=V\0", env_len bytes */

@@ -68,7 +68,8 @@ static bool match(const char *pattern, const char *path, struct route_match *m)
 		const char *close = strchr(p, '}');
 		bool rest = close[-1] == '*';
 		size_t len = rest ? strlen(u) : strcspn(u, "/");
-		if (len == 0 || used + len + 1 > sizeof(m->buf) ||
+		/* "{x*}" may be empty (".../file/" names /workspace) */
+		if ((len == 0 && !rest) || used + len + 1 > sizeof(m->buf) ||
 		    np == ROUTE_MAX_PARAMS)
 			return false;
 		memcpy(m->buf + used, u, len);

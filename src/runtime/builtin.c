@@ -20,12 +20,16 @@ static _Noreturn void fail(int e, const char *what)
 	_exit(1);
 }
 
+/* How paths are confined to the base: beneath it, or, when the base is the
+ * sandbox's own root, in it (see builtin.h). Set once per run. */
+static unsigned long long confine = RESOLVE_BENEATH;
+
 static int open_beneath(int base, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
 		.flags = (unsigned long long)(flags | O_CLOEXEC),
 		.mode = mode,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+		.resolve = confine | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
 	return fd < 0 ? -errno : fd;
@@ -66,18 +70,26 @@ static int open_parent(int base, const char *path, char **leaf, bool create)
 		*slash = '\0';
 		*leaf = strdup(slash + 1);
 		if (create) {
-			/* mkdir -p one level at a time, each beneath base */
+			/* mkdir -p one level at a time; each level is opened
+			 * from base by its whole prefix, so a link on the way is
+			 * resolved as it would be from base (and stays in it) */
 			int cur = dup(base);
-			char *save = NULL;
-			for (char *part = strtok_r(copy, "/", &save); part && cur >= 0;
-			     part = strtok_r(NULL, "/", &save)) {
-				if (mkdirat(cur, part, 0755) < 0 && errno != EEXIST) {
+			size_t n = strlen(copy);
+			for (size_t at = 0, end; cur >= 0 && at < n; at = end + 1) {
+				end = at + strcspn(copy + at, "/");
+				if (end == at)
+					continue;
+				char sep = copy[end];
+				copy[end] = '\0';
+				if (mkdirat(cur, copy + at, 0755) < 0 && errno != EEXIST) {
 					int e = errno;
 					close(cur);
 					free(copy);
+					free(*leaf);
 					return -e;
 				}
-				int next = open_beneath(cur, part, O_PATH | O_DIRECTORY, 0);
+				int next = open_beneath(base, copy, O_PATH | O_DIRECTORY, 0);
+				copy[end] = sep;
 				close(cur);
 				cur = next;
 			}
@@ -203,7 +215,8 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 	_exit(0);
 }
 
-static _Noreturn void op_delete(int base, const char *path, bool recursive)
+static _Noreturn void op_delete(int base, const char *path, bool recursive,
+				bool files_only)
 {
 	char *leaf;
 	int dir = open_parent(base, path, &leaf, false);
@@ -213,6 +226,8 @@ static _Noreturn void op_delete(int base, const char *path, bool recursive)
 	struct stat st;
 	if (dfd < 0 || fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		fail(errno, "stat");
+	if (S_ISDIR(st.st_mode) && files_only)
+		fail(EISDIR, "is a directory");
 	if (S_ISDIR(st.st_mode)) {
 		if (!recursive) {
 			if (unlinkat(dfd, leaf, AT_REMOVEDIR) < 0)
@@ -236,8 +251,13 @@ static _Noreturn void op_mkdir(int base, const char *path, bool parents)
 	int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		fail(errno, "parent directory");
-	if (mkdirat(dfd, leaf, 0755) < 0 && !(parents && errno == EEXIST))
-		fail(errno, "mkdir");
+	if (mkdirat(dfd, leaf, 0755) < 0) {
+		struct stat st;
+		/* -p is content with a directory, not with a file of that name */
+		if (!parents || errno != EEXIST ||
+		    fstatat(dfd, leaf, &st, 0) < 0 || !S_ISDIR(st.st_mode))
+			fail(errno == ENOENT ? EEXIST : errno, "mkdir");
+	}
 	dprintf(1, "OK\n");
 	_exit(0);
 }
@@ -256,15 +276,21 @@ static _Noreturn void op_stat(int base, const char *path)
 	_exit(0);
 }
 
-static _Noreturn void op_rename(int base, const char *from, const char *to)
+static _Noreturn void op_rename(int base, const char *from, const char *to,
+				bool into)
 {
 	char *lf, *lt;
 	int df = open_parent(base, from, &lf, false);
 	if (df < 0)
 		fail(-df, "source directory");
-	int dt = open_parent(base, to, &lt, false);
-	if (dt < 0)
-		fail(-dt, "target directory");
+	int dt = into ? open_beneath(base, to, O_PATH | O_DIRECTORY, 0) : -1;
+	if (dt >= 0) { /* as mv: onto a directory means into it */
+		lt = lf;
+	} else {
+		dt = open_parent(base, to, &lt, false);
+		if (dt < 0)
+			fail(-dt, "target directory");
+	}
 	int a = openat(df, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int b = openat(dt, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (a < 0 || b < 0)
@@ -275,6 +301,77 @@ static _Noreturn void op_rename(int base, const char *from, const char *to)
 	_exit(0);
 }
 
+/* One directory's entries (and, when recursive, its subdirectories'),
+ * named by their path relative to the listed directory in rel[0..rl).
+ * Links are listed, never followed; hidden names are skipped (and not
+ * descended into) unless hidden. */
+static void list_dir(int dfd, char *rel, size_t rl, size_t cap,
+		     bool recursive, bool hidden, int depth)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *name = e->d_name;
+		size_t nl = strlen(name);
+		struct stat st;
+		if (!strcmp(name, ".") || !strcmp(name, "..") ||
+		    (!hidden && name[0] == '.') || rl + nl + 2 > cap ||
+		    fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		size_t l = rl;
+		if (l)
+			rel[l++] = '/';
+		memcpy(rel + l, name, nl + 1);
+		printf("%c %lld %o %lld %s%c", type_of(st.st_mode),
+		       (long long)st.st_size, (unsigned)(st.st_mode & 07777),
+		       (long long)st.st_mtim.tv_sec * 1000 +
+			       st.st_mtim.tv_nsec / 1000000,
+		       rel, '\0');
+		if (recursive && S_ISDIR(st.st_mode) && depth < 64) {
+			int sub = openat(dirfd(d), name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				list_dir(sub, rel, l + nl, cap, recursive, hidden,
+					 depth + 1);
+		}
+		rel[rl] = '\0';
+	}
+	closedir(d);
+}
+
+static _Noreturn void op_list(int base, const char *path, bool recursive,
+			      bool hidden)
+{
+	static char rel[8192];
+	int fd = open_beneath(base, path, O_PATH, 0);
+	struct stat st;
+	if (fd < 0)
+		fail(-fd, "open");
+	if (fstat(fd, &st) < 0)
+		fail(errno, "stat");
+	if (!S_ISDIR(st.st_mode))
+		fail(ENOTDIR, "not a directory");
+	int dfd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		fail(errno, "opendir");
+	printf("D\n");
+	list_dir(dfd, rel, 0, sizeof(rel), recursive, hidden, 0);
+	_exit(fflush(stdout) ? 1 : 0);
+}
+
+static bool has_flag(int argc, const char *const *argv, int from,
+		     const char *flag)
+{
+	for (int i = from; i < argc; i++)
+		if (!strcmp(argv[i], flag))
+			return true;
+	return false;
+}
+
 _Noreturn void builtin_run(int argc, const char *const *argv)
 {
 	if (argc < 3)
@@ -282,18 +379,27 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 	int base = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (base < 0)
 		fail(errno, "base directory");
+	/* the sandbox's root as base: its absolute links (/etc/alternatives,
+	 * a user's ln -s /workspace/x) mean what they mean to its programs,
+	 * and resolution still never leaves that root */
+	if (!strcmp(argv[1], "/"))
+		confine = RESOLVE_IN_ROOT;
 	const char *op = argv[0], *path = argv[2];
 	if (!strcmp(op, "read"))
 		op_read(base, path);
 	if (!strcmp(op, "write") && argc == 4)
 		op_write(base, path, argv[3]);
 	if (!strcmp(op, "delete"))
-		op_delete(base, path, argc > 3 && !strcmp(argv[3], "-r"));
+		op_delete(base, path, has_flag(argc, argv, 3, "-r"),
+			  has_flag(argc, argv, 3, "-f"));
 	if (!strcmp(op, "mkdir"))
-		op_mkdir(base, path, argc > 3 && !strcmp(argv[3], "-p"));
+		op_mkdir(base, path, has_flag(argc, argv, 3, "-p"));
 	if (!strcmp(op, "stat"))
 		op_stat(base, path);
-	if (!strcmp(op, "rename") && argc == 4)
-		op_rename(base, path, argv[3]);
+	if (!strcmp(op, "rename") && argc >= 4)
+		op_rename(base, path, argv[3], has_flag(argc, argv, 4, "-m"));
+	if (!strcmp(op, "list"))
+		op_list(base, path, has_flag(argc, argv, 3, "-r"),
+			has_flag(argc, argv, 3, "-a"));
 	fail(EINVAL, "unknown operation");
 }

@@ -7,16 +7,25 @@
  *
  * argv: {op, base, path, ...}: path is resolved beneath base (absolute,
  * inside the sandbox) with openat2(RESOLVE_BENEATH): "..", absolute links
- * and links that leave base are refused (EXDEV).
+ * and links that leave base are refused (EXDEV). When base is "/" (the
+ * sandbox's own root: the Cloudflare protocol, where the sandbox is the
+ * boundary) it is RESOLVE_IN_ROOT instead: absolute links resolve from
+ * that root, as they do for the sandbox's programs, and still never
+ * leave it.
  *   read   base path           stdout: "F <size>\n" + bytes, or
  *                                      "D\n" + entries (see below)
  *   write  base path <length>  stdin -> a temp file in the same dir, renamed
  *                              over path once exactly <length> bytes came;
  *                              parents created; stdout "OK <size>\n"
- *   delete base path [-r]      stdout "OK\n"
+ *   delete base path [-r] [-f] stdout "OK\n"; -f: files only (a
+ *                              directory is EISDIR)
  *   mkdir  base path [-p]      stdout "OK\n"
  *   stat   base path           stdout "S <type> <size> <mode> <mtime>\n"
- *   rename base from to        stdout "OK\n"
+ *   rename base from to [-m]   stdout "OK\n"; -m: as mv, a directory `to`
+ *                              receives `from` under its own name
+ *   list   base path [-r] [-a] stdout "D\n" + entries named by their path
+ *                              relative to path; -r: whole tree (links not
+ *                              followed), -a: names starting with "."
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
  * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1. */
 #ifndef SBX_BUILTIN_H

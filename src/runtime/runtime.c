@@ -41,8 +41,8 @@ static uint32_t fnv1a(const char *s)
 	return h;
 }
 
-int runtime_new(const char *state_dir, struct runtime **out,
-		struct sbx_err *err)
+int runtime_new(const char *state_dir, uint64_t store_bytes,
+		struct runtime **out, struct sbx_err *err)
 {
 	struct runtime *rt = calloc(1, sizeof(*rt));
 	_cleanup_close_ int sd = -1;
@@ -90,6 +90,8 @@ int runtime_new(const char *state_dir, struct runtime **out,
 		goto fail;
 	if ((r = image_prepare(rt->image_dir, err)))
 		goto fail;
+	if ((r = store_open(rt->state_dir, store_bytes, &rt->store, err)))
+		goto fail;
 	if ((r = seccomp_prog_build(&rt->seccomp, err)))
 		goto fail;
 	/* One cgroup subtree per state dir: two daemons (a test beside `make
@@ -115,6 +117,7 @@ void runtime_free(struct runtime *rt)
 		return;
 	if (rt->cg)
 		cgroup_manager_free(rt->cg);
+	store_close(rt->store);
 	seccomp_prog_free(&rt->seccomp);
 	free(rt->state_dir);
 	free(rt->image_dir);
@@ -125,8 +128,8 @@ void runtime_free(struct runtime *rt)
 }
 
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
-		  const struct cgroup_limits *lim, struct sandbox_proc *out,
-		  struct sbx_err *err)
+		  const struct cgroup_limits *lim, uint64_t disk_bytes,
+		  struct sandbox_proc *out, struct sbx_err *err)
 {
 	_cleanup_free_ char *dir = join(rt->sandboxes_dir, name);
 	int r;
@@ -135,9 +138,8 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	out->sock = out->pidfd = -1;
 	if (!dir)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return sbx_err_sys(err, errno, "mkdir %s", dir);
-	if ((r = rootfs_prepare_dir(dir, base, err)))
+	if ((r = store_create(rt->store, name, disk_bytes, err)) ||
+	    (r = rootfs_prepare_dir(dir, base, err)))
 		return r;
 	_cleanup_close_ int userns = userns_create(base, err);
 	if (userns < 0)
@@ -262,6 +264,8 @@ void runtime_reap(struct sandbox_proc *sp)
 int runtime_remove_files(struct runtime *rt, const char *name,
 			 struct sbx_err *err)
 {
+	if (name && rt->store->quotas) /* a subvolume: gone at once */
+		return store_remove(rt->store, name, err);
 	if (name) {
 		_cleanup_free_ char *src = join(rt->sandboxes_dir, name);
 		char dst[4096];

@@ -10,6 +10,7 @@
 #include "runtime/cgroup.h"
 #include "runtime/proto.h"
 #include "runtime/seccomp.h"
+#include "runtime/store.h"
 
 struct runtime {
 	char *state_dir;     /* absolute */
@@ -18,6 +19,7 @@ struct runtime {
 	char *sandboxes_dir; /* <state>/sandboxes/<name>: persistent files */
 	char *trash_dir;     /* <state>/trash: removed sandboxes, emptied async */
 	struct cgroup_manager *cg;
+	struct store *store;
 	struct seccomp_prog seccomp;
 	pid_t cleaners[64]; /* trash-emptying children not yet reaped */
 	size_t ncleaners;
@@ -31,16 +33,20 @@ struct sandbox_proc {
 	struct cgroup_sandbox *cg;
 };
 
-int runtime_new(const char *state_dir, struct runtime **out,
-		struct sbx_err *err);
+/* store_bytes: size of the disk store (see store.h); 0: plain directories
+ * without disk limits. */
+int runtime_new(const char *state_dir, uint64_t store_bytes,
+		struct runtime **out, struct sbx_err *err);
 void runtime_free(struct runtime *rt);
 
 /* Start a sandbox's init. Returns at once: setup continues in init, which
  * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued
  * in the socket and served after setup. */
+/* disk_bytes: the sandbox's disk limit, set when its files are first made
+ * (0: none). */
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
-		  const struct cgroup_limits *lim, struct sandbox_proc *out,
-		  struct sbx_err *err);
+		  const struct cgroup_limits *lim, uint64_t disk_bytes,
+		  struct sandbox_proc *out, struct sbx_err *err);
 /* Send a spawn: takes a command cgroup leaf (returned in *cg_idx) and
  * passes stdio fds (nstdio, targets in req) plus the leaf's fds. */
 int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,

@@ -10,6 +10,7 @@ import base64
 import ctypes
 import ctypes.util
 import gzip
+import itertools
 import os
 import re
 import shutil
@@ -156,6 +157,18 @@ def pid_alive(pid):
     return st.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+def is_init_of(pid, daemon_pid):
+    """Is pid (still) a sandbox init of that daemon? (pids get reused)"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+    except OSError:
+        return False
+    comm = st[st.index("(") + 1:st.rindex(")")]
+    fields = st.rsplit(")", 1)[1].split()
+    return comm == "sandboxd-init" and fields[0] != "Z" and int(fields[1]) == daemon_pid
+
+
 def _cgroup_mounts():
     """{controller: (mount root, mountpoint)} for the v1 hierarchies."""
     out = {}
@@ -267,12 +280,26 @@ def libseccomp_resolves(name):
 
 LIVE = []  # daemons started and not yet closed (log tails on failure)
 
+# sandboxd allocates uid ranges per daemon, from --uid-base: two daemons on
+# one host with the same base give their sandboxes the same host uids (see
+# docs/security.md). The suite's daemons get bases of their own, away from
+# the default (1<<30) that `make run` and the e2e suite use, so that the
+# host-side uid scans see only the sandbox under test.
+_daemons_started = itertools.count()
+
+
+def _next_uid_base():
+    """0xC0000000, 0xC1000000, ... 0xCF000000: 256 slots apart."""
+    return 0xC0000000 + (next(_daemons_started) % 16) * 0x01000000
+
 
 class Daemon:
     """One sandboxd with its own port, state dir and log file."""
 
     def __init__(self, flags=DAEMON_FLAGS, nofile=None):
         self.flags = [str(f) for f in flags]
+        if "--uid-base" not in self.flags:
+            self.flags += ["--uid-base", str(_next_uid_base())]
         self.nofile = nofile
         self.base = tempfile.mkdtemp(prefix="sbx-iso-", dir="/tmp")
         os.chmod(self.base, 0o755)
@@ -502,18 +529,28 @@ def assert_sandbox_gone(daemon, sb, timeout=10):
         return  # never created (the test failed before its first exec)
     slot, base = ids
     problems = []
+    t0 = time.monotonic()
+
+    def slow(what):
+        took = time.monotonic() - t0
+        if took > 1:
+            print(f"[iso] {sb.name}: waited {took:.1f}s for {what}")
+    first = host_procs_in_uid_range(base)
     left = wait_until(lambda: not host_procs_in_uid_range(base), timeout)
+    slow(f"processes {first[:3]}")
     if not left:
         problems.append(f"host processes in uid range {base}+{UID_RANGE}: "
                         f"{host_procs_in_uid_range(base)}")
     for pid in daemon.init_pids(sb.name):
-        if not wait_until(lambda: not pid_alive(pid), timeout):
+        if not wait_until(lambda: not is_init_of(pid, daemon.pid), timeout):
             problems.append(f"sandbox init pid {pid} still alive")
+    slow("init")
     for ctrl, root in daemon.cgroup_roots.items():
         d = os.path.join(root, f"s{slot}")
         if not wait_until(lambda: not os.path.exists(d), timeout):
             problems.append(f"cgroup left: {d} (procs: "
                             f"{open(os.path.join(d, 'cgroup.procs')).read().split()})")
+    slow("cgroups")
     mounts = host_mounts_mentioning(daemon.state_dir)
     if mounts:
         problems.append(f"host mounts mention the state dir: {mounts}")
@@ -524,4 +561,5 @@ def assert_sandbox_gone(daemon, sb, timeout=10):
     if not wait_until(lambda: not any(n.startswith(f"s{slot}.") for n in os.listdir(trash)),
                       timeout):
         problems.append(f"sandbox files left in the trash: {os.listdir(trash)}")
+    slow("trash")
     assert not problems, "after DELETE:\n  " + "\n  ".join(problems)

@@ -1,0 +1,500 @@
+"""/v1 files under /workspace: raw bytes both ways (streamed, 1 GiB within a
+small daemon RSS), listings, deletes, persist/hydrate tars, paths and
+symlinks that try to leave /workspace, interrupted and concurrent uploads."""
+import hashlib
+import http.client
+import io
+import os
+import socket
+import tarfile
+import threading
+import time
+
+import pytest
+import requests
+
+from helpers import (RssSampler, assert_error, assert_raw_error, vm_rss_kib, wait_until)
+
+RSS_LIMIT_KIB = 64 * 1024
+
+
+def file_url(sid, path):
+    return f"/v1/sandbox/{sid}/file/{path}"
+
+
+def listing(v1, sid, path):
+    r = v1.get(file_url(sid, path))
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"].startswith("application/json")
+    return {e["name"]: e for e in r.json()["entries"]}
+
+
+# --- reading and writing ----------------------------------------------------------
+
+def test_put_creates_then_replaces_and_get_returns_the_bytes(v1, sid):
+    blob = bytes(range(256)) * 1000 + b"\0\r\n\xff"
+    r = v1.put(file_url(sid, "data.bin"), data=blob)
+    assert r.status_code == 201 and r.content == b"", r.text
+    r = v1.get(file_url(sid, "data.bin"))
+    assert r.status_code == 200
+    assert r.headers["Content-Type"] == "application/octet-stream"
+    assert r.headers["Content-Length"] == str(len(blob))
+    assert r.content == blob
+    r = v1.put(file_url(sid, "data.bin"), data=b"second")
+    assert r.status_code == 204 and r.content == b"", r.text
+    assert v1.get(file_url(sid, "data.bin")).content == b"second"
+    # the sandbox sees the same file
+    assert v1.sh(sid, "cat /workspace/data.bin") == "second"
+
+
+def test_empty_file(v1, sid):
+    assert v1.put(file_url(sid, "empty"), data=b"").status_code == 201
+    r = v1.get(file_url(sid, "empty"))
+    assert r.status_code == 200 and r.content == b""
+    assert r.headers["Content-Length"] == "0"
+
+
+def test_put_creates_parent_directories(v1, sid):
+    assert v1.put(file_url(sid, "a/b/c/deep.txt"), data=b"deep").status_code == 201
+    assert v1.sh(sid, "cat /workspace/a/b/c/deep.txt; stat -c %F /workspace/a/b") \
+        == "deepdirectory\n"
+
+
+def test_put_keeps_the_mode_of_a_replaced_file(v1, sid):
+    v1.put(file_url(sid, "run.sh"), data=b"#!/bin/sh\necho one\n")
+    v1.sh(sid, "chmod 750 /workspace/run.sh")
+    assert v1.put(file_url(sid, "run.sh"), data=b"#!/bin/sh\necho two\n").status_code == 204
+    assert v1.sh(sid, "stat -c %a /workspace/run.sh; /workspace/run.sh") == "750\ntwo\n"
+
+
+def test_get_reads_files_written_in_the_sandbox(v1, sid):
+    v1.sh(sid, "printf 'from exec' > /workspace/x.txt")
+    assert v1.get(file_url(sid, "x.txt")).content == b"from exec"
+    # an absolute path inside /workspace names the same file
+    status, _, body = v1.d.raw("GET", file_url(sid, "/workspace/x.txt"))
+    assert (status, body) == (200, b"from exec")
+
+
+def test_missing_file_is_404(v1, sid):
+    assert_error(v1.get(file_url(sid, "nope.txt")), 404, "file_not_found")
+    assert_error(v1.get(file_url(sid, "no/such/dir/f")), 404, "file_not_found")
+    v1.put(file_url(sid, "plain"), data=b"x")
+    assert_error(v1.get(file_url(sid, "plain/below")), 404, "file_not_found")
+
+
+def test_directory_listing(v1, sid):
+    v1.put(file_url(sid, "dir/f.txt"), data=b"12345")
+    v1.sh(sid, "cd /workspace/dir && mkdir sub && ln -s f.txt link && mkfifo pipe "
+               "&& chmod 600 f.txt")
+    entries = listing(v1, sid, "dir")
+    assert set(entries) == {"f.txt", "sub", "link", "pipe"}, entries
+    assert {n: e["type"] for n, e in entries.items()} == {
+        "f.txt": "file", "sub": "directory", "link": "symlink", "pipe": "other"}
+    f = entries["f.txt"]
+    assert set(f) == {"name", "type", "size", "mode", "mtime"}, f
+    assert f["size"] == 5 and f["mode"] == 0o600, f
+    assert f["mtime"].endswith("Z") and f["mtime"][:2] == "20", f
+    assert entries["sub"]["mode"] == 0o755
+    assert entries["link"]["size"] == len("f.txt")
+    # the link itself resolves inside /workspace: it reads as its target
+    assert v1.get(file_url(sid, "dir/link")).content == b"12345"
+
+
+def test_get_of_a_fifo_answers_at_once(v1, sid):
+    """A FIFO is neither a file nor a directory: reading it must not wait
+    for a writer that never comes."""
+    v1.sh(sid, "mkfifo /workspace/fifo")
+    t0 = time.monotonic()
+    try:
+        r = v1.get(file_url(sid, "fifo"), timeout=5)
+    except requests.exceptions.ReadTimeout:
+        pytest.fail(f"GET of a FIFO got no answer within {time.monotonic() - t0:.1f} s")
+    assert_error(r, 400, "invalid_request")
+
+
+def test_put_without_content_length_is_411(v1, sid):
+    def gen():
+        yield b"chunked "
+        yield b"body"
+    r = v1.put(file_url(sid, "chunked.txt"), data=gen())
+    assert r.request.headers.get("Transfer-Encoding") == "chunked"
+    assert_error(r, 411, "invalid_request")
+    assert_error(v1.get(file_url(sid, "chunked.txt")), 404, "file_not_found")
+
+
+def test_put_onto_a_directory_or_workspace_is_400(v1, sid):
+    v1.sh(sid, "mkdir -p /workspace/adir")
+    assert_error(v1.put(file_url(sid, "adir"), data=b"x"), 400, "invalid_request")
+    assert_raw_error(*v1.d.raw("PUT", file_url(sid, "."), body=b"x"), 400, "invalid_request")
+
+
+def test_delete(v1, sid):
+    v1.put(file_url(sid, "del.txt"), data=b"x")
+    r = v1.delete(file_url(sid, "del.txt"))
+    assert r.status_code == 204 and r.content == b""
+    assert_error(v1.get(file_url(sid, "del.txt")), 404, "file_not_found")
+    assert_error(v1.delete(file_url(sid, "del.txt")), 404, "file_not_found")
+
+
+def test_delete_directories(v1, sid):
+    v1.put(file_url(sid, "tree/a/b.txt"), data=b"x")
+    v1.sh(sid, "mkdir /workspace/emptydir")
+    assert v1.delete(file_url(sid, "emptydir")).status_code == 204
+    assert_error(v1.delete(file_url(sid, "tree")), 409, "conflict")
+    assert v1.get(file_url(sid, "tree/a/b.txt")).content == b"x"
+    assert v1.delete(file_url(sid, "tree") + "?recursive=1").status_code == 204
+    assert_error(v1.get(file_url(sid, "tree")), 404, "file_not_found")
+    assert v1.sh(sid, "ls -A /workspace") == ""
+
+
+def test_delete_of_a_symlink_removes_the_link_only(v1, sid):
+    v1.put(file_url(sid, "target.txt"), data=b"t")
+    v1.sh(sid, "ln -s target.txt /workspace/l; ln -s / /workspace/rootlink")
+    assert v1.delete(file_url(sid, "l")).status_code == 204
+    assert v1.delete(file_url(sid, "rootlink")).status_code == 204
+    assert v1.sh(sid, "ls -A /workspace") == "target.txt\n"
+    assert v1.sh(sid, "test -x /bin/sh && test -d /etc && echo intact") == "intact\n"
+
+
+def test_workspace_itself_cannot_be_deleted(v1, sid):
+    v1.put(file_url(sid, "stay.txt"), data=b"x")
+    for path in (".", "./", "a/.."):
+        assert_raw_error(*v1.d.raw("DELETE", file_url(sid, path) + "?recursive=1"),
+                         403, "path_outside_workspace")
+    assert v1.get(file_url(sid, "stay.txt")).content == b"x"
+
+
+# --- paths that leave /workspace ------------------------------------------------------
+
+@pytest.mark.parametrize("path", [
+    "..", "../etc/passwd", "a/../../etc/passwd", "%2e%2e/etc/passwd",
+    "a/%2E%2E/%2e%2e/etc/passwd", "/etc/passwd", "/workspace/../etc/passwd",
+])
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE"])
+def test_dot_dot_and_absolute_paths_are_403(v1, sid, path, method):
+    v1.sh(sid, "true")
+    st, h, body = v1.d.raw(method, file_url(sid, path), body=b"pwn" if method == "PUT" else b"")
+    assert_raw_error(st, h, body, 403, "path_outside_workspace")
+    assert v1.sh(sid, "cat /etc/passwd") != "pwn"
+
+
+@pytest.fixture
+def shadow():
+    """The host's /etc/shadow: content hash and stat, to check it is untouched."""
+    def snap():
+        st = os.stat("/etc/shadow")
+        with open("/etc/shadow", "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest(), st.st_mtime_ns, st.st_ino, st.st_size
+    before = snap()
+    yield
+    assert snap() == before, "the host's /etc/shadow changed"
+
+
+def test_symlink_to_root(v1, sid, shadow):
+    v1.sh(sid, "ln -s / /workspace/root")
+    for path in ("root", "root/etc/passwd", "root/etc/shadow", "root/proc/self/environ"):
+        assert_error(v1.get(file_url(sid, path)), 403, "path_outside_workspace")
+    for path in ("root/tmp/planted", "root/etc/shadow", "root/newdir/planted"):
+        assert_error(v1.put(file_url(sid, path), data=b"planted"), 403,
+                     "path_outside_workspace")
+        assert_error(v1.delete(file_url(sid, path)), 403, "path_outside_workspace")
+    assert v1.sh(sid, "ls -A /tmp; ls -d /newdir /etc/shadow 2>&1; true") == (
+        "ls: cannot access '/newdir': No such file or directory\n"
+        "ls: cannot access '/etc/shadow': No such file or directory\n")
+    assert not os.path.exists("/tmp/planted") and not os.path.exists("/newdir")
+    assert v1.sh(sid, "readlink /workspace/root") == "/\n"
+
+
+def test_symlink_to_etc_shadow(v1, sid, shadow):
+    v1.sh(sid, "ln -s /etc/shadow /workspace/sh")
+    assert_error(v1.get(file_url(sid, "sh")), 403, "path_outside_workspace")
+    r = v1.put(file_url(sid, "sh"), data=b"root::0:0:::::\n")
+    # whatever the answer, nothing outside /workspace was written
+    assert v1.sh(sid, "ls /etc/shadow 2>&1; true") == \
+        "ls: cannot access '/etc/shadow': No such file or directory\n"
+    assert_error(r, 403, "path_outside_workspace")
+    assert v1.sh(sid, "readlink /workspace/sh") == "/etc/shadow\n"
+
+
+def test_symlinked_directory_outside(v1, sid, shadow):
+    v1.sh(sid, "ln -s /etc /workspace/etc; ln -s ../../../tmp /workspace/up; "
+               "mkdir /workspace/d; ln -s ../../usr/bin /workspace/d/bin")
+    for path in ("etc/passwd", "etc", "up", "d/bin/bash"):
+        assert_error(v1.get(file_url(sid, path)), 403, "path_outside_workspace")
+    for path in ("etc/planted", "up/planted", "d/bin/planted", "etc/x/y/planted"):
+        assert_error(v1.put(file_url(sid, path), data=b"planted"), 403,
+                     "path_outside_workspace")
+    out = v1.sh(sid, "ls -d /etc/planted /tmp/planted /usr/bin/planted /etc/x 2>&1 | wc -l")
+    assert out.strip() == "4", out  # none of them exists
+    assert not os.path.exists("/etc/planted") and not os.path.exists("/tmp/planted")
+    assert not os.path.exists("/usr/bin/planted")
+
+
+def test_symlinks_inside_workspace_work(v1, sid):
+    v1.put(file_url(sid, "real/file.txt"), data=b"inside")
+    v1.sh(sid, "ln -s real /workspace/alias; ln -s /workspace/real/file.txt /workspace/abs")
+    assert v1.get(file_url(sid, "alias/file.txt")).content == b"inside"
+    assert v1.put(file_url(sid, "alias/new.txt"), data=b"via link").status_code == 201
+    assert v1.sh(sid, "cat /workspace/real/new.txt") == "via link"
+    # an absolute link is followed inside the sandbox's root, and leaves /workspace
+    # on the way: refused rather than guessed
+    r = v1.get(file_url(sid, "abs"))
+    assert r.status_code in (200, 403), r.text
+    if r.status_code == 200:
+        assert r.content == b"inside"
+
+
+FLIPPER = r"""
+import os, sys
+os.chdir("/workspace")
+safe = sys.argv[1]
+n = 0
+print("flipping", flush=True)
+while True:
+    for target in ("/", "/etc/passwd", None, "safe.txt"):
+        if target is None:
+            with open(".flip.tmp", "w") as f:
+                f.write(safe)
+        else:
+            os.symlink(target, ".flip.tmp")
+        os.replace(".flip.tmp", "flip")
+    n += 1
+    if n % 1000 == 0:
+        print(n, flush=True)
+"""
+
+
+def test_symlink_swapped_during_requests(v1, sid, shadow):
+    """`flip` turns, atomically and in a tight loop, into a regular file, a
+    link to /, a link to /etc/passwd and a link to a file inside: every GET
+    sees the safe content or a 403, never anything else."""
+    safe = "SAFE-CONTENT-" + os.urandom(4).hex()
+    v1.put(file_url(sid, "safe.txt"), data=safe.encode())
+    v1.put(file_url(sid, "flipper.py"), data=FLIPPER.encode())
+    proc = v1.start_process(sid, argv=["python3", "/workspace/flipper.py", safe])
+    logs = lambda: v1.get(f"/v1/sandbox/{sid}/process/{proc['id']}/logs").json()["stdout"]
+    assert wait_until(lambda: "1000" in logs(), 10), logs()
+    answers = {}
+    bad = []
+    try:
+        for _ in range(200):
+            r = v1.get(file_url(sid, "flip"))
+            if r.status_code == 200 and r.content == safe.encode():
+                answers["content"] = answers.get("content", 0) + 1
+            elif r.status_code == 403 and r.json().get("code") == "path_outside_workspace":
+                answers["403"] = answers.get("403", 0) + 1
+            else:
+                bad.append((r.status_code, r.content[:200]))
+    finally:
+        v1.delete(f"/v1/sandbox/{sid}/process/{proc['id']}")
+    assert not bad, f"answers other than the safe content or 403: {bad[:5]} ({answers})"
+    assert answers.get("content") and answers.get("403"), \
+        f"the race was not exercised: {answers}"
+
+
+# --- persist and hydrate --------------------------------------------------------------
+
+def make_tar(members):
+    """members: name -> bytes (a file) or ("dir",) or ("link", target)."""
+    bio = io.BytesIO()
+    with tarfile.open(fileobj=bio, mode="w") as t:
+        for name, what in members.items():
+            ti = tarfile.TarInfo(name)
+            ti.mtime = 1_700_000_000
+            data = b""
+            if isinstance(what, bytes):
+                data = what
+                ti.size = len(data)
+                ti.mode = 0o644
+            elif what[0] == "dir":
+                ti.type = tarfile.DIRTYPE
+                ti.mode = 0o755
+            else:
+                ti.type = tarfile.SYMTYPE
+                ti.linkname = what[1]
+            t.addfile(ti, io.BytesIO(data))
+    return bio.getvalue()
+
+
+def tar_members(blob):
+    with tarfile.open(fileobj=io.BytesIO(blob)) as t:
+        out = {}
+        for m in t.getmembers():
+            name = m.name[2:] if m.name.startswith("./") else m.name
+            out[name.rstrip("/")] = t.extractfile(m).read() if m.isfile() else m.type
+        return out
+
+
+def test_persist_is_a_tar_of_the_workspace(v1, sid):
+    v1.put(file_url(sid, "keep.txt"), data=b"keep")
+    v1.put(file_url(sid, "src/main.c"), data=b"int main;")
+    v1.put(file_url(sid, "a/x"), data=b"a")
+    v1.put(file_url(sid, "b"), data=b"b")
+    v1.sh(sid, "ln -s keep.txt /workspace/kl")
+    r = v1.post(f"/v1/sandbox/{sid}/persist")
+    assert r.status_code == 200, r.text
+    assert r.headers["Content-Type"] == "application/x-tar"
+    m = tar_members(r.content)
+    assert m["keep.txt"] == b"keep" and m["src/main.c"] == b"int main;", m
+    assert m["a/x"] == b"a" and m["b"] == b"b" and m["kl"] == tarfile.SYMTYPE, m
+    r = v1.post(f"/v1/sandbox/{sid}/persist?excludes=a,b")
+    assert r.status_code == 200, r.text
+    m = tar_members(r.content)
+    assert {"keep.txt", "src/main.c", "kl"} <= set(m), m
+    assert not {"a", "a/x", "b"} & set(m), m
+
+
+def test_hydrate_unpacks_into_the_workspace(v1, new_sid):
+    src, dst = new_sid(), new_sid()
+    blob = make_tar({"proj": ("dir",), "proj/readme.md": b"# hi\n",
+                     "proj/bin/tool": b"\x7fELF\0\1", "proj/link": ("link", "readme.md")})
+    r = v1.post(f"/v1/sandbox/{dst}/hydrate", data=blob,
+                headers={"Content-Type": "application/x-tar"})
+    assert r.status_code == 200, r.text
+    assert r.json() == {"ok": True}
+    assert v1.get(file_url(dst, "proj/readme.md")).content == b"# hi\n"
+    assert v1.get(file_url(dst, "proj/bin/tool")).content == b"\x7fELF\0\1"
+    assert v1.get(file_url(dst, "proj/link")).content == b"# hi\n"
+    assert v1.sh(dst, "stat -c %U /workspace/proj/readme.md") == "root\n"
+    # persist from one sandbox, hydrate into another: the same files
+    v1.put(file_url(src, "one/two.txt"), data=b"2")
+    tar = v1.post(f"/v1/sandbox/{src}/persist").content
+    assert v1.post(f"/v1/sandbox/{dst}/hydrate", data=tar).status_code == 200
+    assert v1.get(file_url(dst, "one/two.txt")).content == b"2"
+
+
+def test_hydrate_of_garbage_is_400(v1, sid):
+    assert_error(v1.post(f"/v1/sandbox/{sid}/hydrate", data=b"this is not a tar" * 100),
+                 400, "invalid_request")
+
+
+def test_hydrate_stays_inside_the_workspace(v1, sid):
+    blob = make_tar({"ok.txt": b"ok", "../escape.txt": b"bad", "/abs.txt": b"abs",
+                     "lnk": ("link", "/tmp"), "lnk/evil": b"evil"})
+    v1.post(f"/v1/sandbox/{sid}/hydrate", data=blob)
+    assert v1.get(file_url(sid, "ok.txt")).content == b"ok"
+    out = v1.sh(sid, "ls -d /escape.txt /abs.txt /tmp/evil 2>&1 | wc -l")
+    assert out.strip() == "3", v1.sh(sid, "ls -la / /tmp")
+    assert not os.path.exists("/tmp/evil") and not os.path.exists("/escape.txt")
+
+
+# --- interrupted, concurrent and huge uploads ---------------------------------------------
+
+def test_interrupted_upload_leaves_nothing(v1, sid):
+    """Clients that send the headers and half the body, then vanish (at once,
+    or after a pause): no file, no temp file, no upload left running."""
+    v1.put(file_url(sid, "up/marker"), data=b"m")
+    names = []
+    attempts = [(20, 0)] * 8 + [(64 << 10, 0)] * 4 + [(8 << 20, 0), (8 << 20, 0.3)] * 2
+    for i, (body_len, pause) in enumerate(attempts):
+        name = f"partial-{i}.bin"
+        names.append(name)
+        s = socket.create_connection(("127.0.0.1", v1.d.port))
+        s.sendall((f"PUT {file_url(sid, 'up/' + name)} HTTP/1.1\r\nHost: x\r\n"
+                   f"Content-Length: {body_len}\r\n\r\n").encode())
+        s.sendall(b"p" * (body_len // 2))
+        time.sleep(pause)
+        s.close()
+        time.sleep(0.05)
+
+    def clean():
+        return set(listing(v1, sid, "up")) == {"marker"}
+    assert wait_until(clean, 5), f"left behind: {sorted(listing(v1, sid, 'up'))}"
+    assert v1.sh(sid, "ls -A /workspace/up") == "marker\n"
+    ps = v1.sh(sid, "ps -e -o comm | grep -c sandboxd-init")
+    assert ps == "1\n", "uploads still running: " + v1.sh(sid, "ps -e -o pid,args")
+    for name in names:
+        assert_error(v1.get(file_url(sid, "up/" + name)), 404, "file_not_found")
+    # the name is free for a full upload
+    assert v1.put(file_url(sid, "up/partial-0.bin"), data=b"whole").status_code == 201
+    assert v1.get(file_url(sid, "up/partial-0.bin")).content == b"whole"
+
+
+def test_upload_shorter_than_its_content_length_leaves_nothing(v1, sid):
+    v1.put(file_url(sid, "short/marker"), data=b"m")
+    s = socket.create_connection(("127.0.0.1", v1.d.port))
+    s.sendall((f"PUT {file_url(sid, 'short/f')} HTTP/1.1\r\nHost: x\r\n"
+               f"Content-Length: 1000\r\n\r\n").encode() + b"x" * 10)
+    s.shutdown(socket.SHUT_WR)  # the body ends early, the client still listens
+    s.settimeout(10)
+    try:
+        s.recv(4096)
+    except OSError:
+        pass
+    s.close()
+    assert wait_until(lambda: set(listing(v1, sid, "short")) == {"marker"}, 5), \
+        listing(v1, sid, "short")
+
+
+def test_concurrent_writers_leave_exactly_one_version(v1, sid):
+    v1.put(file_url(sid, "race/marker"), data=b"m")
+    size = 2 << 20
+    bodies = [bytes([65 + i]) * size for i in range(10)]
+    answers = [None] * 10
+
+    def put(i):
+        answers[i] = requests.put(v1.d.url + file_url(sid, "race/shared.bin"),
+                                  data=bodies[i], timeout=60).status_code
+    threads = [threading.Thread(target=put, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert set(answers) <= {201, 204} and 201 in answers, answers
+    final = v1.get(file_url(sid, "race/shared.bin")).content
+    assert len(final) == size and final in bodies, \
+        f"a mix of uploads: {len(final)} bytes, starts {final[:4]!r}, {len(set(final))} byte values"
+    assert set(listing(v1, sid, "race")) == {"marker", "shared.bin"}
+
+
+CHUNK = 1 << 20
+GIB = 1 << 30
+
+
+def gib_chunks():
+    """1 GiB, deterministic, 1 MiB at a time (never whole in memory)."""
+    pattern = hashlib.sha256(b"sandboxd").digest() * (CHUNK // 32)
+    for i in range(GIB // CHUNK):
+        yield i.to_bytes(8, "big") + pattern[8:]
+
+
+def test_one_gib_round_trip_in_bounded_memory(v1, sid):
+    v1.sh(sid, "true")
+    path = file_url(sid, "big/one-gib.bin")
+    sent = hashlib.sha256()
+    got = hashlib.sha256()
+    base_rss = vm_rss_kib(v1.d.pid)
+    with RssSampler(v1.d.pid) as rss:
+        t0 = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", v1.d.port, timeout=120)
+        try:
+            conn.putrequest("PUT", path)
+            conn.putheader("Content-Length", str(GIB))
+            conn.putheader("Content-Type", "application/octet-stream")
+            conn.endheaders()
+            for chunk in gib_chunks():
+                sent.update(chunk)
+                conn.send(chunk)
+            resp = conn.getresponse()
+            put_status, put_body = resp.status, resp.read()
+        finally:
+            conn.close()
+        t_put = time.monotonic() - t0
+        assert put_status == 201, put_body
+        r = v1.get(path, stream=True, timeout=120)
+        n = 0
+        with r:
+            assert r.status_code == 200
+            assert r.headers["Content-Length"] == str(GIB)
+            for chunk in r.iter_content(CHUNK):
+                got.update(chunk)
+                n += len(chunk)
+        t_all = time.monotonic() - t0
+    assert n == GIB
+    assert got.hexdigest() == sent.hexdigest()
+    assert len(rss.samples) > 20
+    assert rss.max_kib < RSS_LIMIT_KIB, \
+        f"daemon RSS reached {rss.max_kib} KiB (from {base_rss} KiB) moving 1 GiB"
+    assert t_all < 60, (t_put, t_all)
+    size = v1.sh(sid, "stat -c %s /workspace/big/one-gib.bin; rm /workspace/big/one-gib.bin")
+    assert size == f"{GIB}\n"
