@@ -14,7 +14,8 @@ endif
 LIB_SRC  := $(wildcard src/lib/*.c) $(wildcard src/runtime/*.c)
 DMN_SRC  := $(wildcard src/daemon/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/daemon/openapi_blob.o
+DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/daemon/openapi_blob.o \
+            $(BUILD)/src/daemon/interp_blob.o
 DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -22,7 +23,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 STATE_DIR ?= /var/lib/sandboxd
 LISTEN    ?= 127.0.0.1:8080
 
-.PHONY: all deps run test test-unit test-e2e test-asan bench clean format
+.PHONY: all deps run test test-unit test-e2e test-asan bench fuzz clean format
 
 all: $(BUILD)/sandboxd
 
@@ -35,6 +36,11 @@ $(BUILD)/%.o: %.c
 
 # the OpenAPI document, embedded (served at /v1/openapi.json)
 $(BUILD)/src/daemon/openapi_blob.o: src/daemon/openapi_blob.S docs/openapi.json
+	@mkdir -p $(dir $@)
+	$(CC) -c $< -o $@
+
+# the code interpreter's workers, embedded (written into every sandbox)
+$(BUILD)/src/daemon/interp_blob.o: src/daemon/interp_blob.S interp/python_worker.py interp/node_worker.js
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
 
@@ -68,6 +74,31 @@ test-asan: deps
 
 unit-bins-asan: $(UNIT_BIN)
 
+# libFuzzer targets for what clients control (fuzz/): each runs for
+# FUZZ_SECONDS; a crash stops the run and leaves its input in build-fuzz/.
+FUZZ_TARGETS := path proto session request
+FUZZ_SECONDS ?= 60
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+fuzz:
+	@scripts/install-deps --fuzz
+	$(MAKE) BUILD=build-fuzz CC=clang CFLAGS="-O1 -g" \
+		SAN="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-bins
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p build-fuzz/corpus-$$t; \
+		echo "== fuzz_$$t for $(FUZZ_SECONDS)s"; \
+		build-fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=build-fuzz/crash-$$t- \
+			build-fuzz/corpus-$$t fuzz/corpus/$$t \
+			> build-fuzz/fuzz_$$t.log 2>&1; rc=$$?; \
+		grep -E "^Done|ERROR|SUMMARY" build-fuzz/fuzz_$$t.log; \
+		[ $$rc -eq 0 ] || exit 1; \
+	done
+
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: fuzz/fuzz_%.c $(DMN_LIB_OBJ) $(BUILD)/libsbx.a
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
 # Benchmarks side by side with their baselines; writes bench/RESULTS.md.
 bench: deps all
 	bench/run $(BUILD)
@@ -76,6 +107,6 @@ format:
 	clang-format -i $(LIB_SRC) $(DMN_SRC) $(wildcard src/*/*.h) $(UNIT_SRC)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d)

@@ -44,6 +44,13 @@ struct route {
 extern const struct route api_routes[];
 extern const size_t api_nroutes;
 
+/* The route for method + url (params into m); *wrong_method when only
+ * the method differs. */
+const struct route *router_find(const char *method, const char *url,
+				struct route_match *m, bool *wrong_method);
+/* NULL when id is a valid Duet room ID, else why not. */
+const char *duet_room_id_problem(const char *id, size_t len);
+
 /* The http_handler and begin hook of the server. */
 void router_handle(struct http_req *r, void *data);
 void router_begin(struct http_req *r, void *data);
@@ -110,6 +117,11 @@ void v1_process_kill(struct api *, struct http_req *, struct route_match *);
 void v1_process_logs(struct api *, struct http_req *, struct route_match *);
 void v1_process_stream(struct api *, struct http_req *, struct route_match *);
 void v1_process_stdin(struct api *, struct http_req *, struct route_match *);
+void v1_context_create(struct api *, struct http_req *, struct route_match *);
+void v1_context_list(struct api *, struct http_req *, struct route_match *);
+void v1_context_get(struct api *, struct http_req *, struct route_match *);
+void v1_context_delete(struct api *, struct http_req *, struct route_match *);
+void v1_context_run(struct api *, struct http_req *, struct route_match *);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);

@@ -26,8 +26,7 @@ static void invalid(struct http_req *r, const char *field, const char *msg)
 					    msg));
 }
 
-/* NULL when id is a valid room ID, else why not. */
-static const char *room_id_problem(const char *id, size_t len)
+const char *duet_room_id_problem(const char *id, size_t len)
 {
 	if (len == 0)
 		return "Room ID cannot be empty";
@@ -271,7 +270,7 @@ void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
 		http_respond_text(r, 404, "404 page not found\n");
 		return;
 	}
-	const char *problem = room_id_problem(rest, len);
+	const char *problem = duet_room_id_problem(rest, len);
 	if (problem) {
 		invalid(r, "roomId", problem);
 		return;

@@ -33,6 +33,11 @@ const struct route api_routes[] = {
 	{"GET", "/v1/sandbox/{id}/process/{pid}/logs", v1_process_logs, NULL},
 	{"GET", "/v1/sandbox/{id}/process/{pid}/stream", v1_process_stream, NULL},
 	{"POST", "/v1/sandbox/{id}/process/{pid}/stdin", v1_process_stdin, NULL},
+	{"POST", "/v1/sandbox/{id}/contexts", v1_context_create, NULL},
+	{"GET", "/v1/sandbox/{id}/contexts", v1_context_list, NULL},
+	{"GET", "/v1/sandbox/{id}/contexts/{cid}", v1_context_get, NULL},
+	{"DELETE", "/v1/sandbox/{id}/contexts/{cid}", v1_context_delete, NULL},
+	{"POST", "/v1/sandbox/{id}/contexts/{cid}/run", v1_context_run, NULL},
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 
@@ -82,21 +87,26 @@ static bool match(const char *pattern, const char *path, struct route_match *m)
 	return *u == '\0';
 }
 
-/* The route for r: *wrong_method when only the method differs. */
-static const struct route *find(struct http_req *r, struct route_match *m,
-				bool *wrong_method)
+const struct route *router_find(const char *method, const char *url,
+				struct route_match *m, bool *wrong_method)
 {
 	*wrong_method = false;
 	for (size_t i = 0; i < api_nroutes; i++) {
-		if (!match(api_routes[i].pattern, r->url, m))
+		if (!match(api_routes[i].pattern, url, m))
 			continue;
-		if (!strcmp(api_routes[i].method, r->method) ||
-		    (!strcmp(r->method, "HEAD") &&
+		if (!strcmp(api_routes[i].method, method) ||
+		    (!strcmp(method, "HEAD") &&
 		     !strcmp(api_routes[i].method, "GET")))
 			return &api_routes[i];
 		*wrong_method = true;
 	}
 	return NULL;
+}
+
+static const struct route *find(struct http_req *r, struct route_match *m,
+				bool *wrong_method)
+{
+	return router_find(r->method, r->url, m, wrong_method);
 }
 
 static bool needs_auth(const char *url)

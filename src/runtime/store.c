@@ -118,6 +118,7 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 	}
 	if (is_btrfs(s->dir)) { /* a previous daemon's mount, still there */
 		s->quotas = true;
+		s->mounted_by_us = true; /* ours all the same: unmounted at exit */
 		goto ready;
 	}
 	bool have_image = access(image, F_OK) == 0;
