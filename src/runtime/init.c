@@ -190,13 +190,17 @@ _Noreturn void init_main(const struct init_args *a)
 			close(devnull);
 	}
 
+	/* No handlers, nothing ignored: as the pid namespace's init, the
+	 * kernel already drops every signal sent from inside it that init
+	 * has no handler for, and a forked command then starts with clean
+	 * dispositions without resetting 64 of them. */
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	for (int s = 1; s < NSIG; s++)
-		if (s != SIGCHLD && s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_IGN);
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
 
 	if (sethostname("sandbox", 7) < 0) {
 		sbx_err_sys(&err, errno, "sethostname");

@@ -81,10 +81,10 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 			   int userns_fd, int errfd,
 			   const struct seccomp_prog *seccomp)
 {
+	/* init has every disposition at its default (see init_main): only
+	 * its blocked SIGCHLD is to be undone */
 	sigset_t none;
 	sigemptyset(&none);
-	for (int s = 1; s < NSIG; s++)
-		signal(s, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
 		fail(errfd, errno, "setsid");
