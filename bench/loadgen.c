@@ -74,6 +74,8 @@ static struct {
 	double timeout;
 	long long size;
 	long seq_start;
+	char **sessions; /* --session-file: a Session-Id per connection */
+	long nsessions;
 } o = {
 	.host = "127.0.0.1",
 	.method = "POST",
@@ -218,6 +220,8 @@ static void make_id(char *out, size_t cap, long conn, long seq)
 		snprintf(out, cap, "%s", o.prefix);
 }
 
+static const char *cur_session; /* Session-Id of the request being built */
+
 /* The request head (and the body when it is o.body) into a new string. */
 static char *build_request(const char *id, long long body_len, int with_body,
 			   size_t *len)
@@ -241,6 +245,8 @@ static char *build_request(const char *id, long long body_len, int with_body,
 	fprintf(f, "%s %s HTTP/1.1\r\nHost: %s:%d\r\n", o.method, path, o.host,
 		o.port);
 	int has_ct = 0;
+	if (cur_session)
+		fprintf(f, "Session-Id: %s\r\n", cur_session);
 	for (int i = 0; i < o.nheaders; i++) {
 		fprintf(f, "%s\r\n", o.headers[i]);
 		if (!strncasecmp(o.headers[i], "content-type:", 13))
@@ -449,6 +455,7 @@ static void conn_start(struct conn *c)
 	size_t len;
 	make_id(id, sizeof(id), c->idx, issued);
 	issued++;
+	cur_session = o.nsessions ? o.sessions[c->idx % o.nsessions] : NULL;
 	free(c->req);
 	c->req = build_request(id, o.body ? (long long)strlen(o.body) : -1, 1, &len);
 	c->req_len = len;
@@ -1087,7 +1094,7 @@ static void usage(void)
 		"  [--method M] [--path TEMPLATE] [--body JSON] [--header 'K: V']...\n"
 		"  [--conns C] [--sandboxes K | --unique] [--prefix P] [--seq-start N]\n"
 		"  [--requests N | --duration S] [--expect SUBSTR] [--timeout S]\n"
-		"  [--size BYTES]\n");
+		"  [--size BYTES] [--session-file F (one Session-Id per connection)]\n");
 	exit(2);
 }
 
@@ -1102,6 +1109,7 @@ int main(int argc, char **argv)
 		{"requests", 1, 0, 'n'},  {"duration", 1, 0, 'd'},
 		{"expect", 1, 0, 'e'},	  {"timeout", 1, 0, 't'},
 		{"size", 1, 0, 's'},	  {"seq-start", 1, 0, 'S'},
+		{"session-file", 1, 0, 'F'},
 		{0, 0, 0, 0},
 	};
 	if (argc < 2)
@@ -1109,7 +1117,7 @@ int main(int argc, char **argv)
 	o.mode = argv[1];
 	optind = 2;
 	int c;
-	while ((c = getopt_long(argc, argv, "H:p:m:P:b:h:c:k:ux:n:d:e:t:s:S:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "H:p:m:P:b:h:c:k:ux:n:d:e:t:s:S:F:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'H': o.host = optarg; break;
 		case 'p': o.port = atoi(optarg); break;
@@ -1131,6 +1139,21 @@ int main(int argc, char **argv)
 		case 't': o.timeout = atof(optarg); break;
 		case 's': o.size = atoll(optarg); break;
 		case 'S': o.seq_start = atol(optarg); break;
+		case 'F': {
+			FILE *sf = fopen(optarg, "r");
+			char line[256];
+			if (!sf)
+				die("%s: %s", optarg, strerror(errno));
+			while (fgets(line, sizeof(line), sf)) {
+				line[strcspn(line, "\r\n")] = '\0';
+				if (!line[0])
+					continue;
+				o.sessions = realloc(o.sessions, (size_t)(o.nsessions + 1) * sizeof(char *));
+				o.sessions[o.nsessions++] = strdup(line);
+			}
+			fclose(sf);
+			break;
+		}
 		default: usage();
 		}
 	}

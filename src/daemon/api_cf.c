@@ -618,6 +618,7 @@ static void session_delete(struct cf_req *q)
 
 struct cf_wait {
 	struct api *a;
+	struct loop *loop; /* outlives the manager at shutdown */
 	struct http_req *r;
 	struct loop_timer timer;
 	const char *tenant;
@@ -625,7 +626,6 @@ struct cf_wait {
 	cf_poll_fn poll;
 	uint64_t deadline;
 	long count;
-	bool done;
 };
 
 const char *cf_wait_arg(const struct cf_wait *w)
@@ -643,16 +643,16 @@ static void wait_tick(struct loop_timer *t)
 	struct cf_wait *w = t->data;
 	struct sandbox *sb = manager_find(w->a->m, w->tenant, w->sbid);
 	bool last = now_mono_ms() >= w->deadline;
-	if (w->poll(w, w->r, sb, last) || last)
-		w->done = true;
-	else
-		loop_timer_start(w->a->m->loop, t, CF_WAIT_TICK_MS);
+	/* answered (or the time is up, then poll has answered): done; the
+	 * request's end frees w */
+	if (!w->poll(w, w->r, sb, last) && !last)
+		loop_timer_start(w->loop, t, CF_WAIT_TICK_MS);
 }
 
 static void wait_closed(struct http_req *r)
 {
 	struct cf_wait *w = r->ctx;
-	loop_timer_stop(w->a->m->loop, &w->timer);
+	loop_timer_stop(w->loop, &w->timer);
 	free(w->sbid);
 	free(w->arg);
 	free(w);
@@ -671,6 +671,7 @@ struct cf_wait *cf_wait_start(struct cf_req *q, cf_poll_fn poll,
 		return NULL;
 	}
 	w->a = q->a;
+	w->loop = q->a->m->loop;
 	w->r = q->r;
 	w->tenant = q->tenant; /* "" or the auth table's, which stays */
 	w->poll = poll;
@@ -682,7 +683,7 @@ struct cf_wait *cf_wait_start(struct cf_req *q, cf_poll_fn poll,
 	q->r->ctx = w;
 	q->r->on_close = wait_closed;
 	http_suspend(q->r);
-	loop_timer_start(q->a->m->loop, &w->timer, CF_WAIT_TICK_MS);
+	loop_timer_start(w->loop, &w->timer, CF_WAIT_TICK_MS);
 	return w;
 }
 

@@ -73,7 +73,8 @@ static void wrap(struct buf *b, const char *command, const char *cwd,
 {
 	buf_printf(b, "__sbx_cf_ret() { return \"$1\"; }\n"
 		      "__sbx_cf_end() {\n"
-		      "  local __sbx_cf_rc=$?\n");
+		      "  local __sbx_cf_rc=$?\n"
+		      "  set +eu\n"); /* the command's set -e must not cut this short */
 	if (cwd)
 		buf_printf(b, "  builtin cd -- \"$__sbx_cf_prev\" 2>/dev/null\n");
 	for (size_t i = 0; i < envc; i++) {
@@ -806,6 +807,7 @@ void cf_process_logs(struct cf_req *q, const char *id)
  * record may go, or be replaced by a new one of that id). */
 struct cf_pwatch {
 	struct api *a;
+	struct loop *loop; /* outlives the manager at shutdown */
 	struct http_stream *s;
 	struct loop_timer tick;
 	const char *tenant;
@@ -886,18 +888,22 @@ static void pwatch_tick(struct loop_timer *t)
 	struct cf_pwatch *w = t->data;
 	pwatch_pump(w);
 	if (!w->ended)
-		loop_timer_start(w->a->m->loop, t, WATCH_TICK_MS);
+		loop_timer_start(w->loop, t, WATCH_TICK_MS);
 }
 
+/* From the server, which may run this after the manager is gone (at
+ * shutdown): only the loop's timer, which then never fires, is touched. */
 static void pwatch_drained(void *ctx)
 {
-	pwatch_pump(ctx);
+	struct cf_pwatch *w = ctx;
+	if (!w->ended)
+		loop_timer_start(w->loop, &w->tick, 0);
 }
 
 static void pwatch_closed(void *ctx)
 {
 	struct cf_pwatch *w = ctx;
-	loop_timer_stop(w->a->m->loop, &w->tick);
+	loop_timer_stop(w->loop, &w->tick);
 	free(w);
 }
 
@@ -912,6 +918,7 @@ void cf_process_stream(struct cf_req *q, const char *id)
 		return;
 	}
 	w->a = q->a;
+	w->loop = q->a->m->loop;
 	w->tenant = q->tenant;
 	snprintf(w->sbid, sizeof(w->sbid), "%s", q->sbid);
 	snprintf(w->id, sizeof(w->id), "%s", p->id);
@@ -936,5 +943,5 @@ void cf_process_stream(struct cf_req *q, const char *id)
 	pwatch_event(w, ev);
 	pwatch_pump(w);
 	if (!w->ended)
-		loop_timer_start(q->a->m->loop, &w->tick, WATCH_TICK_MS);
+		loop_timer_start(w->loop, &w->tick, WATCH_TICK_MS);
 }

@@ -145,6 +145,7 @@ enum cf_file_op { OP_READ, OP_STREAM, OP_WRITE, OP_SIMPLE, OP_LIST, OP_EXISTS };
 
 struct cf_file {
 	struct api *a;
+	struct loop *loop;       /* outlives the manager at shutdown */
 	struct http_req *r;      /* NULL once the request is gone */
 	struct http_stream *s;   /* read/stream, once the metadata is out */
 	struct exec_job *job;
@@ -166,7 +167,7 @@ static void file_release(struct cf_file *f)
 {
 	if (!f->job_done || f->r || (f->s && !f->stream_gone))
 		return;
-	loop_timer_stop(f->a->m->loop, &f->cancel);
+	loop_timer_stop(f->loop, &f->cancel);
 	json_decref(f->ok);
 	buf_free(&f->out);
 	free(f->path);
@@ -312,7 +313,7 @@ static int file_output(void *ctx, int fd, const char *data, size_t len)
 			return 0;
 		if (f->op == OP_READ && f->size > READ_MAX) {
 			f->too_big = true;
-			loop_timer_start(f->a->m->loop, &f->cancel, 0);
+			loop_timer_start(f->loop, &f->cancel, 0);
 			return 0;
 		}
 	}
@@ -534,6 +535,7 @@ static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
 		return NULL;
 	}
 	f->a = q->a;
+	f->loop = q->a->m->loop;
 	f->r = q->r;
 	f->op = op;
 	f->cancel.cb = cancel_now;

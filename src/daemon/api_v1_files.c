@@ -8,6 +8,7 @@
 
 #include "daemon/api.h"
 #include "daemon/exec.h"
+#include "lib/log.h"
 #include "lib/path.h"
 #include "lib/util.h"
 
@@ -107,6 +108,7 @@ static void file_stream_closed(void *ctx)
 static void file_req_closed(struct http_req *r)
 {
 	struct v1_file *f = r->ctx;
+	log_debug("file: request closed job=%p done=%d", (void *)f->job, f->job_done);
 	f->r = NULL;
 	/* a client gone mid-upload: the builtin sees its stdin end short and
 	 * removes its temp file */

@@ -169,7 +169,7 @@ void v1_process_stream(struct api *a, struct http_req *r, struct route_match *m)
 		c = http_header(r, "Last-Event-ID");
 	char *end = NULL;
 	unsigned long long cursor = c ? strtoull(c, &end, 10) : 0;
-	if (c && (*end || !*c)) {
+	if (c && (*end || !*c || *c == '-' || *c == '+' || *c == ' ')) {
 		v1_error(r, 400, "invalid_request", "cursor must be a number");
 		return;
 	}

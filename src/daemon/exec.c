@@ -150,8 +150,10 @@ static void finish(struct exec_job *j)
 	close_watch(l, &j->err_w);
 	close_watch(l, &j->st_w);
 	close_watch(l, &j->in_w);
-	if (j->res.failure == EXEC_OK && j->state.len)
-		session_apply_state(j->sess, j->state.data, j->state.len);
+	/* a background job's cd or export is its own, never the session's */
+	if (j->res.failure == EXEC_OK && j->state.len && !j->p.detached)
+		session_apply_state_except(j->sess, j->state.data, j->state.len,
+					   j->env, j->p.envc);
 	if (j->cg_idx >= 0 && sb->proc.cg)
 		cgroup_cmd_release(sb->proc.cg, j->cg_idx);
 	j->res.duration_ms = j->start_mono ? now_mono_ms() - j->start_mono : 0;

@@ -21,7 +21,14 @@ struct http_req_priv {
 	bool want_suspend;
 	bool body_waiting; /* suspended because on_body took less */
 	struct http_stream *stream; /* its streamed response, if any */
+	/* While suspended MHD does not look at the socket, so a client that
+	 * goes away would go unnoticed: we watch for its hang-up instead. */
+	struct loop_watch hup;
+	bool gone;
 };
+
+static void suspend(struct http_req_priv *p);
+static void resume(struct http_req_priv *p);
 
 #define STREAM_HIGH (1u << 20)
 #define STREAM_LOW (256u << 10)
@@ -57,7 +64,7 @@ static void answer(struct http_req *r, unsigned status,
 	r->pending_status = status;
 	if (r->suspended) {
 		r->suspended = false;
-		MHD_resume_connection(r->conn);
+		resume((struct http_req_priv *)r);
 	}
 }
 
@@ -116,7 +123,7 @@ void http_resume(struct http_req *r)
 	if (p->body_waiting) {
 		p->body_waiting = false;
 		r->suspended = false;
-		MHD_resume_connection(r->conn);
+		resume(p);
 	}
 }
 
@@ -145,10 +152,12 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 	}
 	if (s->ended)
 		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (s->r && ((struct http_req_priv *)s->r)->gone)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	/* nothing yet: park the connection until the producer writes */
 	if (s->r && !s->reader_waiting) {
 		s->reader_waiting = true;
-		MHD_suspend_connection(s->r->conn);
+		suspend((struct http_req_priv *)s->r);
 	}
 	return 0;
 }
@@ -168,7 +177,7 @@ static void stream_wake(struct http_stream *s)
 {
 	if (s->reader_waiting && s->r) {
 		s->reader_waiting = false;
-		MHD_resume_connection(s->r->conn);
+		resume((struct http_req_priv *)s->r);
 	}
 }
 
@@ -246,6 +255,67 @@ static void too_large(struct http_req *r)
 	http_respond_json(r, 413, j);
 }
 
+static void on_hangup(struct loop_watch *w, uint32_t events)
+{
+	struct http_req_priv *p = w->data;
+	struct http_req *r = &p->pub;
+	(void)events;
+	loop_del(r->srv->loop, w);
+	p->gone = true;
+	/* those waiting on this request hear of it now, not when (or if) an
+	 * answer is ready */
+	if (r->on_close) {
+		void (*cb)(struct http_req *) = r->on_close;
+		r->on_close = NULL;
+		cb(r);
+	}
+	struct http_stream *st = p->stream;
+	if (st && st->on_close) {
+		void (*cb)(void *) = st->on_close;
+		st->on_close = NULL;
+		st->on_drain = NULL;
+		cb(st->ctx);
+	}
+	/* an upload or a stream is woken so MHD closes it; a request still
+	 * waiting for its answer is closed when the answer comes */
+	if (p->body_waiting || (st && st->reader_waiting)) {
+		p->body_waiting = false;
+		if (st)
+			st->reader_waiting = false;
+		r->suspended = false;
+		resume(p);
+	}
+}
+
+static void watch_hangup(struct http_req_priv *p)
+{
+	struct http_req *r = &p->pub;
+	if (p->gone || p->hup.active)
+		return;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+		r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	p->hup = (struct loop_watch){.fd = ci->connect_fd, .cb = on_hangup,
+				     .data = p};
+	loop_add(r->srv->loop, &p->hup, EPOLLRDHUP);
+}
+
+static void suspend(struct http_req_priv *p)
+{
+	MHD_suspend_connection(p->pub.conn);
+	watch_hangup(p);
+}
+
+static void resume(struct http_req_priv *p)
+{
+	/* an upload in progress stays watched: MHD misses some of its
+	 * clients' departures (a half-close mid-body) */
+	if (!p->pub.on_body || p->pub.body_ended)
+		loop_del(p->pub.srv->loop, &p->hup);
+	MHD_resume_connection(p->pub.conn);
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 				 const char *url, const char *method,
 				 const char *version, const char *upload_data,
@@ -271,6 +341,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 				queue_pending(&p->pub);
 				return MHD_YES;
 			}
+			if (p->pub.on_body)
+				watch_hangup(p);
 		}
 		const char *cl = MHD_lookup_connection_value(
 			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
@@ -282,6 +354,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 		return MHD_YES;
 	}
 	struct http_req *r = &p->pub;
+	if (p->gone && *upload_data_size)
+		return MHD_NO; /* the client left mid-upload: close */
 	if (r->on_body) {
 		/* Never answer before the body is in: MHD (0.9.75) spins on a
 		 * connection answered mid-upload. An early answer (an error
@@ -295,12 +369,13 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 			if (*upload_data_size && !r->suspended) {
 				p->body_waiting = true;
 				r->suspended = true;
-				MHD_suspend_connection(conn);
+				suspend(p);
 			}
 			return MHD_YES;
 		}
 		if (!r->body_ended) {
 			r->body_ended = true;
+			loop_del(s->loop, &p->hup);
 			if (!r->answered)
 				r->on_body_end(r);
 		}
@@ -308,7 +383,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 			queue_pending(r);
 		} else if (!r->suspended) {
 			r->suspended = true;
-			MHD_suspend_connection(conn);
+			suspend(p);
 		}
 		return MHD_YES;
 	}
@@ -345,7 +420,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 	}
 	if (!r->suspended) {
 		r->suspended = true;
-		MHD_suspend_connection(conn);
+		suspend(p);
 	}
 	return MHD_YES;
 }
@@ -359,6 +434,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	(void)toe;
 	if (!p)
 		return;
+	loop_del(p->pub.srv->loop, &p->hup);
 	if (p->pub.on_close)
 		p->pub.on_close(&p->pub);
 	/* its stream (if MHD still holds the response) must not touch the

@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "daemon/exec.h"
 #include "lib/buf.h"
@@ -97,7 +98,7 @@ struct interp_ctx {
 	int pid;
 	unsigned exec_count;
 	bool lost;              /* a worker ended since the last cell */
-	char lost_why[400];
+	char lost_why[800];
 	char *fatal;            /* the worker's own reason not to start */
 	bool fatal_unavailable;
 	struct buf line;        /* a protocol line being received */
@@ -202,14 +203,15 @@ static void sweep(struct loop_timer *t);
 
 static struct interp_group *group_of(struct sandbox *sb, bool create)
 {
-	for (struct interp_group *g = groups, *next; g; g = next) {
-		next = g->next;
+again:
+	for (struct interp_group *g = groups; g; g = g->next) {
 		if (g->m != sb->m || strcmp(g->id, sb->id) ||
 		    strcmp(g->tenant, sb->tenant))
 			continue;
 		if (g->sb == sb && g->created_ms == sb->created_ms)
 			return g;
 		group_drop(g); /* an earlier sandbox of that name */
+		goto again;    /* the list may have changed under us */
 	}
 	if (!create)
 		return NULL;
@@ -338,7 +340,7 @@ static void complete_cur(struct interp_ctx *c)
 
 /* ---- the worker's output --------------------------------------------------- */
 
-/* Text for the running cell; returns whether to pause. */
+/* Text for the running cell (its consumer may ask to pause). */
 static void deliver_output(struct interp_ctx *c, int fd, const char *text,
 			   size_t len, bool check_utf8)
 {
@@ -377,8 +379,7 @@ static void on_ready_line(struct interp_ctx *c, json_t *j)
 	kick(c);
 }
 
-static void on_error_line(struct interp_ctx *c, struct interp_cell *cell,
-			  json_t *j)
+static void on_error_line(struct interp_cell *cell, json_t *j)
 {
 	if (cell->errored || !cell->cbs)
 		return;
@@ -406,7 +407,6 @@ static void on_error_line(struct interp_ctx *c, struct interp_cell *cell,
 	if (cell->cbs->on_error)
 		cell->cbs->on_error(cell->arg, &e);
 	json_decref(tb);
-	(void)c;
 }
 
 static void handle_line(struct interp_ctx *c, const char *data, size_t len)
@@ -444,7 +444,7 @@ static void handle_line(struct interp_ctx *c, const char *data, size_t len)
 			    cell->cbs->on_result(cell->arg, d))
 				c->out_paused = true;
 		} else if (!strcmp(type, "error")) {
-			on_error_line(c, cell, j);
+			on_error_line(cell, j);
 		} else if (!strcmp(type, "done")) {
 			json_int_t n = json_integer_value(
 				json_object_get(j, "execution_count"));
@@ -543,7 +543,7 @@ static enum interp_start classify(struct interp_ctx *c,
 {
 	if (c->fatal)
 		return c->fatal_unavailable ? INTERP_UNAVAILABLE : INTERP_FAILED;
-	if (res->failure == EXEC_NOT_STARTED && !strncmp(res->msg, "chdir", 5))
+	if (res->failure == EXEC_NOT_STARTED && strstr(res->msg, "chdir: "))
 		return INTERP_BAD_CWD;
 	if (res->failure == EXEC_NOT_STARTED &&
 	    strstr(res->msg, strerror(ENOENT)))
@@ -606,7 +606,7 @@ static void worker_done(const struct exec_result *res, void *ctx)
 		return;
 	}
 	c->busy++;
-	char why[400];
+	char why[800];
 	bool stopped = res->failure == EXEC_STOPPED;
 	describe_end(c, res, kr, why, sizeof(why));
 	struct sandbox *sb = group_sandbox(c->g);
@@ -620,13 +620,11 @@ static void worker_done(const struct exec_result *res, void *ctx)
 			snprintf(msg, sizeof(msg), "%s", c->fatal);
 		else if (st == INTERP_BAD_CWD)
 			snprintf(msg, sizeof(msg), "cwd %s: %s", c->cwd,
-				 res->msg + strcspn(res->msg, ":") +
-					 (res->msg[strcspn(res->msg, ":")] ? 2 : 0));
+				 strstr(res->msg, "chdir: ") + 7);
 		else if (*raw && !stopped)
 			snprintf(msg, sizeof(msg), "%s; it said: %s", why, raw);
 		else
 			snprintf(msg, sizeof(msg), "%s", why);
-		msg[strcspn(msg, "\0")] = '\0';
 		if (c->ready) { /* the first start: the context fails with it */
 			interp_ready_cb cb = c->ready;
 			c->ready = NULL;
@@ -646,7 +644,7 @@ static void worker_done(const struct exec_result *res, void *ctx)
 		if (cell && cell->done_seen) {
 			cell_finish(cell, NULL, NULL, true);
 		} else if (cell) {
-			char val[700];
+			char val[1100];
 			const char *name = cell->timed_out ? "TimeoutError"
 					   : stopped       ? "SandboxStopped"
 							   : "WorkerDied";
@@ -659,9 +657,9 @@ static void worker_done(const struct exec_result *res, void *ctx)
 					 cell->timeout_ms, why);
 			else
 				snprintf(val, sizeof(val),
-					 "%s; the context's state is lost (its "
-					 "next cell starts a new worker)",
-					 why);
+					 "%s; the context's state is lost%s", why,
+					 stopped ? "" : " (its next cell starts a "
+							"new worker)");
 			cell_finish(cell, name, val, true);
 		}
 		/* not restarted from inside a sandbox's stop (or destroy):
@@ -728,7 +726,7 @@ static void send_cell(struct interp_ctx *c)
 	c->exec_count++;
 	cell->execution_count = c->exec_count;
 	if (c->lost) {
-		char note[600];
+		char note[sizeof(c->lost_why) + 200];
 		c->lost = false;
 		cell->restarted = true;
 		snprintf(note, sizeof(note),
@@ -844,7 +842,7 @@ static void ctx_delete(struct interp_ctx *c, const char *ename,
 	if (c->ready) {
 		interp_ready_cb cb = c->ready;
 		c->ready = NULL;
-		cb(c, INTERP_FAILED, why, c->ready_arg);
+		cb(c, INTERP_DELETED, why, c->ready_arg);
 	}
 	struct interp_cell *cell = c->cur;
 	c->cur = NULL;
@@ -965,6 +963,7 @@ void interp_get_info(const struct interp_ctx *c, struct interp_info *out)
 		.id = c->id,
 		.lang = c->lang,
 		.cwd = c->cwd,
+		.starting = c->ws == W_STARTING,
 		.running = c->ws == W_READY,
 		.busy = c->cur != NULL,
 		.queued = c->nqueued,
@@ -1048,38 +1047,44 @@ void interp_cell_cancel(struct interp_cell *cell)
 /* ---- the sweep ------------------------------------------------------------ */
 
 /* Stop a sandbox that only idle contexts keep up (see the top). */
-static void idle_check(struct interp_group *g, struct sandbox *sb)
+static bool idle_check(struct interp_group *g, struct sandbox *sb)
 {
 	if (sb->state == SB_STOPPED || sb->keep_alive)
-		return;
+		return false;
 	unsigned workers = 0;
 	for (struct interp_ctx *c = g->head; c; c = c->next) {
 		if (c->cur || c->qhead || c->ws == W_STARTING)
-			return;
+			return false;
 		workers += c->job != NULL;
 	}
 	uint64_t idle = sb->sleep_after_ms ? sb->sleep_after_ms
 					   : sb->m->cfg->sleep_after_ms;
 	if (!workers || sb->busy != workers ||
 	    now_wall_ms() - sb->last_active_ms < idle)
-		return;
+		return false;
 	log_info("sandbox=%s event=idle-with-contexts workers=%u", sb->id,
 		 workers);
 	sandbox_stop(sb, "idle");
+	return true;
 }
 
 static void sweep(struct loop_timer *t)
 {
-	for (struct interp_group *g = groups, *next; g; g = next) {
-		next = g->next;
-		struct sandbox *sb = group_sandbox(g);
-		if (!sb)
-			group_drop(g);
-		else if (!g->head)
-			group_free(g);
-		else
-			idle_check(g, sb);
-	}
+	/* dropping a group tells its cells' owners, who may change the
+	 * list: start over after each */
+again:
+	for (struct interp_group *g = groups; g; g = g->next)
+		if (!group_sandbox(g) || !g->head) {
+			if (g->head)
+				group_drop(g);
+			else
+				group_free(g);
+			goto again;
+		}
+idle:
+	for (struct interp_group *g = groups; g; g = g->next)
+		if (group_sandbox(g) && idle_check(g, group_sandbox(g)))
+			goto idle; /* stopping it told owners of cells too */
 	if (groups)
 		loop_timer_start(sweep_loop, t, SWEEP_MS);
 }

@@ -59,6 +59,7 @@ enum interp_start {
 	INTERP_UNAVAILABLE, /* no interpreter / transpiler in the sandbox */
 	INTERP_BAD_CWD,     /* its cwd does not exist (or is no directory) */
 	INTERP_FAILED,      /* anything else: msg says what */
+	INTERP_DELETED,     /* interp_delete came first */
 };
 
 struct interp_opts {
@@ -79,8 +80,11 @@ typedef void (*interp_ready_cb)(struct interp_ctx *c, enum interp_start status,
 				const char *msg, void *arg);
 
 /* Create a context and start its worker. Cells may be queued with
- * interp_run before it is ready. -ENOSPC past INTERP_MAX_CONTEXTS,
- * -EEXIST when opts->id is taken, -ENOMEM. ready may be NULL. */
+ * interp_run before it is ready. On success ready (may be NULL) is called
+ * exactly once, possibly before interp_create returns; *out (may be NULL)
+ * is the context, which is gone after a failed ready. On failure (-ENOSPC
+ * past INTERP_MAX_CONTEXTS, -EEXIST when opts->id is taken, -ENOMEM)
+ * ready is never called. */
 int interp_create(struct sandbox *sb, const struct interp_opts *opts,
 		  interp_ready_cb ready, void *arg, struct interp_ctx **out,
 		  struct sbx_err *err);
@@ -97,7 +101,8 @@ struct interp_info {
 	const char *id;
 	enum interp_lang lang;
 	const char *cwd;
-	bool running;            /* a worker is alive (its state with it) */
+	bool starting;           /* its worker is starting */
+	bool running;            /* a worker is ready (its state with it) */
 	bool busy;               /* a cell is running */
 	unsigned queued;         /* cells waiting behind it */
 	unsigned execution_count; /* cells run by the current worker */

@@ -93,6 +93,54 @@ int session_setenv(struct session *s, const char *kv)
 	return 0;
 }
 
+const char *session_getenv(const struct session *s, const char *kv)
+{
+	size_t kl = key_len(kv);
+	for (size_t i = 0; i < s->envc; i++)
+		if (key_len(s->env[i]) == kl && !strncmp(s->env[i], kv, kl))
+			return s->env[i];
+	return NULL;
+}
+
+void session_unsetenv(struct session *s, const char *kv)
+{
+	size_t kl = key_len(kv);
+	for (size_t i = 0; i < s->envc; i++)
+		if (key_len(s->env[i]) == kl && !strncmp(s->env[i], kv, kl)) {
+			free(s->env[i]);
+			s->env[i] = s->env[--s->envc];
+			s->env[s->envc] = NULL;
+			return;
+		}
+}
+
+int session_apply_state_except(struct session *s, const char *buf,
+			       size_t len, char *const *extra, size_t nextra)
+{
+	/* what the session had for each of them, before */
+	char **before = calloc(nextra + 1, sizeof(char *));
+	if (!before)
+		return -ENOMEM;
+	for (size_t i = 0; i < nextra; i++) {
+		const char *old = session_getenv(s, extra[i]);
+		before[i] = old ? strdup(old) : NULL;
+	}
+	int r = session_apply_state(s, buf, len);
+	for (size_t i = 0; r == 1 && i < nextra; i++) {
+		const char *now = session_getenv(s, extra[i]);
+		if (!now || strcmp(now, extra[i]))
+			continue; /* the command changed or unset it: its own */
+		if (before[i])
+			session_setenv(s, before[i]);
+		else
+			session_unsetenv(s, extra[i]);
+	}
+	for (size_t i = 0; i < nextra; i++)
+		free(before[i]);
+	free(before);
+	return r;
+}
+
 static int carried(const char *kv)
 {
 	size_t kl = key_len(kv);

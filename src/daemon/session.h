@@ -25,6 +25,13 @@ struct session *session_new(const char *id, const char *cwd,
 void session_free(struct session *s);
 /* Set or replace one variable ("KEY=VALUE"). */
 int session_setenv(struct session *s, const char *kv);
+/* "KEY=VALUE" of key (the part of kv before '='), or NULL. */
+const char *session_getenv(const struct session *s, const char *kv);
+void session_unsetenv(struct session *s, const char *kv);
+/* Apply a state record, but variables given to this one command (extra,
+ * "KEY=VALUE") are not kept unless the command changed them. */
+int session_apply_state_except(struct session *s, const char *buf,
+			       size_t len, char *const *extra, size_t nextra);
 /* Take the last complete state record in buf[0..len); returns 1 when the
  * session changed, 0 when there was no record, -errno on a bad one. */
 int session_apply_state(struct session *s, const char *buf, size_t len);

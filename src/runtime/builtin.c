@@ -106,13 +106,15 @@ static int open_parent(int base, const char *path, char **leaf, bool create)
 
 static _Noreturn void op_read(int base, const char *path)
 {
-	int fd = open_beneath(base, path, O_RDONLY, 0);
+	/* O_NONBLOCK: a FIFO must not hang us waiting for a writer */
+	int fd = open_beneath(base, path, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0);
 	if (fd < 0)
 		fail(-fd, "open");
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		fail(errno, "stat");
 	if (S_ISREG(st.st_mode)) {
+		fcntl(fd, F_SETFL, 0);
 		dprintf(1, "F %lld\n", (long long)st.st_size);
 		char buf[65536];
 		for (;;) {
@@ -159,6 +161,17 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 		fail(-dir, "parent directory");
 	if (!*leaf || strlen(leaf) > 200)
 		fail(EINVAL, "name");
+	/* a link at the target is replaced by the file, unless it leads out
+	 * of base: then the client meant a file it may not write */
+	struct stat lst;
+	if (fstatat(dir, leaf, &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(lst.st_mode)) {
+		int t = open_beneath(base, path, O_PATH, 0);
+		if (t == -EXDEV || t == -ELOOP)
+			fail(EXDEV, "symlink leads outside");
+		if (t >= 0)
+			close(t);
+	}
 	/* a temp file beside the target, renamed over it only when the whole
 	 * body arrived: a failed upload leaves nothing behind */
 	snprintf(tmp, sizeof(tmp), ".%s.sbx-%d", leaf, (int)getpid());

@@ -11,6 +11,7 @@
 #include "runtime/image.h"
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #include "lib/cleanup.h"
 #include "runtime/fsutil.h"
 
-#define IMAGE_VERSION "sandboxd-image 2"
+#define IMAGE_VERSION "sandboxd-image 3"
 
 static const char *const etc_copy[] = {
 	"alternatives", "apt", "bash.bashrc", "bindresvport.blacklist",
@@ -28,10 +29,28 @@ static const char *const etc_copy[] = {
 	"dpkg", "environment", "ethertypes", "gai.conf", "host.conf",
 	"inputrc", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "locale.alias",
 	"locale.gen", "localtime", "login.defs", "magic", "magic.mime",
-	"mailcap", "manpath.config", "mime.types", "nanorc", "networks",
-	"os-release", "perl", "profile", "profile.d", "protocols", "python3",
-	"python3.11", "services", "shells", "skel", "ssl", "timezone", "vim",
-	"xattr.conf",
+	"mailcap", "manpath.config", "matplotlibrc", "mime.types", "nanorc",
+	"networks", "os-release", "perl", "profile", "profile.d", "protocols",
+	"python3", "python3.11", "services", "shells", "skel", "ssl",
+	"timezone", "vim", "xattr.conf",
+};
+
+/* The code interpreter's workers (interp/, embedded by the daemon:
+ * src/daemon/interp_blob.S). Weak, so that the runtime library links
+ * without them; then the skeleton has none. */
+extern const char sbx_interp_python_worker[] __attribute__((weak));
+extern const char sbx_interp_python_worker_end[] __attribute__((weak));
+extern const char sbx_interp_node_worker[] __attribute__((weak));
+extern const char sbx_interp_node_worker_end[] __attribute__((weak));
+#define INTERP_OWNER 65534 /* nobody: sandbox root cannot chmod them */
+
+static const struct {
+	const char *name;
+	const char *start, *end;
+} interp_files[] = {
+	{"python_worker.py", sbx_interp_python_worker,
+	 sbx_interp_python_worker_end},
+	{"node_worker.js", sbx_interp_node_worker, sbx_interp_node_worker_end},
 };
 
 /* Top-level directories and their modes. */
@@ -143,15 +162,60 @@ static int write_links(int root, struct sbx_err *err)
 	return 0;
 }
 
+/* /opt/sandboxd/interp: the workers, read-only inside (owned by nobody,
+ * so that even the sandbox's root cannot change them in place). */
+static int write_interp(int root, struct sbx_err *err)
+{
+	int r;
+	if (!sbx_interp_python_worker)
+		return 0;
+	if ((r = fs_mkdirs(root, "opt/sandboxd/interp", 0755, err)))
+		return r;
+	_cleanup_close_ int d = openat(root, "opt/sandboxd/interp",
+				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					       O_CLOEXEC);
+	if (d < 0)
+		return sbx_err_sys(err, errno, "open opt/sandboxd/interp");
+	for (size_t i = 0; i < sizeof(interp_files) / sizeof(interp_files[0]);
+	     i++) {
+		const char *n = interp_files[i].name;
+		if ((r = fs_write_file(d, n, interp_files[i].start,
+				       (size_t)(interp_files[i].end -
+						interp_files[i].start),
+				       0444, err)))
+			return r;
+		if (fchownat(d, n, INTERP_OWNER, INTERP_OWNER,
+			     AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fchmodat(d, n, 0444, 0) < 0)
+			return sbx_err_sys(err, errno, "chown %s", n);
+	}
+	static const char *const dirs_ro[] = {"opt/sandboxd/interp",
+					      "opt/sandboxd"};
+	for (size_t i = 0; i < 2; i++)
+		if (fchownat(root, dirs_ro[i], INTERP_OWNER, INTERP_OWNER,
+			     AT_SYMLINK_NOFOLLOW) < 0 ||
+		    fchmodat(root, dirs_ro[i], 0555, 0) < 0)
+			return sbx_err_sys(err, errno, "chown %s", dirs_ro[i]);
+	return 0;
+}
+
 /* What the skeleton was built from; a change rebuilds it. */
 static void image_stamp(char *buf, size_t cap)
 {
 	struct stat a = {0}, b = {0};
 	stat("/var/lib/dpkg/status", &a);
 	stat("/etc/alternatives", &b);
-	snprintf(buf, cap, "%s %lld.%ld %lld.%ld\n", IMAGE_VERSION,
+	/* and the embedded workers: a new daemon's workers replace old ones */
+	uint32_t h = 2166136261u;
+	for (size_t i = 0; sbx_interp_python_worker &&
+			   i < sizeof(interp_files) / sizeof(interp_files[0]);
+	     i++)
+		for (const char *p = interp_files[i].start;
+		     p < interp_files[i].end; p++)
+			h = (h ^ (unsigned char)*p) * 16777619u;
+	snprintf(buf, cap, "%s %lld.%ld %lld.%ld %08x\n", IMAGE_VERSION,
 		 (long long)a.st_mtim.tv_sec, a.st_mtim.tv_nsec,
-		 (long long)b.st_mtim.tv_sec, b.st_mtim.tv_nsec);
+		 (long long)b.st_mtim.tv_sec, b.st_mtim.tv_nsec, h);
 }
 
 static int build(int root, struct sbx_err *err)
@@ -168,7 +232,8 @@ static int build(int root, struct sbx_err *err)
 		return r;
 	if (fchownat(root, "home/user", 1000, 1000, AT_SYMLINK_NOFOLLOW) < 0)
 		return sbx_err_sys(err, errno, "chown home/user");
-	if ((r = write_etc(root, err)) || (r = write_links(root, err)))
+	if ((r = write_etc(root, err)) || (r = write_links(root, err)) ||
+	    (r = write_interp(root, err)))
 		return r;
 	/* dpkg's database, so that dpkg and apt inside know what /usr holds */
 	_cleanup_close_ int vl = openat(root, "var/lib",

@@ -100,6 +100,18 @@ describe("commands.execute", () => {
 		assert.equal(after.stdout, "/workspace\nunset\n");
 	});
 
+	it("restores the session after a command under set -eu that fails", async () => {
+		const s = daemon.client(sandboxId("exec-errexit"));
+		await s.commands.execute("export KEPT=1");
+		const r = await s.commands.execute("set -eu; export NEW=2; false; echo never", undefined, {
+			cwd: "/tmp",
+			env: { KEPT: "override" },
+		});
+		assert.deepEqual([r.exitCode, r.stdout], [1, ""]);
+		const after = await s.commands.execute('pwd; echo "$KEPT ${NEW-unset}"');
+		assert.equal(after.stdout, "/workspace\n1 2\n");
+	});
+
 	it("reports a cwd that does not exist as the command's failure", async () => {
 		const r = await c().commands.execute("echo never", undefined, { cwd: "/does/not/exist" });
 		assert.equal(r.exitCode, 1);

@@ -13,6 +13,10 @@ INFO_KEYS = {"id", "state", "createdAt", "lastActiveAt", "limits", "sleepAfterMs
              "keepAlive", "labels"}
 
 
+def core_limits(info):
+    return {k: info["limits"].get(k) for k in ("memoryMB", "pids", "cpus")}
+
+
 @pytest.fixture(scope="module")
 def sleepy():
     """A daemon whose sandboxes idle out after 1 s."""
@@ -24,7 +28,7 @@ def sleepy():
 def test_create_returns_201_with_info(v1, sid):
     r = v1.post("/v1/sandbox", json={
         "id": sid, "sleepAfter": "10m", "keepAlive": True,
-        "limits": {"memoryMB": 256, "pids": 64, "cpus": 0.5},
+        "limits": {"memoryMB": 256, "pids": 64, "cpus": 0.5, "diskMB": 512},
         "labels": {"team": "e2e", "n": 1}})
     assert r.status_code == 201, r.text
     assert r.headers["Content-Type"].startswith("application/json")
@@ -33,7 +37,8 @@ def test_create_returns_201_with_info(v1, sid):
     assert info["id"] == sid
     assert info["state"] in ("running", "stopped")
     assert ISO_MS.match(info["createdAt"]) and ISO_MS.match(info["lastActiveAt"]), info
-    assert info["limits"] == {"memoryMB": 256, "pids": 64, "cpus": 0.5}
+    assert core_limits(info) == {"memoryMB": 256, "pids": 64, "cpus": 0.5}
+    assert info["limits"].get("diskMB", 512) == 512, info["limits"]
     assert info["sleepAfterMs"] == 600000
     assert info["keepAlive"] is True
     assert info["labels"] == {"team": "e2e", "n": 1}
@@ -44,7 +49,7 @@ def test_create_defaults(v1, sid):
     assert info["keepAlive"] is False
     assert info["labels"] == {}
     assert info["sleepAfterMs"] == 600000  # the daemon's --sleep-after default
-    assert info["limits"] == {"memoryMB": 1024, "pids": 512, "cpus": 1.0}
+    assert core_limits(info) == {"memoryMB": 1024, "pids": 512, "cpus": 1.0}
 
 
 def test_sleep_after_in_seconds(v1, sid):
@@ -240,6 +245,19 @@ def test_pids_limit_is_enforced(v1, sid):
     assert "Resource temporarily unavailable" in res["stdout"], res
     assert int(lines[-1]) < 16, res
     assert v1.info(sid)["limits"]["pids"] == 16
+
+
+def test_disk_limit_is_enforced(v1, sid):
+    v1.create(sid, limits={"diskMB": 16})
+    res = v1.run(sid, "head -c 40000000 /dev/zero > /workspace/big; echo rc=$?")
+    assert res["stdout"] == "rc=1\n", res
+    assert "Disk quota exceeded" in res["stderr"] or "No space left" in res["stderr"], res
+    v1.sh(sid, "rm /workspace/big")
+    r = v1.put(f"/v1/sandbox/{sid}/file/up.bin", data=b"z" * 40_000_000)
+    assert_error(r, 413, "too_large")
+    # the failed upload left nothing, and there is room again
+    assert v1.sh(sid, "ls -A /workspace") == ""
+    assert v1.put(f"/v1/sandbox/{sid}/file/small", data=b"z" * 1_000_000).status_code == 201
 
 
 def test_cpu_limit_is_reported(v1, sid):

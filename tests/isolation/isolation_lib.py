@@ -33,6 +33,20 @@ UID_RANGE = 65536
 # them, and nothing else minds): part B 35-43.
 DAEMON_FLAGS = ["--max-body", "16M", "--memory", "256M", "--pids", "64",
                 "--exec-timeout", "3s", "--cpus", "1"]
+DISK_LIMIT_MB = 128
+
+
+def daemon_supports(flag):
+    try:
+        r = subprocess.run([SBX_BIN, "--help"], capture_output=True, text=True, timeout=10)
+    except OSError:
+        return False
+    return flag in r.stdout
+
+
+# A disk limit per sandbox, where this daemon has one (check 37).
+if daemon_supports("--disk"):
+    DAEMON_FLAGS += ["--disk", f"{DISK_LIMIT_MB}M"]
 EXEC_TIMEOUT_S = 3.0
 
 # Where the probe lives inside a sandbox.
@@ -99,8 +113,10 @@ def run_host_probe(probe, *args, user=None, timeout=60):
             os.setgroups([])
             os.setresgid(user, user, user)
             os.setresuid(user, user, user)
+    # a session of its own: no controlling terminal of ours to touch
     r = subprocess.run([probe, *map(str, args)], capture_output=True,
-                       text=True, timeout=timeout, preexec_fn=pre, cwd="/")
+                       text=True, timeout=timeout, preexec_fn=pre, cwd="/",
+                       stdin=subprocess.DEVNULL, start_new_session=True)
     return Report(r.stdout, {"exitCode": r.returncode, "stdout": r.stdout,
                              "stderr": r.stderr})
 
@@ -185,12 +201,16 @@ def _cgroup_mounts():
 
 def daemon_cgroup_dirs(daemon_pid, state_dir):
     """{controller: <own cgroup>/sandboxd-<hash of state dir>} on the host,
-    found the way the daemon finds its own (cgroup.c)."""
+    found the way the daemon finds its own (cgroup.c): the v1 hierarchies
+    it uses, or {"unified": ...} when it runs on cgroup v2."""
     mounts = _cgroup_mounts()
-    out = {}
+    name = "sandboxd-%08x" % fnv1a(state_dir)
+    out, unified = {}, None
     with open(f"/proc/{daemon_pid}/cgroup") as f:
         for line in f:
-            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            hid, ctrls, path = line.rstrip("\n").split(":", 2)
+            if hid == "0" and not ctrls:
+                unified = path
             for c in ctrls.split(","):
                 if c not in ("freezer", "memory", "pids", "cpu", "cpuacct"):
                     continue
@@ -199,8 +219,29 @@ def daemon_cgroup_dirs(daemon_pid, state_dir):
                 root, mp = mounts[c]
                 rel = path[len(root):] if root != "/" and path.startswith(root) else path
                 own = mp + (rel if rel != "/" else "")
-                out[c] = os.path.join(own, "sandboxd-%08x" % fnv1a(state_dir))
+                d = os.path.join(own, name)
+                if os.path.isdir(d):
+                    out[c] = d
+    if not out and unified is not None:
+        # v2: the daemon moved itself into <own>/daemon
+        own = unified[:-len("/daemon")] if unified.endswith("/daemon") else unified
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                if right.split()[0] == "cgroup2":
+                    d = os.path.join(left.split()[4] + own.rstrip("/"), name)
+                    if os.path.isdir(d):
+                        out["unified"] = d
     return out
+
+
+def cgroup_v1(daemon):
+    return "unified" not in daemon.cgroup_roots
+
+
+def require_cgroup_v1(daemon):
+    if not cgroup_v1(daemon):
+        pytest.skip("reads cgroup v1 files; this daemon runs on cgroup v2")
 
 
 def read_int(path, default=None):
@@ -224,6 +265,16 @@ def oom_kills_under(path):
             except OSError:
                 pass
     return total
+
+
+def host_has_cap(cap):
+    """Does this process (root, like the daemons it starts) hold cap?"""
+    with open("/proc/self/status") as f:
+        eff = [l for l in f if l.startswith("CapEff:")][0].split()[1]
+    return bool(int(eff, 16) >> cap & 1)
+
+
+CAP_SYS_RESOURCE = 24
 
 
 def mem_available_kb():
@@ -385,9 +436,34 @@ class Daemon:
             if self in LIVE:
                 LIVE.remove(self)
             left = host_mounts_mentioning(self.base)
-            if left:
+            # never leave them (nor remove files across them), but a daemon
+            # stopped cleanly must have unmounted everything itself
+            for m in sorted((l.split()[4] for l in left), key=len, reverse=True):
+                subprocess.run(["umount", "-l", m], stderr=subprocess.DEVNULL)
+            if not host_mounts_mentioning(self.base):
+                shutil.rmtree(self.base, ignore_errors=True)
+            cg_left = self._remove_cgroups()
+            if left and check:
                 raise AssertionError(f"host mounts left under {self.base}: {left}")
-            shutil.rmtree(self.base, ignore_errors=True)
+            if cg_left and check:
+                raise AssertionError(f"sandbox cgroups left by the stopped daemon: {cg_left}")
+
+    def _remove_cgroups(self):
+        """The daemon keeps <own>/sandboxd-<hash> when it exits (to reuse it
+        with the same state dir); a test's state dir is never reused, so
+        remove them (empty cgroups only: rmdir refuses anything else).
+        Returns the sandbox cgroups (s<slot>) that were still there."""
+        left = []
+        for root in getattr(self, "cgroup_roots", {}).values():
+            for dirpath, dirs, _ in os.walk(root, topdown=False):
+                if os.path.dirname(dirpath) == root and \
+                        os.path.basename(dirpath).startswith("s"):
+                    left.append(dirpath)
+                try:
+                    os.rmdir(dirpath)
+                except OSError:
+                    pass
+        return left
 
     # --- logs and host-side facts ---------------------------------------------
     def log_text(self):
@@ -399,6 +475,27 @@ class Daemon:
 
     def log_tail(self, n=40):
         return "\n".join(self.log_text().splitlines()[-n:])
+
+    def stray_mounts(self):
+        """Host mounts that mention the state dir, but for the daemon's own
+        sandbox store (a filesystem mounted on <state>/sandboxes for disk
+        quotas, there as long as the daemon runs)."""
+        store = os.path.join(self.state_dir, "sandboxes")
+        return [m for m in host_mounts_mentioning(self.state_dir)
+                if m.split()[4] != store]
+
+    def store_fstype(self):
+        """Filesystem type of <state>/sandboxes (the sandboxes' upper layers)."""
+        store = os.path.join(self.state_dir, "sandboxes")
+        best = ("", "")
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                mp = left.split()[4]
+                if (store == mp or store.startswith(mp.rstrip("/") + "/")) and \
+                        len(mp) >= len(best[0]):
+                    best = (mp, right.split()[0])
+        return best[1]
 
     def fd_count(self):
         return len(os.listdir(f"/proc/{self.pid}/fd"))
@@ -418,7 +515,7 @@ class Daemon:
             rf"sandbox={re.escape(name)} event=started pid=(\d+)", self.log_text())]
 
     def sandbox_cgroup(self, slot, controller):
-        root = self.cgroup_roots.get(controller)
+        root = self.cgroup_roots.get(controller) or self.cgroup_roots.get("unified")
         return os.path.join(root, f"s{slot}") if root else None
 
     # --- API ------------------------------------------------------------------
@@ -461,6 +558,12 @@ class Sandbox:
         res = self.run(cmd, timeout=timeout)
         assert res["exitCode"] == 0, f"{cmd[:200]!r}: {res}"
         return res["stdout"]
+
+    def background(self, cmd, out="/dev/null"):
+        """Starts cmd in the sandbox in a session of its own, detached from
+        the exec's pipes (and from fd 63, the session state pipe), so that
+        the exec returns at once and cmd lives on."""
+        self.run(f"setsid {cmd} </dev/null >{out} 2>&1 63>&- &")
 
     def install_probe(self):
         if self.has_probe:
@@ -520,46 +623,49 @@ def shell_quote(s):
 
 # --- check 49: what must hold on the host once a sandbox is gone ------------------
 
+def _listdir(path):
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
 def assert_sandbox_gone(daemon, sb, timeout=10):
     """After DELETE: no process of the sandbox's uid range and no init left,
     its cgroups removed in every hierarchy, no mount of the state dir in the
-    host's mount table, its files gone from the state dir."""
+    host's mount table (but the daemon's store), its files gone. Waits up to
+    timeout for each (teardown is asynchronous in places) and says, with
+    pytest -s, when it had to wait long."""
     ids = daemon.sandbox_ids(sb.name)
     if ids is None:
         return  # never created (the test failed before its first exec)
     slot, base = ids
     problems = []
     t0 = time.monotonic()
-
-    def slow(what):
-        took = time.monotonic() - t0
-        if took > 1:
-            print(f"[iso] {sb.name}: waited {took:.1f}s for {what}")
     first = host_procs_in_uid_range(base)
-    left = wait_until(lambda: not host_procs_in_uid_range(base), timeout)
-    slow(f"processes {first[:3]}")
-    if not left:
+    if not wait_until(lambda: not host_procs_in_uid_range(base), timeout):
         problems.append(f"host processes in uid range {base}+{UID_RANGE}: "
                         f"{host_procs_in_uid_range(base)}")
     for pid in daemon.init_pids(sb.name):
         if not wait_until(lambda: not is_init_of(pid, daemon.pid), timeout):
             problems.append(f"sandbox init pid {pid} still alive")
-    slow("init")
-    for ctrl, root in daemon.cgroup_roots.items():
+    for root in daemon.cgroup_roots.values():
         d = os.path.join(root, f"s{slot}")
         if not wait_until(lambda: not os.path.exists(d), timeout):
             problems.append(f"cgroup left: {d} (procs: "
-                            f"{open(os.path.join(d, 'cgroup.procs')).read().split()})")
-    slow("cgroups")
-    mounts = host_mounts_mentioning(daemon.state_dir)
+                            f"{_listdir(d) and open(os.path.join(d, 'cgroup.procs')).read().split()})")
+    mounts = daemon.stray_mounts()
     if mounts:
         problems.append(f"host mounts mention the state dir: {mounts}")
     sdir = os.path.join(daemon.state_dir, "sandboxes", f"s{slot}")
     if os.path.exists(sdir):
         problems.append(f"sandbox files left: {sdir}")
     trash = os.path.join(daemon.state_dir, "trash")
-    if not wait_until(lambda: not any(n.startswith(f"s{slot}.") for n in os.listdir(trash)),
+    if not wait_until(lambda: not any(n.startswith(f"s{slot}.") for n in _listdir(trash)),
                       timeout):
-        problems.append(f"sandbox files left in the trash: {os.listdir(trash)}")
-    slow("trash")
+        problems.append(f"sandbox files left in the trash: {_listdir(trash)}")
+    took = time.monotonic() - t0
+    if took > 1:
+        print(f"[iso] {sb.name}: post-conditions took {took:.1f}s "
+              f"(processes at first: {first[:3]})")
     assert not problems, "after DELETE:\n  " + "\n  ".join(problems)

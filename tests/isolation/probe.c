@@ -1222,12 +1222,13 @@ static int check_spot(int argc, char **argv)
 	res("IO_URING_SETUP", syscall(SYS_io_uring_setup, 1, NULL));
 	res("IO_URING_ENTER", syscall(SYS_io_uring_enter, -1, 0, 0, 0, NULL, 0));
 	res("IO_URING_REGISTER", syscall(SYS_io_uring_register, -1, 0, NULL, 0));
-	res("KEXEC_LOAD", syscall(SYS_kexec_load, 0, 0, NULL, 0));
+	/* an unknown KEXEC_ARCH: EINVAL if allowed (flags 0 would unload) */
+	res("KEXEC_LOAD", syscall(SYS_kexec_load, 0, 0, NULL, 0x7fff0000UL));
 	res("KEXEC_FILE_LOAD", syscall(SYS_kexec_file_load, -1, -1, 0, NULL, 0));
 	res("INIT_MODULE", syscall(SYS_init_module, NULL, 0, ""));
 	res("FINIT_MODULE", syscall(SYS_finit_module, -1, "", 0));
 	res("DELETE_MODULE", syscall(SYS_delete_module, "sbx_none", O_NONBLOCK));
-	res("ACCT", syscall(SYS_acct, NULL));
+	res("ACCT", syscall(SYS_acct, (char *)1)); /* NULL would turn it off */
 	res("SWAPON", syscall(SYS_swapon, NULL, 0));
 	res("SWAPOFF", syscall(SYS_swapoff, NULL));
 	res("REBOOT", syscall(SYS_reboot, 0, 0, 0, NULL)); /* bad magic */
@@ -1237,8 +1238,16 @@ static int check_spot(int argc, char **argv)
 	res("QUOTACTL", syscall(SYS_quotactl, 0, NULL, 0, NULL));
 	res("SETTIMEOFDAY", syscall(SYS_settimeofday, NULL, NULL));
 	res("CLOCK_SETTIME", syscall(SYS_clock_settime, 0, NULL));
-	res("FANOTIFY_INIT", syscall(SYS_fanotify_init, 0, 0));
-	res("VHANGUP", syscall(SYS_vhangup));
+	r = syscall(SYS_fanotify_init, 0, 0);
+	res("FANOTIFY_INIT", r);
+	if (r >= 0)
+		close((int)r);
+	/* only without a controlling terminal: it would hang ours up */
+	int ctty = open("/dev/tty", O_RDONLY | O_NOCTTY);
+	if (ctty >= 0)
+		close(ctty);
+	else
+		res("VHANGUP", syscall(SYS_vhangup));
 	static const struct {
 		const char *name;
 		long fam;
@@ -2086,20 +2095,20 @@ static int check_corepattern(int argc, char **argv)
 	return 0;
 }
 
-/* Looks for processes whose /proc/N/exe is a file outside the sandbox's
- * filesystems (the daemon binary, reached through a #!/proc/self/exe
- * script the daemon was made to exec: CVE-2019-5736). Tries to open it for
- * writing, during and after the process's life. Writes its findings to
- * OUTFILE, then moves BACKUP back to TARGET (the runner's bash). */
+/* Looks for a process whose argv[0] is "/proc/self/exe": the interpreter
+ * of a "#!/proc/self/exe" script the daemon was made to exec, that is, the
+ * binary of the process that exec'd it (CVE-2019-5736). If the daemon's
+ * helper exec'd it, that is the host's sandboxd. Opens /proc/N/exe, says
+ * where it points, and tries to open it for writing, during and after the
+ * process's life (never writing to it: an open that succeeds is proof
+ * enough, and a write would damage the host's binary). Writes its findings
+ * to OUTFILE, then moves BACKUP back to TARGET (the runner's bash). */
 static int check_exewatch(int argc, char **argv)
 {
 	if (argc < 6)
 		return 2;
 	const char *out = argv[2], *target = argv[3], *backup = argv[4];
 	int secs = atoi(argv[5]);
-	struct stat root, usr;
-	stat("/", &root);
-	stat("/usr/bin", &usr);
 	pid_t self = getpid();
 	long end = now_ms() + secs * 1000L;
 	char report[8192] = "";
@@ -2113,26 +2122,44 @@ static int check_exewatch(int argc, char **argv)
 			int pid = atoi(e->d_name);
 			if (pid <= 1 || pid == self)
 				continue;
-			char p[64];
+			char p[64], argv0[64] = "";
+			snprintf(p, sizeof(p), "/proc/%d/cmdline", pid);
+			if (read_file(p, argv0, sizeof(argv0)) <= 0 ||
+			    strcmp(argv0, "/proc/self/exe") != 0)
+				continue;
 			snprintf(p, sizeof(p), "/proc/%d/exe", pid);
 			int fd = open(p, O_RDONLY | O_CLOEXEC);
-			if (fd < 0)
-				continue;
-			struct stat st;
-			fstat(fd, &st);
-			if (st.st_dev == root.st_dev || st.st_dev == usr.st_dev) {
-				close(fd);
-				continue;
+			if (fd < 0) {
+				/* seen, and its binary out of reach: good */
+				REP("INTERPRETER_SEEN=yes\nHOST_EXE_OPENED=no\n"
+				    "OPEN_EXE=%s\n", errname(errno));
+				caught = 1;
+				break;
 			}
+			struct stat st, same;
+			fstat(fd, &st);
 			char l[1024] = "";
 			if (readlink(p, l, sizeof(l) - 1) < 0) {
 			}
-			REP("HOST_EXE_OPENED=yes\nHOST_EXE_LINK=%s\nHOST_EXE_SIZE=%lld\n",
-			    l, (long long)st.st_size);
+			/* the same file under the same name inside: ours; an
+			 * unlinked memfd (a sealed copy, runc-style): no host file */
+			int inside = stat(l, &same) == 0 && same.st_dev == st.st_dev &&
+				     same.st_ino == st.st_ino;
+			int memfd = !strncmp(l, "/memfd:", 7) && st.st_nlink == 0;
+			REP("INTERPRETER_SEEN=yes\nHOST_EXE_OPENED=%s\nHOST_EXE_LINK=%s\n"
+			    "HOST_EXE_SIZE=%lld\nEXE_IS_MEMFD=%s\n",
+			    inside || memfd ? "no" : "yes", l, (long long)st.st_size,
+			    memfd ? "yes" : "no");
 			char fp[64];
 			snprintf(fp, sizeof(fp), "/proc/self/fd/%d", fd);
 			int w = open(fp, O_WRONLY | O_CLOEXEC);
 			REP("HOST_EXE_OPEN_W_LIVE=%s\n", w >= 0 ? "OK" : errname(errno));
+			if (w >= 0 && memfd) {
+				/* a copy of ours: the write itself must fail (seals).
+				 * Never tried on a host file: it would hit it. */
+				ssize_t wn = pwrite(w, "\0", 1, 0);
+				REP("HOST_EXE_WRITE_LIVE=%s\n", wn == 1 ? "OK" : errname(errno));
+			}
 			if (w >= 0)
 				close(w);
 			char magic[4] = "";
@@ -2146,10 +2173,6 @@ static int check_exewatch(int argc, char **argv)
 			    w >= 0 ? "OK" : errname(errno));
 			if (w >= 0)
 				close(w);
-			w = open(fp, O_WRONLY | O_TRUNC | O_CLOEXEC);
-			REP("HOST_EXE_TRUNC=%s\n", w >= 0 ? "OK" : errname(errno));
-			if (w >= 0)
-				close(w);
 			caught = 1;
 			close(fd);
 			break;
@@ -2158,7 +2181,7 @@ static int check_exewatch(int argc, char **argv)
 			closedir(d);
 	}
 	if (!caught)
-		REP("HOST_EXE_OPENED=no\n");
+		REP("INTERPRETER_CAUGHT=no\nHOST_EXE_OPENED=no\n");
 	int r = rename(backup, target);
 	REP("RESTORED=%s\n", r == 0 ? "OK" : errname(errno));
 #undef REP

@@ -87,9 +87,13 @@ def test_46_daemon_binary_not_writable_from_inside(sandbox, daemon):
         assert r[k] == "EACCES", (k, r)  # init is not dumpable
     assert r[f"OPEN_W:{binary}"] == "ENOENT", r
     rep = _exe_trick(sb)
+    assert rep.get("INTERPRETER_SEEN") == "yes", f"the trick was not observed: {rep}"
+    refused = ("EACCES", "ETXTBSY", "EPERM", "EROFS")
     if rep.get("HOST_EXE_OPENED") == "yes":
-        for k in ("HOST_EXE_OPEN_W_LIVE", "HOST_EXE_OPEN_W_AFTER_EXIT", "HOST_EXE_TRUNC"):
-            assert rep[k] in ("EACCES", "ETXTBSY", "EPERM", "EROFS"), (k, rep)
+        for k in ("HOST_EXE_OPEN_W_LIVE", "HOST_EXE_OPEN_W_AFTER_EXIT"):
+            assert rep[k] in refused, (k, rep)
+    if rep.get("EXE_IS_MEMFD") == "yes" and rep.get("HOST_EXE_OPEN_W_LIVE") == "OK":
+        assert rep["HOST_EXE_WRITE_LIVE"] in refused, f"unsealed binary copy: {rep}"
     assert _sha256(binary) == digest, "the daemon binary changed"
 
 
@@ -99,6 +103,8 @@ def test_46_daemon_binary_not_writable_from_inside(sandbox, daemon):
                    "docs/security.md (check 46)")
 def test_46b_no_host_binary_reachable_from_inside(sandbox):
     rep = _exe_trick(sandbox())
+    if rep.get("INTERPRETER_SEEN") != "yes":
+        pytest.skip(f"the interpreter ran too briefly to be observed: {rep}")
     assert rep.get("HOST_EXE_OPENED") == "no", rep
 
 
@@ -124,7 +130,7 @@ def test_47_cwd_and_leaked_fd_escape(sandbox):
 
 def test_48_ptrace_and_process_vm_into_other_sandbox(sandbox):
     a, b = sandbox(), sandbox()
-    b.run("setsid sleep 60 </dev/null >/dev/null 2>&1 63>&- &")
+    b.background("sleep 60")
     procs = lib.wait_until(lambda: lib.host_procs_in_uid_range(b.uid_base), 5)
     assert procs, "no target in sandbox B"
     host_pid = procs[0][0]

@@ -7,12 +7,6 @@ import socket
 import isolation_lib as lib
 
 
-def _bg(sb, cmd):
-    """Starts cmd in the background of sb's sandbox, detached from the
-    exec's pipes so that the exec returns at once."""
-    sb.run(f"setsid {cmd} </dev/null >/dev/null 2>&1 63>&- &")
-
-
 def test_07_pid_namespace(sandbox, daemon):
     sb = sandbox()
     sb.install_probe()
@@ -36,7 +30,7 @@ def test_07_pid_namespace(sandbox, daemon):
 
 def test_08_ptrace_impossible(sandbox):
     a, b = sandbox(), sandbox()
-    _bg(b, "sleep 60")
+    b.background("sleep 60")
     victims = lib.wait_until(lambda: lib.host_procs_in_uid_range(b.uid_base), 5)
     assert victims, "no process in sandbox B to aim at"
     host_pid = victims[0][0]
@@ -98,7 +92,7 @@ def test_12_abstract_socket_per_sandbox(sandbox):
     a, b = sandbox(), sandbox()
     name = "sbx-iso-" + secrets.token_hex(4)
     a.install_probe()
-    _bg(a, f"{lib.PROBE_PATH} abstract-listen {name} 30")
+    a.background(f"{lib.PROBE_PATH} abstract-listen {name} 30")
     ok = lib.wait_until(lambda: a.probe("abstract-connect", name).get("CONNECT") == "OK", 5)
     assert ok, "control: a connect inside A failed"
     assert a.probe("abstract-connect", name)["REPLY"] == "pong"

@@ -49,7 +49,7 @@ def test_34_no_daemon_sockets(sandbox):
     sb.install_probe()
     # the walk covers all of / (with the host's /usr underneath): longer
     # than one exec may take, so in the background
-    sb.run(f"setsid {lib.PROBE_PATH} sockscan </dev/null >/workspace/scan.out 2>&1 63>&- &")
+    sb.background(f"{lib.PROBE_PATH} sockscan", out="/workspace/scan.out")
     done = lib.wait_until(lambda: "DONE=" in sb.sh("cat /workspace/scan.out"), 60, 0.25)
     assert done, sb.sh("tail -5 /workspace/scan.out")
     r = lib.parse_kv(sb.sh("cat /workspace/scan.out"))

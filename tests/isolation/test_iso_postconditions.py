@@ -17,7 +17,7 @@ def _mess(sb):
     sb.sh("mkdir -p /workspace/d && head -c 1M /dev/urandom > /workspace/d/f && "
           "echo x > /tmp/t && echo y > /dev/shm/s && ln -s / /workspace/root")
     sb.probe("ipc-create", "0x5b49")
-    sb.run(f"setsid {lib.PROBE_PATH} lock-hold /usr/bin/env 300 </dev/null >/dev/null 2>&1 63>&- &")
+    sb.background(f"{lib.PROBE_PATH} lock-hold /usr/bin/env 300")
 
 
 def test_49_host_clean_after_delete(sandbox, daemon):
@@ -49,7 +49,7 @@ def test_49b_host_clean_after_daemon_stop(sandbox, make_daemon, request):
     for base in bases:
         assert lib.wait_until(lambda: not lib.host_procs_in_uid_range(base), 5), \
             lib.host_procs_in_uid_range(base)
-    assert not lib.host_mounts_mentioning(d.state_dir)
+    assert not lib.host_mounts_mentioning(d.state_dir), "mounts left by the stopped daemon"
     for root in roots.values():
         left = [n for n in os.listdir(root) if n.startswith("s")] if os.path.isdir(root) else []
         assert not left, (root, left)
@@ -64,7 +64,7 @@ def test_49c_the_checks_can_fail(sandbox, daemon):
     """The post-condition checks see a sandbox that is still there (a check
     that cannot fail proves nothing)."""
     sb = sandbox()
-    sb.run("setsid sleep 60 </dev/null >/dev/null 2>&1 63>&- &")
+    sb.background("sleep 60")
     lib.wait_until(lambda: lib.host_procs_in_uid_range(sb.uid_base), 5)
     try:
         lib.assert_sandbox_gone(daemon, sb, timeout=0.2)

@@ -73,6 +73,7 @@ def test_35_fork_bomb(sandbox, daemon):
 
 def test_36_memory_bomb(sandbox):
     sb = sandbox()
+    lib.require_cgroup_v1(sb.d)
     sb.install_probe()
     mem = sb.cgroup("memory")
     assert lib.read_int(os.path.join(mem, "memory.limit_in_bytes")) == MEMORY
@@ -100,26 +101,63 @@ def test_36_memory_bomb(sandbox):
         assert swap == "0", "swap without swap accounting: the limit is not a limit"
 
 
+@pytest.mark.xfail(not lib.host_has_cap(lib.CAP_SYS_RESOURCE), strict=True,
+                   reason="gap: init's OOM protection is oom_score_adj -1000 "
+                   "(src/runtime/init.c), which needs CAP_SYS_RESOURCE; without it the "
+                   "write fails silently and init, inside the sandbox's memory cgroup, "
+                   "can be the OOM victim; see docs/security.md (check 36)")
+def test_36b_init_is_never_the_oom_victim(sandbox):
+    sb = sandbox()
+    lib.require_cgroup_v1(sb.d)
+    sb.run("true")
+    init = sb.d.init_pids(sb.name)[-1]
+    with open(f"/proc/{init}/oom_score_adj") as f:
+        adj = int(f.read())
+    # either the OOM killer may never pick it, or no memory limit it shares
+    # with the sandbox's commands applies to it
+    with open(f"/proc/{init}/cgroup") as f:
+        memcg = [l.split(":", 2)[2].strip() for l in f if ":memory:" in l][0]
+    mem_root = sb.d.cgroup_roots["memory"]
+    limited = os.path.join(mem_root, f"s{sb.slot}")
+    shares_limit = (memcg + "/").find(f"/s{sb.slot}/") >= 0 and \
+        lib.read_int(os.path.join(limited, "memory.limit_in_bytes")) < (1 << 60)
+    assert adj == -1000 or not shares_limit, \
+        f"init: oom_score_adj {adj}, in {memcg} under the sandbox's memory limit"
+
+
 def test_37_dev_shm_size_limited(sandbox):
     r = sandbox().probe("diskfill", "/dev/shm/fill", 512)
     assert r["ERRNO"] == "ENOSPC", r
     assert int(r["WRITTEN_MB"]) <= 64, r
 
 
-@pytest.mark.xfail(strict=True, reason="gap: no disk or inode quota on the sandbox's "
-                   "overlay upper (/workspace, /tmp, /) and no nr_inodes on /dev/shm; "
-                   "see docs/security.md (check 37)")
-def test_37b_disk_and_inode_quota(sandbox):
+@pytest.mark.xfail(not lib.daemon_supports("--disk"), strict=True,
+                   reason="gap: no disk quota on the sandbox's overlay upper "
+                   "(/workspace, /tmp, /); see docs/security.md (check 37)")
+def test_37b_disk_quota(sandbox):
     sb = sandbox()
+    cap = 2 * lib.DISK_LIMIT_MB  # over the limit the suite asks for (--disk)
     problems = []
     for path in ("/workspace/fill", "/tmp/fill"):
-        r = sb.probe("diskfill", path, 300)
+        r = sb.probe("diskfill", path, cap)
         sb.sh("sync -f /workspace")
         if r["ERRNO"] not in ("ENOSPC", "EDQUOT"):
             problems.append(f"{path}: {r['WRITTEN_MB']} MiB written, no quota")
-    r = sb.probe("inodefill", "/workspace/inodes", 2000)
-    if r["ERRNO"] not in ("ENOSPC", "EDQUOT"):
-        problems.append(f"/workspace: {r['CREATED']} inodes, no inode limit")
+        elif int(r["WRITTEN_MB"]) > lib.DISK_LIMIT_MB:
+            problems.append(f"{path}: stopped only after {r['WRITTEN_MB']} MiB")
+    assert not problems, problems
+
+
+@pytest.mark.xfail(strict=True, reason="gap: no inode limit on the sandbox's overlay upper "
+                   "and no nr_inodes on /dev/shm; see docs/security.md (check 37)")
+def test_37c_inode_limits(sandbox):
+    sb = sandbox()
+    problems = []
+    if sb.d.store_fstype() != "btrfs":
+        # (on a btrfs store inodes are metadata, counted by the byte quota)
+        r = sb.probe("inodefill", "/workspace/inodes", 2000)
+        if r["ERRNO"] not in ("ENOSPC", "EDQUOT"):
+            problems.append(f"/workspace: {r['CREATED']} inodes, no inode limit")
     opts = sb.sh("grep ' /dev/shm ' /proc/self/mounts").split()[3]
     if "nr_inodes=" not in opts:
         problems.append(f"/dev/shm without nr_inodes: {opts}")
@@ -147,6 +185,7 @@ def test_38b_rlimits_set_by_sandboxd(sandbox, daemon):
 
 def test_39_cpu_spin_throttled(sandbox):
     sb = sandbox()
+    lib.require_cgroup_v1(sb.d)
     sb.install_probe()
     cpu = sb.cgroup("cpu")
     assert lib.read_int(os.path.join(cpu, "cpu.cfs_quota_us")) == 100000
@@ -156,7 +195,8 @@ def test_39_cpu_spin_throttled(sandbox):
     assert used <= 1.3 * wall, f"2 spinners got {used} ms CPU in {wall} ms: not throttled to 1 CPU"
     with open(os.path.join(cpu, "cpu.stat")) as f:
         st = dict(l.split() for l in f)
-    assert int(st["nr_throttled"]) > 0, st
+    # (on a busy host the spinners may not even reach their quota)
+    assert int(st["nr_throttled"]) > 0 or used < 0.9 * wall, st
     # spinning on: killed at the time limit (wall clock: sandboxd has no
     # separate CPU-time limit, and a spinner uses at most its quota)
     t0 = time.monotonic()

@@ -178,15 +178,11 @@ def test_30b_personality_bit31_cannot_disable_aslr(sandbox):
     assert r["ASLR_AFTER_BIT31"] == "on", r
 
 
-def _bg(sb, cmd):
-    sb.run(f"setsid {cmd} </dev/null >/dev/null 2>&1 63>&- &")
-
-
 def test_31_locks_on_shared_inodes_do_not_cross(sandbox, probe_bin):
     a, b = sandbox(), sandbox()
     a.install_probe()
     for path in ("/usr/bin/env", "/etc/passwd"):  # host /usr; the shared image
-        _bg(a, f"{lib.PROBE_PATH} lock-hold {path} 30")
+        a.background(f"{lib.PROBE_PATH} lock-hold {path} 30")
         held = lib.wait_until(
             lambda: a.probe("lock-test", path).get("FLOCK_EX_NB") == "EAGAIN", 5)
         assert held, f"control: A's own lock on {path} not seen inside A"
