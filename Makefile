@@ -62,10 +62,10 @@ test: deps all $(UNIT_BIN)
 	@scripts/run-tests $(BUILD)
 
 test-unit: all $(UNIT_BIN)
-	@SBX_SUITES=unit scripts/run-tests $(BUILD)
+	@SBX_SUITES=unit SBX_PYTEST_DIRS= scripts/run-tests $(BUILD)
 
 test-e2e: all
-	@SBX_SUITES=e2e scripts/run-tests $(BUILD)
+	@SBX_SUITES=e2e SBX_PYTEST_DIRS= scripts/run-tests $(BUILD)
 
 # The whole suite against an ASan+UBSan build of the daemon.
 test-asan: deps
