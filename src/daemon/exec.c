@@ -354,6 +354,11 @@ size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len)
 	return off;
 }
 
+bool exec_stdin_open(const struct exec_job *j)
+{
+	return j->in_w.fd >= 0;
+}
+
 void exec_stdin_close(struct exec_job *j)
 {
 	close_watch(j->sb->m->loop, &j->in_w);
@@ -549,6 +554,9 @@ void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
 	if (WIFSIGNALED(status)) {
 		j->res.signo = WTERMSIG(status);
 		j->res.exit_code = 128 + j->res.signo;
+		if (j->res.signo == SIGSYS) /* a call the policy kills for */
+			log_warn("sandbox=%s event=seccomp-kill pid=%d signal=SIGSYS",
+				 sb->id, j->res.pid);
 	} else {
 		j->res.exit_code = WEXITSTATUS(status);
 	}

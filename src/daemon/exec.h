@@ -67,6 +67,9 @@ void exec_resume_output(struct exec_job *j);
  * follows when more fits). */
 size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len);
 void exec_stdin_close(struct exec_job *j);
+/* Whether stdin can still take bytes (false once closed or broken: the
+ * command stopped reading). */
+bool exec_stdin_open(const struct exec_job *j);
 /* Signal the command's main process, or every process of its tree. */
 int exec_signal(struct exec_job *j, int signo);
 int exec_signal_tree(struct exec_job *j, int signo);

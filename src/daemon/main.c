@@ -2,6 +2,10 @@
  * the state dir (registry, runtime), listens, and runs the loop until
  * SIGTERM/SIGINT; then it stops every sandbox (files kept) and exits 0. */
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,6 +30,44 @@ static void on_signal(struct loop_watch *w, uint32_t events)
 		log_info("event=shutdown signal=%s", strsignal((int)si.ssi_signo));
 		loop_stop(w->data);
 	}
+}
+
+/* Run from a sealed in-memory copy of our binary (isolation.md A.8,
+ * CVE-2019-5736): every process the daemon forks into a sandbox then has
+ * a /proc/self/exe that names no host file and can never be written, even
+ * if sandboxed code gets the kernel to exec it (a "#!/proc/self/exe"). */
+static void reexec_sealed(char **argv)
+{
+	static const char marker[] = "SANDBOXD_SEALED";
+	if (getenv(marker)) {
+		unsetenv(marker); /* nothing of ours reaches a sandbox */
+		return;
+	}
+	int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int mfd = memfd_create("sandboxd", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	struct stat st;
+	if (in < 0 || mfd < 0 || fstat(in, &st) < 0)
+		goto fail;
+	for (off_t left = st.st_size; left > 0;) {
+		ssize_t n = sendfile(mfd, in, NULL, (size_t)left);
+		if (n <= 0)
+			goto fail;
+		left -= n;
+	}
+	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+					    F_SEAL_SEAL) < 0)
+		goto fail;
+	close(in);
+	setenv(marker, "1", 1);
+	fexecve(mfd, argv, environ);
+	unsetenv(marker);
+fail:
+	log_warn("event=unsealed running from the host binary: %s",
+		 strerror(errno));
+	if (in >= 0)
+		close(in);
+	if (mfd >= 0)
+		close(mfd);
 }
 
 static bool is_loopback(const char *addr)
@@ -53,6 +95,8 @@ int main(int argc, char **argv)
 	int r = config_parse(&cfg, argc, argv);
 	if (r)
 		return r > 0 ? 0 : 2;
+	if (geteuid() == 0)
+		reexec_sealed(argv);
 	log_set_level(cfg.log_level);
 	if (geteuid() != 0) {
 		fprintf(stderr, "sandboxd: must run as root (it creates "

@@ -90,7 +90,15 @@ static void on_stdin_drain(void *ctx)
 	memmove(p->stdin_pending.data, p->stdin_pending.data + n,
 		p->stdin_pending.len - n);
 	p->stdin_pending.len -= n;
-	if (!p->stdin_pending.len && p->stdin_req) {
+	if (!exec_stdin_open(p->job) && p->stdin_req) {
+		/* it stopped reading: the bytes went nowhere */
+		buf_reset(&p->stdin_pending);
+		http_respond_json(p->stdin_req, 409,
+				  json_pack("{s:s, s:s}", "error",
+					    "the process no longer reads its stdin",
+					    "code", "process_ended"));
+		p->stdin_req = NULL;
+	} else if (!p->stdin_pending.len && p->stdin_req) {
 		http_respond_json(p->stdin_req, 200,
 				  json_pack("{s:b}", "written", 1));
 		p->stdin_req = NULL;
@@ -277,6 +285,13 @@ void process_stdin(struct process *p, struct http_req *r, const char *data,
 		return;
 	}
 	size_t n = exec_stdin_write(p->job, data, len);
+	if (!exec_stdin_open(p->job)) {
+		http_respond_json(r, 409, json_pack("{s:s, s:s}", "error",
+						    "the process no longer reads "
+						    "its stdin",
+						    "code", "process_ended"));
+		return;
+	}
 	if (n == len) {
 		http_respond_json(r, 200, json_pack("{s:b}", "written", 1));
 		return;

@@ -196,7 +196,7 @@ void router_handle(struct http_req *r, void *data)
 		rt->handle(a, r, &m);
 		return;
 	}
-	bool v1 = !strncmp(r->url, "/v1/", 4);
+	bool v1 = !strncmp(r->url, "/v1/", 4) || !strcmp(r->url, "/v1");
 	if (wrong && v1)
 		v1_error(r, 405, "method_not_allowed", "%s is not allowed on %s",
 			 r->method, r->url);

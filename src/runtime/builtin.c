@@ -31,7 +31,14 @@ static int open_beneath(int base, const char *path, int flags, mode_t mode)
 		.mode = mode,
 		.resolve = confine | RESOLVE_NO_MAGICLINKS,
 	};
-	int fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
+	int fd;
+	/* EAGAIN: a rename anywhere on the host raced a ".." step; the
+	 * kernel asks us to try again */
+	for (int tries = 0; tries < 64; tries++) {
+		fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
 	return fd < 0 ? -errno : fd;
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -83,6 +84,26 @@ static void set_cmdline(void)
 	if (title_area && title_len >= sizeof(name)) {
 		memset(title_area, 0, title_len);
 		memcpy(title_area, name, sizeof(name));
+	}
+}
+
+/* A second line behind the cgroup and the disk quota (isolation.md
+ * A.34), set once here and inherited by every command: none of them can
+ * raise a hard limit (no CAP_SYS_RESOURCE). */
+static void set_rlimits(const struct init_args *a)
+{
+	/* 16384 files: plenty for a sandbox, and below what hosts usually
+	 * give the daemon (which cannot raise a hard limit either) */
+	struct rlimit nofile, core = {0, 0};
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+		rlim_t want = nofile.rlim_max < 16384 ? nofile.rlim_max : 16384;
+		nofile.rlim_cur = nofile.rlim_max = want;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	setrlimit(RLIMIT_CORE, &core);
+	if (a->disk_bytes) {
+		struct rlimit fsize = {a->disk_bytes, a->disk_bytes};
+		setrlimit(RLIMIT_FSIZE, &fsize);
 	}
 }
 
@@ -202,6 +223,7 @@ _Noreturn void init_main(const struct init_args *a)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
 
+	set_rlimits(a);
 	if (sethostname("sandbox", 7) < 0) {
 		sbx_err_sys(&err, errno, "sethostname");
 		goto failed;

@@ -5,6 +5,7 @@
 #define SBX_INIT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/rootfs.h"
 #include "runtime/seccomp.h"
@@ -14,6 +15,7 @@ struct init_args {
 	int userns_fd; /* the sandbox's user namespace */
 	struct rootfs_spec rootfs;
 	const struct seccomp_prog *seccomp;
+	uint64_t disk_bytes; /* RLIMIT_FSIZE of every command; 0: none */
 };
 
 _Noreturn void init_main(const struct init_args *a);

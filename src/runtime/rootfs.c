@@ -149,7 +149,8 @@ static int setup_dev(uid_t base, struct sbx_err *err)
 	if ((r = do_mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 			  opts, err)))
 		return r;
-	snprintf(opts, sizeof(opts), "mode=1777,size=64m,uid=%u,gid=%u",
+	snprintf(opts, sizeof(opts),
+		 "mode=1777,size=64m,nr_inodes=16384,uid=%u,gid=%u",
 		 (unsigned)base, (unsigned)base);
 	return do_mount("tmpfs", "dev/shm", "tmpfs",
 			MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err);

@@ -177,6 +177,7 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 				   .userns_fd = userns,
 				   .base = base},
 			.seccomp = &rt->seccomp,
+			.disk_bytes = disk_bytes,
 		};
 		init_main(&a);
 	}

@@ -51,12 +51,34 @@ static const char *const deny_eperm[] = {
 	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |      \
 	 CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)
 
+/* Calls newer than the libseccomp we may be built with (2.5.4 does not
+ * know them): their x86-64 numbers, so they are refused all the same. */
+static int raw_number(const char *name)
+{
+#ifdef __x86_64__
+	static const struct {
+		const char *name;
+		int nr;
+	} table[] = {{"lsm_get_self_attr", 459},
+		     {"lsm_set_self_attr", 460},
+		     {"lsm_list_modules", 461}};
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcmp(table[i].name, name))
+			return table[i].nr;
+#else
+	(void)name;
+#endif
+	return __NR_SCMP_ERROR;
+}
+
 static int add_rules(scmp_filter_ctx ctx)
 {
 	int r;
 	for (size_t i = 0; i < sizeof(deny_eperm) / sizeof(deny_eperm[0]);
 	     i++) {
 		int nr = seccomp_syscall_resolve_name(deny_eperm[i]);
+		if (nr == __NR_SCMP_ERROR)
+			nr = raw_number(deny_eperm[i]);
 		if (nr == __NR_SCMP_ERROR)
 			continue; /* not on this arch */
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
@@ -92,9 +114,12 @@ static int add_rules(scmp_filter_ctx ctx)
 	/* Address families with a history of kernel bugs and no use here. */
 	static const int families[] = {AF_VSOCK, AF_ALG, AF_KEY};
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
+		/* the kernel reads an int: compare the low 32 bits only, or
+		 * AF_VSOCK | 1 << 32 would pass */
 		r = seccomp_rule_add(
 			ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-			SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)families[i]));
+			SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
+				(scmp_datum_t)families[i]));
 		if (r < 0)
 			return r;
 	}

@@ -15,7 +15,6 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <grp.h>
@@ -139,9 +138,6 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 		    (chdir("/workspace") < 0 && chdir("/") < 0))
 			fail(errfd, errno, "chdir");
 	}
-
-	struct rlimit core = {0, 0};
-	setrlimit(RLIMIT_CORE, &core);
 
 	int r = caps_drop_all();
 	if (r < 0)

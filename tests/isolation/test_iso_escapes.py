@@ -97,10 +97,6 @@ def test_46_daemon_binary_not_writable_from_inside(sandbox, daemon):
     assert _sha256(binary) == digest, "the daemon binary changed"
 
 
-@pytest.mark.xfail(strict=True, reason="gap: spawned commands exec from a process whose "
-                   "/proc/self/exe is the host's sandboxd binary, so a #!/proc/self/exe "
-                   "interpreter runs and exposes it inside (A.8 not done); see "
-                   "docs/security.md (check 46)")
 def test_46b_no_host_binary_reachable_from_inside(sandbox):
     rep = _exe_trick(sandbox())
     if rep.get("INTERPRETER_SEEN") != "yes":

@@ -106,9 +106,6 @@ def test_27_syscall_sweep_matches_policy(sweeps):
     assert int(inside["SWEEP_BLOCKED"]) == len(exp)
 
 
-@pytest.mark.xfail(strict=True, reason="gap: seccomp.c skips names the installed "
-                   "libseccomp cannot resolve (lsm_set_self_attr with 2.5.4), silently; "
-                   "see docs/security.md (check 27)")
 def test_27b_every_policy_name_is_enforced(sweeps):
     inside, _ = sweeps
     names = lib.syscall_names()
@@ -134,9 +131,6 @@ def test_28_spot_checks(sandbox):
     assert r["SOCKET_UNIX"] == "OK" and r["SOCKET_INET"] == "OK", "controls"
 
 
-@pytest.mark.xfail(strict=True, reason="gap: the socket() family rules compare all 64 "
-                   "bits of arg0 but the kernel reads an int, so AF_VSOCK|1<<32 passes; "
-                   "see docs/security.md (check 28)")
 def test_28b_socket_family_rule_ignores_high_bits(sandbox, probe_bin):
     host = lib.run_host_probe(probe_bin, "spot")
     if host.get("SOCKET_VSOCK") != "OK":
