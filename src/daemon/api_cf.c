@@ -8,7 +8,8 @@
  * the small routes. Every request's body is taken here (begin hook), so
  * that a body too large is answered in the protocol's own error shape and
  * a file write may carry more than --max-body. Commands, processes and
- * git are in api_cf_exec.c, files in api_cf_files.c.
+ * git are in api_cf_exec.c, files in api_cf_files.c, the code interpreter
+ * in api_cf_interp.c.
  *
  * Paths are absolute anywhere in the sandbox (the sandbox is the
  * boundary) or relative to the session's cwd; they are normalized here as
@@ -694,24 +695,6 @@ static void ping(struct http_req *r)
 	cf_ok(r, json_pack("{s:s, s:s}", "status", "healthy", "message", "pong"));
 }
 
-/* The code interpreter (contexts, execute/code) is not there yet: the
- * protocol's answer for a missing language runtime. */
-static void interpreter_missing(struct cf_req *q)
-{
-	bool bad;
-	const char *lang = cf_string(q, "language", &bad);
-	if (bad)
-		return;
-	bool js = lang && (!strcmp(lang, "javascript") ||
-			   !strcmp(lang, "typescript") || !strcmp(lang, "js") ||
-			   !strcmp(lang, "ts"));
-	cf_error(q->r, js ? "JAVASCRIPT_NOT_AVAILABLE" : "PYTHON_NOT_AVAILABLE",
-		 json_pack("{s:s}", "language", lang ? lang : "python"),
-		 "%s code contexts are not available in sandboxd yet; run the "
-		 "interpreter as a command (exec) instead",
-		 js ? "JavaScript" : "Python");
-}
-
 /* ---- dispatch ---------------------------------------------------------- */
 
 static bool valid_sbid(const char *id)
@@ -850,14 +833,14 @@ static void dispatch(struct api *a, struct http_req *r, const char *tenant,
 	else if (route(&q, "POST", "/api/git/checkout"))
 		cf_git_checkout(&q);
 	else if (route(&q, "GET", "/api/contexts"))
-		cf_ok(r, json_pack("{s:[]}", "contexts"));
-	else if (route(&q, "POST", "/api/contexts") ||
-		 route(&q, "POST", "/api/execute/code"))
-		interpreter_missing(&q);
-	else if (del && !strncmp(rest, "/api/contexts/", 14))
-		cf_error(r, "CONTEXT_NOT_FOUND",
-			 json_pack("{s:s}", "contextId", rest + 14),
-			 "Context '%s' not found", rest + 14);
+		cf_context_list(&q);
+	else if (route(&q, "POST", "/api/contexts"))
+		cf_context_create(&q);
+	else if (route(&q, "POST", "/api/execute/code"))
+		cf_execute_code(&q);
+	else if (del && !strncmp(rest, "/api/contexts/", 14) && rest[14] &&
+		 !strchr(rest + 14, '/'))
+		cf_context_delete(&q, rest + 14);
 	else if (process_route(rest, pid, sizeof(pid), &tail) && get &&
 		 !*tail)
 		cf_process_get(&q, pid);

@@ -1,6 +1,7 @@
 /* What the files of the Cloudflare container protocol share (api_cf.c:
  * dispatch, errors, sessions, paths; api_cf_exec.c: commands, processes,
- * git; api_cf_files.c: files). Private to them: the rest of the daemon
+ * git; api_cf_files.c: files; api_cf_interp.c: the code interpreter).
+ * Private to them: the rest of the daemon
  * knows only api_cf_begin/api_cf_handle (api.h). */
 #ifndef SBX_API_CF_H
 #define SBX_API_CF_H
@@ -117,5 +118,11 @@ void cf_file_rename(struct cf_req *q, bool move);
 void cf_file_mkdir(struct cf_req *q);
 void cf_file_list(struct cf_req *q);
 void cf_file_exists(struct cf_req *q);
+
+/* Handlers (api_cf_interp.c). */
+void cf_context_create(struct cf_req *q);
+void cf_context_list(struct cf_req *q);
+void cf_context_delete(struct cf_req *q, const char *id);
+void cf_execute_code(struct cf_req *q);
 
 #endif

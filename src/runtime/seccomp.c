@@ -131,6 +131,17 @@ static int add_rules(scmp_filter_ctx ctx)
 		0x0040000 /* ADDR_NO_RANDOMIZE */, 0x0100000 /* MMAP_PAGE_ZERO */,
 		0x0200000 /* ADDR_COMPAT_LAYOUT */, 0x0400000 /* READ_IMPLIES_EXEC */,
 		0x8000000 /* ADDR_LIMIT_3GB */};
+	/* ...and any value with bit 31 set but the query itself: "bit 31
+	 * set and bit b clear", one rule per b (libseccomp 2.5 takes one
+	 * comparison per argument) */
+	for (unsigned b = 0; b < 31; b++) {
+		r = seccomp_rule_add(
+			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+			SCMP_A0(SCMP_CMP_MASKED_EQ, 0x80000000UL | (1UL << b),
+				0x80000000UL));
+		if (r < 0)
+			return r;
+	}
 	for (size_t i = 0; i < sizeof(bad_persona) / sizeof(bad_persona[0]);
 	     i++) {
 		r = seccomp_rule_add(
