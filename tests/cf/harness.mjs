@@ -61,7 +61,7 @@ export class Daemon {
 		);
 		fs.closeSync(log);
 		this.exited = once(this.proc, "exit");
-		const deadline = Date.now() + 10000;
+		const deadline = Date.now() + 30000;
 		for (;;) {
 			if (this.proc.exitCode !== null)
 				throw new Error(`sandboxd exited during startup:\n${this.logTail()}`);
@@ -70,7 +70,7 @@ export class Daemon {
 			} catch {}
 			if (Date.now() > deadline) {
 				this.proc.kill("SIGKILL");
-				throw new Error(`sandboxd did not answer /health in 10 s:\n${this.logTail()}`);
+				throw new Error(`sandboxd did not answer /health in 30 s:\n${this.logTail()}`);
 			}
 			await new Promise((r) => setTimeout(r, 50));
 		}

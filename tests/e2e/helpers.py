@@ -103,7 +103,7 @@ class Daemon:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log)
         self._expected_exit = False
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while True:
             rc = self.proc.poll()
             if rc is not None:
@@ -117,7 +117,7 @@ class Daemon:
                 pass
             if time.monotonic() > deadline:
                 self.kill()
-                pytest.fail(f"sandboxd did not answer /health within 10 s:\n"
+                pytest.fail(f"sandboxd did not answer /health within 30 s:\n"
                             f"{self.log_tail()}")
             time.sleep(0.05)
 

@@ -384,7 +384,7 @@ class Daemon:
             log.flush()
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                          stdout=log, stderr=log, preexec_fn=pre)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
                 pytest.fail(f"sandboxd exited during startup:\n{self.log_tail()}")
