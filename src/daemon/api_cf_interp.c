@@ -298,6 +298,7 @@ static void run_done(void *arg, const struct interp_done *d)
 	if (!d->error)
 		frame(e, json_pack("{s:s, s:i}", "type", "execution_complete",
 				   "execution_count", (int)d->execution_count));
+	loop_timer_stop(e->loop, &e->keepalive);
 	if (e->s)
 		http_stream_end(e->s); /* e is freed when the stream closes */
 }

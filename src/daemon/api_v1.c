@@ -687,27 +687,40 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	v1_exec_release(e);
 }
 
-static bool wants_json(struct http_req *r)
+bool v1_wants_json(struct http_req *r)
 {
 	const char *acc = http_header(r, "Accept");
 	return acc && strstr(acc, "application/json") &&
 	       !strstr(acc, "text/event-stream");
 }
 
+json_t *v1_exec_request(struct api *a, struct http_req *r,
+			struct route_match *m, struct sandbox **sb,
+			struct session **sess, struct exec_params *p,
+			struct v1_hold *hold)
+{
+	json_t *body = v1_body(r);
+	if (!body)
+		return NULL;
+	*sb = v1_sandbox(a, r, m, true);
+	*sess = *sb ? v1_session(r, *sb) : NULL;
+	if (!*sess || v1_exec_params(r, body, *sb, *sess, p, hold) < 0) {
+		json_decref(body);
+		return NULL;
+	}
+	return body;
+}
+
 void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
-	json_t *body = v1_body(r);
-	if (!body)
-		return;
-	struct sandbox *sb = v1_sandbox(a, r, m, true);
-	struct session *sess = sb ? v1_session(r, sb) : NULL;
+	struct sandbox *sb;
+	struct session *sess;
 	struct exec_params p;
 	struct v1_hold hold;
-	if (!sess || v1_exec_params(r, body, sb, sess, &p, &hold) < 0) {
-		json_decref(body);
+	json_t *body = v1_exec_request(a, r, m, &sb, &sess, &p, &hold);
+	if (!body)
 		return;
-	}
 	struct v1_exec *e = calloc(1, sizeof(*e));
 	if (!e) {
 		v1_error(r, 500, "internal", "out of memory");
@@ -716,7 +729,7 @@ void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 	e->a = a;
 	e->r = r;
 	e->loop = a->m->loop;
-	e->sse = !wants_json(r);
+	e->sse = !v1_wants_json(r);
 	e->keepalive.cb = keepalive;
 	e->keepalive.data = e;
 	a->metrics.execs++;

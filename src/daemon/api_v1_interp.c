@@ -362,13 +362,6 @@ static void run_closed(void *arg)
 	run_free(e);
 }
 
-static bool wants_json(struct http_req *r)
-{
-	const char *acc = http_header(r, "Accept");
-	return acc && strstr(acc, "application/json") &&
-	       !strstr(acc, "text/event-stream");
-}
-
 void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
@@ -400,7 +393,7 @@ void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	e->r = r;
 	e->loop = a->m->loop;
-	e->sse = !wants_json(r);
+	e->sse = !v1_wants_json(r);
 	e->cap = a->m->cfg->max_output;
 	e->keepalive = (struct loop_timer){.cb = keepalive, .data = e};
 	if (e->sse) {

@@ -27,10 +27,6 @@ static json_t *process_json(const struct process *p)
 	return j;
 }
 
-struct start_ctx {
-	struct http_req *r;
-};
-
 static void started(struct process *p, void *ctx)
 {
 	struct http_req *r = ctx;
@@ -43,17 +39,13 @@ static void started(struct process *p, void *ctx)
 void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
-	json_t *body = v1_body(r);
-	if (!body)
-		return;
-	struct sandbox *sb = v1_sandbox(a, r, m, true);
-	struct session *sess = sb ? v1_session(r, sb) : NULL;
+	struct sandbox *sb;
+	struct session *sess;
 	struct exec_params p;
 	struct v1_hold hold;
-	if (!sess || v1_exec_params(r, body, sb, sess, &p, &hold) < 0) {
-		json_decref(body);
+	json_t *body = v1_exec_request(a, r, m, &sb, &sess, &p, &hold);
+	if (!body)
 		return;
-	}
 	json_t *pid = json_object_get(body, "processId");
 	const char *id = NULL;
 	if (pid) {
