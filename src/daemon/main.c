@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -106,6 +107,13 @@ int main(int argc, char **argv)
 	/* the argv strings lie end to end: init reuses them for its name */
 	init_set_title_area(argv[0], (size_t)(argv[argc - 1] +
 					      strlen(argv[argc - 1]) - argv[0]));
+	/* two fds per running sandbox: take all the files we may */
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
+	    nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	signal(SIGPIPE, SIG_IGN);
 	sigset_t mask;
 	sigemptyset(&mask);

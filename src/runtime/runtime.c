@@ -115,8 +115,11 @@ void runtime_free(struct runtime *rt)
 {
 	if (!rt)
 		return;
-	if (rt->cg)
+	if (rt->cg) {
+		/* every sandbox is stopped by now: leave no empty cgroups */
+		cgroup_manager_remove(rt->cg, NULL);
 		cgroup_manager_free(rt->cg);
+	}
 	store_close(rt->store);
 	seccomp_prog_free(&rt->seccomp);
 	free(rt->state_dir);

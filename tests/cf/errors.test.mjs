@@ -1,6 +1,6 @@
 // The protocol's errors as the official client sees them: each error class
 // the package maps from sandboxd's codes, the error body's shape, the code
-// interpreter (not there yet: its "not available" answers), and what has
+// interpreter's errors (interpreter.test.mjs has the rest), and what has
 // no route (port watch, backups, watches).
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -94,35 +94,61 @@ describe("error classes", () => {
 	});
 });
 
-describe("code interpreter (not yet)", () => {
-	it("contexts are not available, in the protocol's words", async () => {
+describe("code interpreter", () => {
+	it("ContextNotFound, ValidationFailed, and not available only when the runtime is missing", async () => {
 		const c = daemon.client(sandboxId("interp"));
-		const py = await rejectsAs(
-			c.interpreter.createCodeContext({ language: "python" }),
-			"SandboxError",
-			"PYTHON_NOT_AVAILABLE",
-			501,
-		);
-		assert.match(py.message, /not available/);
-		await rejectsAs(
-			c.interpreter.createCodeContext({ language: "javascript" }),
-			"SandboxError",
-			"JAVASCRIPT_NOT_AVAILABLE",
-			501,
-		);
-		await rejectsAs(
+		const nf = await rejectsAs(
 			c.interpreter.runCodeStream("ctx", "print(1)", "python", {}),
+			"ContextNotFoundError",
+			"CONTEXT_NOT_FOUND",
+			404,
+		);
+		assert.equal(nf.contextId, "ctx");
+		await rejectsAs(c.interpreter.streamCode("ctx", "1"), "ContextNotFoundError", "CONTEXT_NOT_FOUND", 404);
+		await rejectsAs(c.interpreter.deleteCodeContext("ctx"), "ContextNotFoundError", "CONTEXT_NOT_FOUND", 404);
+		assert.deepEqual(await c.interpreter.listCodeContexts(), []);
+		// the raw client sends what it is given; the CodeInterpreter checks first
+		await rejectsAs(
+			c.interpreter.createCodeContext({ language: "ruby" }),
+			"ValidationFailedError",
+			"VALIDATION_FAILED",
+			400,
+		);
+		const py = await c.interpreter.createCodeContext({ language: "python" });
+		const mix = await rejectsAs(
+			c.interpreter.streamCode(py.id, "1", "javascript"),
+			"ValidationFailedError",
+			"VALIDATION_FAILED",
+			400,
+		);
+		assert.match(mix.message, /created for python, cannot execute javascript/);
+		const cwd = await rejectsAs(
+			c.interpreter.createCodeContext({ cwd: "/workspace/none" }),
+			"FileNotFoundError",
+			"FILE_NOT_FOUND",
+			404,
+		);
+		assert.equal(cwd.context.path, "/workspace/none");
+		// a runtime that is not on the context's PATH is missing
+		const nopy = await rejectsAs(
+			c.interpreter.createCodeContext({ language: "python", envVars: { PATH: "/nowhere" } }),
 			"SandboxError",
 			"PYTHON_NOT_AVAILABLE",
 			501,
 		);
-		await rejectsAs(
-			c.interpreter.streamCode("ctx", "1", "typescript"),
+		assert.match(nopy.message, /python3/);
+		const nojs = await rejectsAs(
+			c.interpreter.createCodeContext({ language: "javascript", envVars: { PATH: "/nowhere" } }),
 			"SandboxError",
 			"JAVASCRIPT_NOT_AVAILABLE",
+			501,
 		);
-		assert.deepEqual(await c.interpreter.listCodeContexts(), []);
-		await rejectsAs(c.interpreter.deleteCodeContext("ctx"), "ContextNotFoundError", "CONTEXT_NOT_FOUND", 404);
+		assert.match(nojs.message, /node is not installed/);
+		// failed contexts are not kept
+		assert.deepEqual(
+			(await c.interpreter.listCodeContexts()).map((x) => x.id),
+			[py.id],
+		);
 	});
 });
 

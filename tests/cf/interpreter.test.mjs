@@ -162,17 +162,21 @@ describe("python contexts", () => {
 				"python",
 			),
 		);
-		assert.deepEqual(
-			events.map((e) => e.type),
-			["stdout", "result", "result", "execution_complete"],
-		);
-		assert.equal(events[0].text, "hi\n");
-		assert.deepEqual(events[1].json, { k: "v" });
-		assert.deepEqual(events[1].metadata, {});
-		assert.equal(events[2].text, "'last'");
+		// output and results come by different ways from the worker: their
+		// order between each other is not kept, each one's own order is
+		const of = (t) => events.filter((e) => e.type === t);
+		assert.equal(events.length, 4);
+		assert.deepEqual(of("stdout").map((e) => e.text), ["hi\n"]);
+		const results = of("result");
+		assert.equal(results.length, 2);
+		assert.deepEqual(results[0].json, { k: "v" });
+		assert.deepEqual(results[0].metadata, {});
+		assert.equal(results[1].text, "'last'");
 		// no MIME-typed keys left: they are renamed
-		assert.ok(!Object.keys(events[2]).some((k) => k.includes("/")));
-		assert.ok(Number.isInteger(events[3].execution_count) && events[3].execution_count >= 1);
+		assert.ok(!results.some((r) => Object.keys(r).some((k) => k.includes("/"))));
+		const done = events.at(-1);
+		assert.equal(done.type, "execution_complete");
+		assert.ok(Number.isInteger(done.execution_count) && done.execution_count >= 1);
 	});
 
 	it("a timeout interrupts the cell and keeps the context's state", async () => {
@@ -210,6 +214,27 @@ describe("python contexts", () => {
 		const ex = await ci.runCode("kept + 1", { context: ctx });
 		assert.ok(Date.now() - t0 < 15000, `the next cell waited ${Date.now() - t0} ms`);
 		assert.equal(ex.results[0].text, "2");
+		// a silent cell too: the hang-up is seen without a write (the
+		// keepalive comes after 5 s). The cell is let start first: an
+		// interrupt that reaches the worker before the cell does is lost
+		// (interp's own race: the worker is killed 2 s later, state and all)
+		const silent = await c.interpreter.streamCode(ctx.id, "import time\ntime.sleep(60)");
+		await new Promise((r) => setTimeout(r, 500));
+		await silent.cancel();
+		const t1 = Date.now();
+		assert.equal((await ci.runCode("kept", { context: ctx })).results[0].text, "1");
+		assert.ok(Date.now() - t1 < 4000, `the next cell waited ${Date.now() - t1} ms`);
+	});
+
+	it("a worker that dies fails its cell; the next cell starts afresh and says so on stderr", async () => {
+		const { ci } = fresh("py-died");
+		const ctx = await ci.createCodeContext({ language: "python" });
+		await ci.runCode("lost = 1", { context: ctx });
+		const died = await ci.runCode("import os\nos._exit(3)", { context: ctx });
+		assert.equal(died.error.name, "WorkerDied");
+		const next = await ci.runCode("'lost' in globals()", { context: ctx });
+		assert.equal(next.results[0].text, "False");
+		assert.match(next.logs.stderr.join(""), /^\[sandboxd\] .*restarted.*gone\n$/);
 	});
 
 	it("cwd and envVars of the context", async () => {

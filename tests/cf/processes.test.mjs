@@ -189,13 +189,15 @@ describe("processes", () => {
 
 	it("unknown ids are ProcessNotFoundError; a running id again is ProcessError", async () => {
 		const c = daemon.client(sandboxId("proc-errors"));
+		// each call made when it is awaited: one made earlier may reject
+		// before anything handles it (an unhandled rejection fails the test)
 		for (const call of [
-			c.processes.getProcess("nope"),
-			c.processes.killProcess("nope"),
-			c.processes.getProcessLogs("nope"),
-			c.processes.streamProcessLogs("nope"),
+			() => c.processes.getProcess("nope"),
+			() => c.processes.killProcess("nope"),
+			() => c.processes.getProcessLogs("nope"),
+			() => c.processes.streamProcessLogs("nope"),
 		])
-			await rejectsAs(call, "ProcessNotFoundError", "PROCESS_NOT_FOUND", 404);
+			await rejectsAs(call(), "ProcessNotFoundError", "PROCESS_NOT_FOUND", 404);
 		await c.processes.startProcess("sleep 30", undefined, { processId: "twice" });
 		await rejectsAs(
 			c.processes.startProcess("sleep 30", undefined, { processId: "twice" }),
