@@ -229,10 +229,14 @@ static void kill_tree(struct exec_job *j)
 	struct sbx_err err;
 	j->killed = true;
 	if (j->cg_idx >= 0 && j->sb->proc.cg &&
-	    cgroup_cmd_kill(j->sb->proc.cg, j->cg_idx, &err) < 0) {
+	    cgroup_cmd_kill(j->sb->proc.cg, j->cg_idx, &err) < 0)
 		log_warn("sandbox=%s event=kill-failed %s", j->sb->id, err.msg);
-		loop_timer_start(j->sb->m->loop, &j->timer, 1000); /* again */
-	}
+	/* a command forked but not yet in its cgroup escapes that kill: its
+	 * main process is signalled through init, and the kill is repeated
+	 * until init reports the exit */
+	if (j->res.pid)
+		exec_signal(j, SIGKILL);
+	loop_timer_start(j->sb->m->loop, &j->timer, 500);
 }
 
 static void on_timeout(struct loop_timer *t)
@@ -535,6 +539,10 @@ void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
 		return;
 	}
 	j->res.pid = pid;
+	if (j->killed) { /* killed before it even ran */
+		exec_signal(j, SIGKILL);
+		return;
+	}
 	if (j->p.on_started)
 		j->p.on_started(j->ctx, pid);
 }

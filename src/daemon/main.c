@@ -162,8 +162,10 @@ int main(int argc, char **argv)
 	log_info("event=listening addr=%s port=%u state=%s", cfg.listen_addr,
 		 cfg.port, m->rt->state_dir);
 	r = loop_run(loop);
-	/* stopping sandboxes answers the requests still waiting on them */
+	/* stopping sandboxes answers the requests still waiting on them; a
+	 * request that still comes in meets no manager (503) */
 	manager_free(m);
+	api.m = NULL;
 	http_run(http);
 	http_stop(http);
 	loop_del(loop, &sigw);

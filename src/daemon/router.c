@@ -155,6 +155,8 @@ void router_begin(struct http_req *r, void *data)
 	const char *rest;
 	bool wrong;
 	a->metrics.requests++;
+	if (!a->m)
+		return; /* shutting down: router_handle answers */
 	if (!(m.tenant = tenant_of(a, r)))
 		return;
 	if (cf_match(r, &m, &rest)) {
@@ -173,6 +175,12 @@ void router_handle(struct http_req *r, void *data)
 	struct route_match m = {0};
 	bool wrong;
 
+	if (!a->m) {
+		http_respond_json(r, 503, json_pack("{s:s, s:s}", "error",
+						    "sandboxd is shutting down",
+						    "code", "unavailable"));
+		return;
+	}
 	if (!(m.tenant = tenant_of(a, r)))
 		return;
 	if (strstr(r->url, "%00")) { /* a NUL never names anything here */
