@@ -70,7 +70,7 @@ test-e2e: all
 # The whole suite against an ASan+UBSan build of the daemon.
 test-asan: deps
 	$(MAKE) BUILD=build-asan SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" CFLAGS="-O1 -g" all unit-bins-asan
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 scripts/run-tests build-asan
+	SBX_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 scripts/run-tests build-asan
 
 unit-bins-asan: $(UNIT_BIN)
 

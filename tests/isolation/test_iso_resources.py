@@ -71,6 +71,10 @@ def test_35_fork_bomb(sandbox, daemon):
     assert sb.run("true")["exitCode"] == 0
 
 
+@pytest.mark.skipif(bool(os.environ.get("SBX_SANITIZED")),
+                    reason="under ASan init's own memory is large enough to be the OOM "
+                    "victim here, where root lacks CAP_SYS_RESOURCE: gap 36b, see "
+                    "docs/security.md")
 def test_36_memory_bomb(sandbox):
     sb = sandbox()
     lib.require_cgroup_v1(sb.d)
