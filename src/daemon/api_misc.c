@@ -6,9 +6,8 @@
 #include "daemon/process.h"
 #include "lib/buf.h"
 
-/* docs/openapi.json, embedded at build time (openapi_blob.S) */
+/* docs/openapi.json, embedded at build time (openapi_blob.S), NUL-ended */
 extern const char sbx_openapi_json[];
-extern const char sbx_openapi_json_end[];
 
 static const unsigned bounds_ms[] = {1, 2, 5, 10, 25, 50, 100, 250, 1000,
 				     5000, 30000};
@@ -35,9 +34,7 @@ void api_openapi(struct api *a, struct http_req *r, struct route_match *m)
 {
 	(void)a;
 	(void)m;
-	json_t *doc = json_loadb(sbx_openapi_json,
-				 (size_t)(sbx_openapi_json_end - sbx_openapi_json),
-				 0, NULL);
+	json_t *doc = json_loads(sbx_openapi_json, 0, NULL);
 	if (!doc)
 		v1_error(r, 500, "internal", "the embedded OpenAPI document is broken");
 	else

@@ -104,9 +104,10 @@ int main(int argc, char **argv)
 				"namespaces, mounts and cgroups)\n");
 		return 1;
 	}
-	/* the argv strings lie end to end: init reuses them for its name */
+	/* the argv strings lie end to end: init reuses them for its name
+	 * (the area ends with the last string's NUL) */
 	init_set_title_area(argv[0], (size_t)(argv[argc - 1] +
-					      strlen(argv[argc - 1]) - argv[0]));
+					      strlen(argv[argc - 1]) + 1 - argv[0]));
 	/* two fds per running sandbox: take all the files we may */
 	struct rlimit nofile;
 	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&

@@ -1,9 +1,8 @@
-/* docs/openapi.json, embedded in the binary (served at /v1/openapi.json). */
+/* docs/openapi.json, embedded in the binary (served at /v1/openapi.json),
+ * followed by a NUL. */
 	.section .rodata
 	.global sbx_openapi_json
-	.global sbx_openapi_json_end
 sbx_openapi_json:
 	.incbin "docs/openapi.json"
-sbx_openapi_json_end:
 	.byte 0
 	.section .note.GNU-stack,"",@progbits

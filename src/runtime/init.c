@@ -76,7 +76,10 @@ void init_set_title_area(char *start, size_t len)
 
 /* Show as "sandboxd-init" in the sandbox's ps and /proc/1/cmdline, not as
  * the daemon's command line (which names host paths). PR_SET_MM needs
- * CONFIG_CHECKPOINT_RESTORE, so overwrite the argv area in place. */
+ * CONFIG_CHECKPOINT_RESTORE, so overwrite the argv area in place. The
+ * kernel shows the whole area, NULs included, while its last byte is a
+ * NUL; when that byte is not, it shows the area up to the first NUL (the
+ * setproctitle convention), so the name alone, without padding. */
 static void set_cmdline(void)
 {
 	static const char name[] = "sandboxd-init";
@@ -84,6 +87,8 @@ static void set_cmdline(void)
 	if (title_area && title_len >= sizeof(name)) {
 		memset(title_area, 0, title_len);
 		memcpy(title_area, name, sizeof(name));
+		if (title_len > sizeof(name))
+			title_area[title_len - 1] = ' ';
 	}
 }
 

@@ -12,14 +12,11 @@
 #include "daemon/api.h"
 
 extern const char sbx_openapi_json[];
-extern const char sbx_openapi_json_end[];
 
 static json_t *load(void)
 {
 	json_error_t e;
-	json_t *doc = json_loadb(sbx_openapi_json,
-				 (size_t)(sbx_openapi_json_end - sbx_openapi_json),
-				 0, &e);
+	json_t *doc = json_loads(sbx_openapi_json, 0, &e);
 	if (!doc)
 		fail_msg("openapi.json: %s (line %d)", e.text, e.line);
 	return doc;
