@@ -16,10 +16,12 @@ ALL_CFLAGS += -Werror
 endif
 
 LIB_SRC  := $(wildcard src/lib/*.c) $(wildcard src/runtime/*.c)
-DMN_SRC  := $(wildcard src/daemon/*.c)
+# the daemon: the core engine, the HTTP plumbing, the faces, and main
+DMN_SRC  := $(wildcard src/core/*.c src/http/*.c src/api/*.c src/api/*/*.c \
+                       src/daemon/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
-DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/daemon/openapi_blob.o \
-            $(BUILD)/src/daemon/interp_blob.o
+DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/api/openapi_blob.o \
+            $(BUILD)/src/core/interp_blob.o
 DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -40,12 +42,12 @@ $(BUILD)/%.o: %.c
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 # the OpenAPI document, embedded (served at /v1/openapi.json)
-$(BUILD)/src/daemon/openapi_blob.o: src/daemon/openapi_blob.S docs/openapi.json
+$(BUILD)/src/api/openapi_blob.o: src/api/openapi_blob.S docs/openapi.json
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
 
 # the code interpreter's workers, embedded (written into every sandbox)
-$(BUILD)/src/daemon/interp_blob.o: src/daemon/interp_blob.S interp/python_worker.py interp/node_worker.js
+$(BUILD)/src/core/interp_blob.o: src/core/interp_blob.S interp/python_worker.py interp/node_worker.js
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
 

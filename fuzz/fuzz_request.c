@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/api.h"
-#include "daemon/session.h"
+#include "api/api.h"
+#include "core/session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

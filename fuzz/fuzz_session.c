@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/session.h"
+#include "core/session.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,11 +15,11 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "daemon/api.h"
-#include "daemon/config.h"
-#include "daemon/http.h"
-#include "daemon/loop.h"
-#include "daemon/manager.h"
+#include "api/api.h"
+#include "core/config.h"
+#include "http/http.h"
+#include "lib/loop.h"
+#include "core/manager.h"
 #include "lib/log.h"
 #include "runtime/init.h"
 

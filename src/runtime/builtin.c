@@ -222,9 +222,10 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 		struct stat st;
 		/* keep the mode of a file we replace */
 		existed = fstatat(dfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
-		if (existed && S_ISREG(st.st_mode))
-			fchmodat(dfd, tmp, st.st_mode & 07777, 0);
-		if (renameat(dfd, tmp, dfd, leaf) < 0)
+		if (existed && S_ISREG(st.st_mode) &&
+		    fchmodat(dfd, tmp, st.st_mode & 07777, 0) < 0)
+			e = errno;
+		if (!e && renameat(dfd, tmp, dfd, leaf) < 0)
 			e = errno;
 	}
 	if (e) {

@@ -9,7 +9,7 @@
 #include <jansson.h>
 #include <string.h>
 
-#include "daemon/api.h"
+#include "api/api.h"
 
 extern const char sbx_openapi_json[];
 

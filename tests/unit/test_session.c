@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/session.h"
+#include "core/session.h"
 
 static const char *getenv_s(struct session *s, const char *k)
 {

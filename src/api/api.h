@@ -1,0 +1,138 @@
+/* The API surfaces and what they share: the route table, errors, bodies. */
+#ifndef SBX_API_H
+#define SBX_API_H
+
+#include <jansson.h>
+
+#include "api/auth.h"
+#include "core/exec.h"
+#include "http/http.h"
+#include "core/manager.h"
+#include "lib/buf.h"
+
+struct metrics {
+	uint64_t execs, exec_failures, spawn_failures, bytes_streamed;
+	uint64_t requests;
+	uint64_t latency_buckets[12]; /* exec latency histogram, ms bounds */
+	uint64_t latency_sum_ms;
+};
+
+struct api {
+	struct manager *m;
+	struct auth *auth; /* NULL: no tokens, one default tenant */
+	struct metrics metrics;
+};
+
+#define ROUTE_MAX_PARAMS 3
+
+struct route_match {
+	const char *tenant;
+	const char *params[ROUTE_MAX_PARAMS]; /* in pattern order */
+	char buf[4096];                       /* params point in here */
+};
+
+struct route {
+	const char *method;
+	const char *pattern; /* "{x}" one segment, "{x*}" the rest */
+	void (*handle)(struct api *a, struct http_req *r,
+		       struct route_match *m);
+	/* set for routes that stream their request body: called when the
+	 * headers are in, instead of handle at the end */
+	void (*begin)(struct api *a, struct http_req *r, struct route_match *m);
+};
+
+extern const struct route api_routes[];
+extern const size_t api_nroutes;
+
+/* The route for method + url (params into m); *wrong_method when only
+ * the method differs. */
+const struct route *router_find(const char *method, const char *url,
+				struct route_match *m, bool *wrong_method);
+/* NULL when id is a valid Duet room ID, else why not. */
+const char *duet_room_id_problem(const char *id, size_t len);
+
+/* The http_handler and begin hook of the server. */
+void router_handle(struct http_req *r, void *data);
+void router_begin(struct http_req *r, void *data);
+
+/* Duet: /api/rooms/...; rest is the path after "/api/rooms/". */
+void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
+		     const char *rest);
+
+/* The Cloudflare container protocol under /v1/sandbox/{id}/api/...:
+ * m->params[0] is the sandbox id, rest the path from "/api/" on. begin
+ * sees the request when its headers are in (it may stream the body);
+ * handle when the body is complete (unless begin took the body). */
+void api_cf_begin(struct api *a, struct http_req *r, struct route_match *m,
+		  const char *rest);
+void api_cf_handle(struct api *a, struct http_req *r, struct route_match *m,
+		   const char *rest);
+
+/* A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
+json_t *json_bytes(const char *data, size_t len);
+
+/* /v1 shared: {"error": msg, "code": code} with status. */
+void v1_error(struct http_req *r, unsigned status, const char *code,
+	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* The body as a JSON object (empty body: {}), or answer 400 and NULL. */
+json_t *v1_body(struct http_req *r);
+/* The sandbox named by the route: found, or created with defaults; NULL
+ * after answering the error. */
+struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
+			   struct route_match *m, bool create);
+/* Session from the Session-Id header (NULL header: default); NULL after
+ * answering 404. */
+struct session *v1_session(struct http_req *r, struct sandbox *sb);
+/* Parse the exec-like fields of a body into p (strings borrowed from
+ * body, arrays allocated in *hold, free with v1_exec_params_free). */
+struct v1_hold {
+	const char **argv, **env;
+	char *stdin_buf;
+	char cwd[4200];
+};
+int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
+		   struct session *sess, struct exec_params *p,
+		   struct v1_hold *hold);
+void v1_exec_params_free(struct v1_hold *hold);
+/* The common start of exec-like requests: the body, the sandbox (created
+ * if need be), the session and the exec fields; NULL after answering. */
+json_t *v1_exec_request(struct api *a, struct http_req *r,
+			struct route_match *m, struct sandbox **sb,
+			struct session **sess, struct exec_params *p,
+			struct v1_hold *hold);
+/* Accept: application/json (else SSE). */
+bool v1_wants_json(struct http_req *r);
+
+/* Handlers, by file. */
+void v1_sandbox_create(struct api *, struct http_req *, struct route_match *);
+void v1_sandbox_list(struct api *, struct http_req *, struct route_match *);
+void v1_sandbox_info(struct api *, struct http_req *, struct route_match *);
+void v1_sandbox_running(struct api *, struct http_req *, struct route_match *);
+void v1_sandbox_stop(struct api *, struct http_req *, struct route_match *);
+void v1_sandbox_delete(struct api *, struct http_req *, struct route_match *);
+void v1_exec(struct api *, struct http_req *, struct route_match *);
+void v1_session_create(struct api *, struct http_req *, struct route_match *);
+void v1_session_delete(struct api *, struct http_req *, struct route_match *);
+void v1_file_get(struct api *, struct http_req *, struct route_match *);
+void v1_file_put(struct api *, struct http_req *, struct route_match *);
+void v1_file_delete(struct api *, struct http_req *, struct route_match *);
+void v1_persist(struct api *, struct http_req *, struct route_match *);
+void v1_hydrate(struct api *, struct http_req *, struct route_match *);
+void v1_process_start(struct api *, struct http_req *, struct route_match *);
+void v1_process_list(struct api *, struct http_req *, struct route_match *);
+void v1_process_get(struct api *, struct http_req *, struct route_match *);
+void v1_process_kill(struct api *, struct http_req *, struct route_match *);
+void v1_process_logs(struct api *, struct http_req *, struct route_match *);
+void v1_process_stream(struct api *, struct http_req *, struct route_match *);
+void v1_process_stdin(struct api *, struct http_req *, struct route_match *);
+void v1_context_create(struct api *, struct http_req *, struct route_match *);
+void v1_context_list(struct api *, struct http_req *, struct route_match *);
+void v1_context_get(struct api *, struct http_req *, struct route_match *);
+void v1_context_delete(struct api *, struct http_req *, struct route_match *);
+void v1_context_run(struct api *, struct http_req *, struct route_match *);
+void api_openapi(struct api *, struct http_req *, struct route_match *);
+void api_metrics(struct api *, struct http_req *, struct route_match *);
+void api_health(struct api *, struct http_req *, struct route_match *);
+void metrics_exec_done(struct api *a, uint64_t ms, bool failed);
+
+#endif

@@ -1,0 +1,112 @@
+#include "api/auth.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct token {
+	char *token, *tenant;
+};
+
+struct auth {
+	struct token *t;
+	size_t n;
+};
+
+static int valid_tenant(const char *s)
+{
+	size_t n = strlen(s);
+	if (n == 0 || n > 63)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+		      *s == '-' || *s == '_'))
+			return 0;
+	return 1;
+}
+
+int auth_load(const char *path, struct auth **out, struct sbx_err *err)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return sbx_err_sys(err, errno, "tokens file %s", path);
+	struct auth *a = calloc(1, sizeof(*a));
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, r = 0;
+	if (!a) {
+		fclose(f);
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	}
+	while (getline(&line, &cap, f) > 0) {
+		lineno++;
+		char *save = NULL;
+		char *tok = strtok_r(line, " \t\r\n", &save);
+		if (!tok || tok[0] == '#')
+			continue;
+		char *tenant = strtok_r(NULL, " \t\r\n", &save);
+		if (!tenant || strtok_r(NULL, " \t\r\n", &save) ||
+		    strlen(tok) < 16 || !valid_tenant(tenant)) {
+			r = sbx_err_set(err, EINVAL,
+					"%s:%d: expected \"<token of 16+ chars> "
+					"<tenant [a-z0-9_-]>\"",
+					path, lineno);
+			break;
+		}
+		struct token *t = realloc(a->t, (a->n + 1) * sizeof(*t));
+		if (!t) {
+			r = sbx_err_set(err, ENOMEM, "out of memory");
+			break;
+		}
+		a->t = t;
+		a->t[a->n].token = strdup(tok);
+		a->t[a->n].tenant = strdup(tenant);
+		a->n++;
+	}
+	free(line);
+	fclose(f);
+	if (!r && !a->n)
+		r = sbx_err_set(err, EINVAL, "%s: no tokens", path);
+	if (r) {
+		auth_free(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+void auth_free(struct auth *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->n; i++) {
+		/* wiped: the process may dump core or be inspected */
+		explicit_bzero(a->t[i].token, strlen(a->t[i].token));
+		free(a->t[i].token);
+		free(a->t[i].tenant);
+	}
+	free(a->t);
+	free(a);
+}
+
+static int same(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned char d = (unsigned char)(la != lb);
+	for (size_t i = 0; i < la; i++)
+		d |= (unsigned char)(a[i] ^ b[i < lb ? i : 0]);
+	return d == 0;
+}
+
+const char *auth_tenant(const struct auth *a, const char *header)
+{
+	static const char prefix[] = "Bearer ";
+	if (!header || strncmp(header, prefix, sizeof(prefix) - 1))
+		return NULL;
+	const char *tok = header + sizeof(prefix) - 1;
+	const char *found = NULL;
+	for (size_t i = 0; i < a->n; i++)
+		if (same(tok, a->t[i].token))
+			found = a->t[i].tenant;
+	return found;
+}

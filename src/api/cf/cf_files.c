@@ -1,0 +1,749 @@
+/* Files of the Cloudflare container protocol. Every operation is one
+ * builtin (runtime/builtin.c) run inside the sandbox with base "/": the
+ * daemon never opens a sandbox path on the host. Paths were made absolute
+ * and normal by cf_resolve (relative ones from the session's cwd).
+ *
+ * read answers text as UTF-8 and anything else as base64, by MIME type:
+ * from the name's extension, else from the first bytes (magic numbers,
+ * then "valid UTF-8 without NUL" is text/plain), as the container does
+ * with its extension table and `file --mime-type`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "api/cf/cf.h"
+#include "http/sse.h"
+#include "lib/base64.h"
+#include "lib/util.h"
+
+#define READ_MAX (32ull << 20)   /* the container's limit for /api/read */
+#define LIST_MAX (64ull << 20)   /* a listing's text */
+#define SNIFF_BYTES 8192
+#define CHUNK_MAX 65535          /* raw bytes per read/stream chunk */
+
+/* ---- MIME types -------------------------------------------------------- */
+
+static const struct {
+	const char *ext, *mime;
+} mimes[] = {
+	{"txt", "text/plain"}, {"text", "text/plain"}, {"log", "text/plain"},
+	{"md", "text/markdown"}, {"markdown", "text/markdown"},
+	{"html", "text/html"}, {"htm", "text/html"}, {"css", "text/css"},
+	{"csv", "text/csv"}, {"tsv", "text/tab-separated-values"},
+	{"js", "text/javascript"}, {"mjs", "text/javascript"},
+	{"cjs", "text/javascript"}, {"jsx", "text/javascript"},
+	{"ts", "application/typescript"}, {"tsx", "application/typescript"},
+	{"mts", "application/typescript"}, {"cts", "application/typescript"},
+	{"json", "application/json"}, {"map", "application/json"},
+	{"xml", "application/xml"}, {"yaml", "application/yaml"},
+	{"yml", "application/yaml"}, {"toml", "application/toml"},
+	{"sh", "application/x-sh"}, {"bash", "application/x-sh"},
+	{"sql", "application/sql"}, {"rtf", "application/rtf"},
+	{"php", "application/x-httpd-php"}, {"py", "text/x-python"},
+	{"rb", "text/x-ruby"}, {"go", "text/x-go"}, {"rs", "text/x-rust"},
+	{"c", "text/x-c"}, {"h", "text/x-c"}, {"cc", "text/x-c++"},
+	{"cpp", "text/x-c++"}, {"hpp", "text/x-c++"}, {"java", "text/x-java"},
+	{"kt", "text/x-kotlin"}, {"swift", "text/x-swift"},
+	{"ini", "text/plain"}, {"cfg", "text/plain"}, {"conf", "text/plain"},
+	{"svg", "image/svg+xml"}, {"png", "image/png"}, {"jpg", "image/jpeg"},
+	{"jpeg", "image/jpeg"}, {"gif", "image/gif"}, {"webp", "image/webp"},
+	{"bmp", "image/bmp"}, {"ico", "image/x-icon"}, {"tif", "image/tiff"},
+	{"tiff", "image/tiff"}, {"avif", "image/avif"},
+	{"pdf", "application/pdf"}, {"zip", "application/zip"},
+	{"gz", "application/gzip"}, {"tgz", "application/gzip"},
+	{"tar", "application/x-tar"}, {"bz2", "application/x-bzip2"},
+	{"xz", "application/x-xz"}, {"7z", "application/x-7z-compressed"},
+	{"wasm", "application/wasm"}, {"bin", "application/octet-stream"},
+	{"exe", "application/octet-stream"}, {"so", "application/octet-stream"},
+	{"o", "application/octet-stream"}, {"a", "application/octet-stream"},
+	{"mp3", "audio/mpeg"}, {"wav", "audio/wav"}, {"ogg", "audio/ogg"},
+	{"flac", "audio/flac"}, {"mp4", "video/mp4"}, {"webm", "video/webm"},
+	{"mov", "video/quicktime"}, {"avi", "video/x-msvideo"},
+	{"woff", "font/woff"}, {"woff2", "font/woff2"}, {"ttf", "font/ttf"},
+	{"otf", "font/otf"}, {"sqlite", "application/vnd.sqlite3"},
+	{"db", "application/octet-stream"},
+};
+
+/* MIME types the container reads as text besides text/ and +json/+xml. */
+static const char *const text_mimes[] = {
+	"application/ecmascript", "application/javascript", "application/json",
+	"application/json-seq", "application/rtf", "application/sql",
+	"application/toml", "application/typescript", "application/x-empty",
+	"application/x-httpd-php", "application/x-javascript", "application/x-sh",
+	"application/x-shellscript", "application/x-typescript",
+	"application/x-yaml", "application/xml", "application/xml-dtd",
+	"application/xml-external-parsed-entity", "application/yaml",
+	"inode/x-empty",
+};
+
+static bool mime_binary(const char *mime)
+{
+	size_t l = strlen(mime);
+	if (!strncmp(mime, "text/", 5) ||
+	    (l > 5 && (!strcmp(mime + l - 5, "+json") || !strcmp(mime + l - 4, "+xml"))))
+		return false;
+	for (size_t i = 0; i < sizeof(text_mimes) / sizeof(text_mimes[0]); i++)
+		if (!strcmp(mime, text_mimes[i]))
+			return false;
+	return true;
+}
+
+static bool starts(const unsigned char *p, size_t n, const char *magic,
+		   size_t ml)
+{
+	return n >= ml && !memcmp(p, magic, ml);
+}
+
+/* The type of a file named path whose first n bytes are p (all of it when
+ * complete). */
+static const char *mime_of(const char *path, const char *data, size_t n,
+			   bool complete)
+{
+	const unsigned char *p = (const unsigned char *)data;
+	const char *base = strrchr(path, '/');
+	const char *dot = strrchr(base ? base + 1 : path, '.');
+	if (dot && dot[1] && dot != (base ? base + 1 : path))
+		for (size_t i = 0; i < sizeof(mimes) / sizeof(mimes[0]); i++)
+			if (!strcasecmp(dot + 1, mimes[i].ext))
+				return mimes[i].mime;
+	if (!n)
+		return complete ? "inode/x-empty" : "application/octet-stream";
+	if (starts(p, n, "\x89PNG\r\n\x1a\n", 8))
+		return "image/png";
+	if (starts(p, n, "\xff\xd8\xff", 3))
+		return "image/jpeg";
+	if (starts(p, n, "GIF87a", 6) || starts(p, n, "GIF89a", 6))
+		return "image/gif";
+	if (starts(p, n, "%PDF-", 5))
+		return "application/pdf";
+	if (starts(p, n, "PK\x03\x04", 4))
+		return "application/zip";
+	if (starts(p, n, "\x1f\x8b", 2))
+		return "application/gzip";
+	if (starts(p, n, "\x7f" "ELF", 4))
+		return "application/x-executable";
+	if (starts(p, n, "\0asm", 4))
+		return "application/wasm";
+	if (n >= 12 && starts(p, n, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
+		return "image/webp";
+	/* text: UTF-8 without NUL (a sequence cut by the sniff window is
+	 * not held against it) */
+	size_t check = n;
+	for (size_t back = 1; !complete && back <= 3 && back <= n; back++)
+		if ((p[n - back] & 0xc0) != 0x80) {
+			if (p[n - back] >= 0xc0)
+				check = n - back;
+			break;
+		}
+	return utf8_valid(data, check) ? "text/plain" : "application/octet-stream";
+}
+
+/* ---- one file operation ------------------------------------------------ */
+
+enum cf_file_op { OP_READ, OP_STREAM, OP_WRITE, OP_SIMPLE, OP_LIST, OP_EXISTS };
+
+struct cf_file {
+	struct api *a;
+	struct loop *loop;       /* outlives the manager at shutdown */
+	struct http_req *r;      /* NULL once the request is gone */
+	struct http_stream *s;   /* read/stream, once the metadata is out */
+	struct exec_job *job;
+	struct loop_timer cancel; /* a cancel outside the output callback */
+	enum cf_file_op op;
+	json_t *ok;              /* the success answer of simple ops */
+	char *path, *abs;        /* as given; absolute */
+	struct buf out;          /* the builtin's stdout (read/stream: the
+				    head line, then the sniffed bytes) */
+	int encoding;            /* read: 0 by type, 1 utf-8, 2 base64 */
+	bool recursive;          /* list */
+	bool headed, dir, too_big, job_done, stream_gone, started;
+	const char *mime;
+	uint64_t size, sent;
+	struct cf_utf8 u;
+};
+
+static void file_release(struct cf_file *f)
+{
+	if (!f->job_done || f->r || (f->s && !f->stream_gone))
+		return;
+	loop_timer_stop(f->loop, &f->cancel);
+	json_decref(f->ok);
+	buf_free(&f->out);
+	free(f->path);
+	free(f->abs);
+	free(f);
+}
+
+static void file_req_closed(struct http_req *r)
+{
+	struct cf_file *f = r->ctx;
+	f->r = NULL;
+	if (f->job && !f->job_done && !f->s)
+		exec_cancel(f->job);
+	file_release(f);
+}
+
+static void cancel_now(struct loop_timer *t)
+{
+	struct cf_file *f = t->data;
+	if (f->job && !f->job_done)
+		exec_cancel(f->job);
+}
+
+/* The builtin's "E <errno> <what>" line, if out holds one. */
+static bool builtin_error(struct buf *out, int *e, char *what, size_t cap)
+{
+	const char *s = buf_cstr(out);
+	char *end;
+	if (strncmp(s, "E ", 2))
+		return false;
+	*e = (int)strtol(s + 2, &end, 10);
+	snprintf(what, cap, "%.*s", (int)strcspn(end + (*end == ' '), "\n"),
+		 end + (*end == ' '));
+	return true;
+}
+
+/* ---- read/stream ------------------------------------------------------- */
+
+static int stream_write(struct cf_file *f, const char *data, size_t len,
+			bool final)
+{
+	int paused = 0;
+	bool binary = mime_binary(f->mime);
+	f->sent += len;
+	while (len || final) {
+		size_t n = len > CHUNK_MAX ? CHUNK_MAX : len;
+		json_t *chunk;
+		if (binary) {
+			char *b64 = n ? malloc(base64_encoded_len(n) + 1) : NULL;
+			if (!n)
+				break;
+			if (!b64)
+				return 1;
+			base64_encode(data, n, b64);
+			chunk = json_string(b64);
+			free(b64);
+		} else {
+			chunk = cf_text(&f->u, data, n, final && n == len);
+		}
+		if (chunk)
+			paused |= cf_sse(f->s, json_pack("{s:s, s:o}", "type", "chunk",
+						      "data", chunk));
+		data += n;
+		len -= n;
+		if (!len)
+			break;
+	}
+	return paused;
+}
+
+static void stream_drained(void *ctx)
+{
+	struct cf_file *f = ctx;
+	if (f->job && !f->job_done)
+		exec_resume_output(f->job);
+}
+
+static void stream_closed(void *ctx)
+{
+	struct cf_file *f = ctx;
+	f->stream_gone = true;
+	f->s = NULL;
+	if (f->job && !f->job_done)
+		exec_cancel(f->job);
+	file_release(f);
+}
+
+/* The type is known (enough bytes, or all of them): the metadata event,
+ * then what was held back. */
+static int stream_start(struct cf_file *f, bool complete)
+{
+	const char *held = f->out.data ? f->out.data : "";
+	f->mime = mime_of(f->abs, held, f->out.len, complete);
+	bool binary = mime_binary(f->mime);
+	f->s = http_respond_stream(f->r, 200, "text/event-stream",
+				   HTTP_SIZE_UNKNOWN, sse_headers);
+	f->started = true;
+	if (!f->s)
+		return 0;
+	http_stream_set_cbs(f->s, stream_drained, stream_closed, f);
+	cf_sse(f->s, json_pack("{s:s, s:s, s:I, s:b, s:s}", "type", "metadata",
+			       "mimeType", f->mime, "size", (json_int_t)f->size,
+			       "isBinary", binary, "encoding",
+			       binary ? "base64" : "utf-8"));
+	int r = f->out.len ? stream_write(f, held, f->out.len, false) : 0;
+	buf_reset(&f->out);
+	return r;
+}
+
+/* The head line of read: "F <size>" (a file follows), "D" (a directory),
+ * "E ..." (an error, answered at the end). Returns how much of data was
+ * the head, or -1 while it is not complete. */
+static ssize_t take_head(struct cf_file *f, const char *data, size_t len)
+{
+	size_t had = f->out.len;
+	buf_append(&f->out, data, len);
+	char *nl = memchr(f->out.data, '\n', f->out.len);
+	if (!nl)
+		return -1;
+	size_t head = (size_t)(nl + 1 - f->out.data);
+	f->headed = true;
+	if (!strncmp(f->out.data, "F ", 2)) {
+		f->size = strtoull(f->out.data + 2, NULL, 10);
+		buf_reset(&f->out);
+		return (ssize_t)(head - had);
+	}
+	f->dir = !strncmp(f->out.data, "D\n", 2);
+	return (ssize_t)len; /* "D" or "E": kept as it is, for the end */
+}
+
+static int file_output(void *ctx, int fd, const char *data, size_t len)
+{
+	struct cf_file *f = ctx;
+	if (fd != 1 || f->stream_gone || (!f->r && !f->s))
+		return 0;
+	if ((f->op == OP_READ || f->op == OP_STREAM) && !f->headed) {
+		ssize_t h = take_head(f, data, len);
+		if (h < 0)
+			return 0;
+		data += h;
+		len -= (size_t)h;
+		if (f->dir || !strncmp(buf_cstr(&f->out), "E ", 2))
+			return 0;
+		if (f->op == OP_READ && f->size > READ_MAX) {
+			f->too_big = true;
+			loop_timer_start(f->loop, &f->cancel, 0);
+			return 0;
+		}
+	}
+	if (f->dir || f->too_big)
+		return 0; /* a directory's listing is not wanted here */
+	if (f->op != OP_STREAM) {
+		buf_append(&f->out, data, len);
+		return 0;
+	}
+	if (f->s)
+		return stream_write(f, data, len, false);
+	if (f->started) /* the stream could not be made */
+		return 0;
+	buf_append(&f->out, data, len);
+	return f->out.len >= SNIFF_BYTES ? stream_start(f, false) : 0;
+}
+
+/* ---- answers ----------------------------------------------------------- */
+
+static void answer_read(struct cf_file *f)
+{
+	const char *data = f->out.data ? f->out.data : "";
+	size_t n = f->out.len;
+	const char *mime = mime_of(f->abs, data, n, true);
+	bool b64 = f->encoding == 2 || (!f->encoding && mime_binary(mime));
+	json_t *content;
+	if (f->out.dropped || f->too_big) {
+		cf_error(f->r, "FILE_TOO_LARGE",
+			 json_pack("{s:s, s:I, s:I}", "path", f->path, "actualSize",
+				   (json_int_t)f->size, "maxSize",
+				   (json_int_t)READ_MAX),
+			 "File too large: %llu bytes is more than the %llu of "
+			 "readFile (use readFileStream)",
+			 (unsigned long long)f->size, (unsigned long long)READ_MAX);
+		return;
+	}
+	if (b64) {
+		char *enc = malloc(base64_encoded_len(n) + 1);
+		if (!enc) {
+			cf_error(f->r, "INTERNAL_ERROR", NULL, "out of memory");
+			return;
+		}
+		base64_encode(data, n, enc);
+		content = json_stringn_nocheck(enc, base64_encoded_len(n));
+		free(enc);
+	} else {
+		content = json_bytes(data, n);
+	}
+	cf_ok(f->r, json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path", f->path,
+			      "content", content, "encoding",
+			      b64 ? "base64" : "utf-8", "isBinary", b64,
+			      "mimeType", mime, "size", (json_int_t)n));
+}
+
+static const char *const type_names[] = {"file", "directory", "symlink",
+					 "other"};
+
+static void mode_string(unsigned mode, char *out)
+{
+	static const char rwx[] = "rwxrwxrwx";
+	for (int i = 0; i < 9; i++)
+		out[i] = mode & (0400u >> i) ? rwx[i] : '-';
+	out[9] = '\0';
+}
+
+static int by_relative(const void *x, const void *y)
+{
+	json_t *const *a = x, *const *b = y;
+	return strcmp(json_string_value(json_object_get(*a, "relativePath")),
+		      json_string_value(json_object_get(*b, "relativePath")));
+}
+
+static void answer_list(struct cf_file *f)
+{
+	const char *p = f->out.data + 2, *end = f->out.data + f->out.len;
+	size_t n = 0, cap = 64;
+	json_t **items = malloc(cap * sizeof(*items));
+	if (f->out.dropped) {
+		free(items);
+		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
+			 "%s: the listing is larger than %llu bytes", f->path,
+			 (unsigned long long)LIST_MAX);
+		return;
+	}
+	while (items && p < end) {
+		const char *z = memchr(p, '\0', (size_t)(end - p));
+		char type, when[32], mstr[10];
+		long long size, mtime;
+		unsigned mode;
+		int off = 0;
+		if (!z)
+			break;
+		if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
+			   &off) == 4 && off > 0) {
+			const char *rel = p + off;
+			size_t rl = (size_t)(z - rel);
+			const char *slash = memrchr(rel, '/', rl);
+			const char *name = slash ? slash + 1 : rel;
+			struct buf absb;
+			buf_init(&absb, 0);
+			buf_printf(&absb, "%s/%.*s", strcmp(f->abs, "/") ? f->abs : "",
+				   (int)rl, rel);
+			int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
+			iso8601_ms((uint64_t)mtime, when, sizeof(when));
+			mode_string(mode, mstr);
+			if (n == cap) {
+				json_t **more = realloc(items, (cap *= 2) * sizeof(*items));
+				if (!more) {
+					buf_free(&absb);
+					break;
+				}
+				items = more;
+			}
+			items[n++] = json_pack(
+				"{s:o, s:o, s:o, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}",
+				"name", json_bytes(name, (size_t)(z - name)),
+				"absolutePath", json_bytes(absb.data, absb.len),
+				"relativePath", json_bytes(rel, rl), "type",
+				type_names[t], "size", (json_int_t)size, "modifiedAt",
+				when, "mode", mstr, "permissions", "readable",
+				(mode & 0400) != 0, "writable", (mode & 0200) != 0,
+				"executable", (mode & 0100) != 0);
+			buf_free(&absb);
+		}
+		p = z + 1;
+	}
+	if (!items) {
+		cf_error(f->r, "INTERNAL_ERROR", NULL, "out of memory");
+		return;
+	}
+	qsort(items, n, sizeof(*items), by_relative);
+	json_t *arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, items[i]);
+	free(items);
+	cf_ok(f->r, json_pack("{s:s, s:o, s:I}", "path", f->path, "files", arr,
+			      "count", (json_int_t)n));
+}
+
+static void file_done(const struct exec_result *res, void *ctx)
+{
+	struct cf_file *f = ctx;
+	char what[128];
+	int e;
+	f->job_done = true;
+	f->job = NULL;
+	if (f->op == OP_STREAM && f->started) {
+		if (f->s && !f->stream_gone) {
+			if (res->failure != EXEC_OK || res->exit_code) {
+				cf_sse(f->s, json_pack("{s:s, s:s}", "type", "error",
+						       "error", "reading the file failed"));
+			} else {
+				stream_write(f, "", 0, true);
+				cf_sse(f->s, json_pack("{s:s, s:I}", "type", "complete",
+						       "bytesRead", (json_int_t)f->sent));
+			}
+			http_stream_end(f->s);
+		}
+	} else if (!f->r) {
+		/* the client is gone */
+	} else if (res->failure == EXEC_NOT_STARTED || res->failure == EXEC_STOPPED) {
+		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
+			 "%s", res->msg);
+	} else if (f->too_big && f->op == OP_READ) {
+		answer_read(f);
+	} else if (builtin_error(&f->out, &e, what, sizeof(what))) {
+		if (f->op == OP_EXISTS)
+			cf_ok(f->r, json_pack("{s:s, s:b}", "path", f->path,
+					      "exists", 0));
+		else
+			cf_errno(f->r, e, what, f->path);
+	} else if ((f->op == OP_READ || f->op == OP_STREAM) && f->dir) {
+		cf_errno(f->r, EISDIR, "read", f->path);
+	} else if (res->failure != EXEC_OK || !f->headed ||
+		   (res->exit_code && f->op != OP_EXISTS)) {
+		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
+			 "%s: the file operation failed", f->path);
+	} else if (f->op == OP_READ) {
+		answer_read(f);
+	} else if (f->op == OP_STREAM) {
+		/* small enough to be held whole: type, bytes, end at once */
+		stream_start(f, true);
+		if (f->s) {
+			stream_write(f, "", 0, true);
+			cf_sse(f->s, json_pack("{s:s, s:I}", "type", "complete",
+					       "bytesRead", (json_int_t)f->sent));
+			http_stream_end(f->s);
+		}
+	} else if (f->op == OP_LIST && f->out.len >= 2) {
+		answer_list(f);
+	} else if (f->op == OP_EXISTS) {
+		cf_ok(f->r, json_pack("{s:s, s:b}", "path", f->path, "exists", 1));
+	} else {
+		cf_ok(f->r, json_incref(f->ok));
+	}
+	file_release(f);
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+/* The request's path field, resolved in its session; a new operation for
+ * it (NULL after answering). */
+static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
+				const char *field)
+{
+	bool bad, fresh;
+	char abs[4200];
+	const char *path = cf_string(q, field, &bad);
+	struct session *s;
+	if (bad || !(s = cf_session(q, &fresh)) ||
+	    cf_resolve(q, s->cwd, path, abs, sizeof(abs)) < 0)
+		return NULL;
+	struct cf_file *f = calloc(1, sizeof(*f));
+	if (!f || !(f->path = strdup(path)) || !(f->abs = strdup(abs))) {
+		if (f)
+			free(f->path);
+		free(f);
+		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
+		return NULL;
+	}
+	f->a = q->a;
+	f->loop = q->a->m->loop;
+	f->r = q->r;
+	f->op = op;
+	f->cancel.cb = cancel_now;
+	f->cancel.data = f;
+	buf_init(&f->out, op == OP_READ ? READ_MAX + 64 : LIST_MAX);
+	f->headed = op != OP_READ && op != OP_STREAM;
+	return f;
+}
+
+static void run(struct cf_req *q, struct cf_file *f, const char *const *argv,
+		const char *in, size_t inlen)
+{
+	struct sbx_err err = {0};
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
+				.on_output = file_output, .stdin_data = in,
+				.stdin_len = inlen, .timeout_ms = EXEC_NO_TIMEOUT};
+	q->r->ctx = f;
+	q->r->on_close = file_req_closed;
+	http_suspend(q->r);
+	if (exec_submit(q->sb, NULL, &p, file_done, f, &f->job, &err) < 0) {
+		struct exec_result res = {.failure = EXEC_NOT_STARTED};
+		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
+		file_done(&res, f);
+	}
+}
+
+void cf_file_read(struct cf_req *q)
+{
+	bool bad;
+	const char *enc = cf_string(q, "encoding", &bad);
+	int encoding = 0;
+	if (bad)
+		return;
+	if (enc && (!strcmp(enc, "utf-8") || !strcmp(enc, "utf8")))
+		encoding = 1;
+	else if (enc && !strcmp(enc, "base64"))
+		encoding = 2;
+	else if (enc) {
+		cf_error(q->r, "VALIDATION_FAILED",
+			 json_pack("{s:s}", "field", "encoding"),
+			 "encoding must be utf-8 or base64 (\"none\" needs the "
+			 "RPC transport)");
+		return;
+	}
+	struct cf_file *f = file_new(q, OP_READ, "path");
+	if (!f)
+		return;
+	f->encoding = encoding;
+	const char *argv[] = {"read", "/", cf_rel(f->abs), NULL};
+	run(q, f, argv, NULL, 0);
+}
+
+void cf_file_read_stream(struct cf_req *q)
+{
+	struct cf_file *f = file_new(q, OP_STREAM, "path");
+	if (!f)
+		return;
+	const char *argv[] = {"read", "/", cf_rel(f->abs), NULL};
+	run(q, f, argv, NULL, 0);
+}
+
+/* base64 as clients write it: whitespace allowed, padding optional. */
+static ssize_t decode_b64(const char *in, size_t n, char **out)
+{
+	char *clean = malloc(n + 4);
+	size_t m = 0;
+	if (!clean)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(" \t\r\n", in[i]))
+			clean[m++] = in[i];
+	while (m % 4)
+		clean[m++] = '=';
+	*out = malloc(m / 4 * 3 + 1);
+	ssize_t r = *out ? base64_decode(clean, m, *out) : -1;
+	free(clean);
+	if (r < 0) {
+		free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+void cf_file_write(struct cf_req *q)
+{
+	bool bad;
+	json_t *content = json_object_get(q->body, "content");
+	const char *enc = cf_string(q, "encoding", &bad);
+	char *decoded = NULL, len[32];
+	const char *data;
+	size_t n;
+	if (bad)
+		return;
+	if (!json_is_string(content)) {
+		cf_error(q->r, "VALIDATION_FAILED",
+			 json_pack("{s:s}", "field", "content"),
+			 "content must be a string");
+		return;
+	}
+	if (enc && strcmp(enc, "utf-8") && strcmp(enc, "utf8") &&
+	    strcmp(enc, "base64")) {
+		cf_error(q->r, "VALIDATION_FAILED",
+			 json_pack("{s:s}", "field", "encoding"),
+			 "encoding must be utf-8 or base64");
+		return;
+	}
+	if (enc && !strcmp(enc, "base64")) {
+		ssize_t r = decode_b64(json_string_value(content),
+				       json_string_length(content), &decoded);
+		if (r < 0) {
+			cf_error(q->r, "VALIDATION_FAILED",
+				 json_pack("{s:s}", "field", "content"),
+				 "content is not valid base64");
+			return;
+		}
+		data = decoded;
+		n = (size_t)r;
+	} else {
+		data = json_string_value(content);
+		n = json_string_length(content);
+	}
+	struct cf_file *f = file_new(q, OP_WRITE, "path");
+	if (f) {
+		f->ok = json_pack("{s:s}", "path", f->path);
+		snprintf(len, sizeof(len), "%zu", n);
+		const char *argv[] = {"write", "/", cf_rel(f->abs), len, NULL};
+		run(q, f, argv, n ? data : "", n);
+	}
+	free(decoded);
+}
+
+void cf_file_delete(struct cf_req *q)
+{
+	struct cf_file *f = file_new(q, OP_SIMPLE, "path");
+	if (!f)
+		return;
+	f->ok = json_pack("{s:s}", "path", f->path);
+	/* files only, as the container (a directory: rm -rf by exec) */
+	const char *argv[] = {"delete", "/", cf_rel(f->abs), "-f", NULL};
+	run(q, f, argv, NULL, 0);
+}
+
+void cf_file_rename(struct cf_req *q, bool move)
+{
+	bool bad, fresh;
+	char to[4200];
+	const char *dst = cf_string(q, move ? "destinationPath" : "newPath", &bad);
+	struct session *s;
+	if (bad || !(s = cf_session(q, &fresh)) ||
+	    cf_resolve(q, s->cwd, dst, to, sizeof(to)) < 0)
+		return;
+	struct cf_file *f = file_new(q, OP_SIMPLE, move ? "sourcePath" : "oldPath");
+	if (!f)
+		return;
+	f->ok = json_pack("{s:s, s:s}", "path", f->path, "newPath", dst);
+	const char *argv[] = {"rename", "/", cf_rel(f->abs), cf_rel(to),
+			      move ? "-m" : NULL, NULL};
+	run(q, f, argv, NULL, 0);
+}
+
+void cf_file_mkdir(struct cf_req *q)
+{
+	json_t *rec = json_object_get(q->body, "recursive");
+	if (rec && !json_is_boolean(rec) && !json_is_null(rec)) {
+		cf_error(q->r, "VALIDATION_FAILED",
+			 json_pack("{s:s}", "field", "recursive"),
+			 "recursive must be a boolean");
+		return;
+	}
+	struct cf_file *f = file_new(q, OP_SIMPLE, "path");
+	if (!f)
+		return;
+	bool r = rec && json_is_true(rec);
+	f->ok = json_pack("{s:s, s:b}", "path", f->path, "recursive", r);
+	const char *argv[] = {"mkdir", "/", cf_rel(f->abs), r ? "-p" : NULL,
+			      NULL};
+	run(q, f, argv, NULL, 0);
+}
+
+void cf_file_list(struct cf_req *q)
+{
+	json_t *o = json_object_get(q->body, "options");
+	json_t *rec = json_object_get(o, "recursive"),
+	       *hid = json_object_get(o, "includeHidden");
+	if ((o && !json_is_object(o) && !json_is_null(o)) ||
+	    (rec && !json_is_boolean(rec)) || (hid && !json_is_boolean(hid))) {
+		cf_error(q->r, "VALIDATION_FAILED",
+			 json_pack("{s:s}", "field", "options"),
+			 "options: {recursive?: boolean, includeHidden?: boolean}");
+		return;
+	}
+	struct cf_file *f = file_new(q, OP_LIST, "path");
+	if (!f)
+		return;
+	const char *argv[6] = {"list", "/", cf_rel(f->abs)};
+	int n = 3;
+	if (rec && json_is_true(rec))
+		argv[n++] = "-r";
+	if (hid && json_is_true(hid))
+		argv[n++] = "-a";
+	run(q, f, argv, NULL, 0);
+}
+
+void cf_file_exists(struct cf_req *q)
+{
+	struct cf_file *f = file_new(q, OP_EXISTS, "path");
+	if (!f)
+		return;
+	const char *argv[] = {"stat", "/", cf_rel(f->abs), NULL};
+	run(q, f, argv, NULL, 0);
+}

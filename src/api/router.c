@@ -1,0 +1,219 @@
+/* Which handler answers a request. The /v1 surface is a table (which the
+ * OpenAPI test walks, so the document can never miss a route); the Duet
+ * room API keeps its own small dispatcher because its error shapes differ.
+ * Authentication happens here, once, when the headers are in. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "lib/util.h"
+
+const struct route api_routes[] = {
+	{"GET", "/health", api_health, NULL},
+	{"GET", "/metrics", api_metrics, NULL},
+	{"GET", "/v1/openapi.json", api_openapi, NULL},
+	{"POST", "/v1/sandbox", v1_sandbox_create, NULL},
+	{"GET", "/v1/sandbox", v1_sandbox_list, NULL},
+	{"GET", "/v1/sandbox/{id}", v1_sandbox_info, NULL},
+	{"DELETE", "/v1/sandbox/{id}", v1_sandbox_delete, NULL},
+	{"GET", "/v1/sandbox/{id}/running", v1_sandbox_running, NULL},
+	{"POST", "/v1/sandbox/{id}/stop", v1_sandbox_stop, NULL},
+	{"POST", "/v1/sandbox/{id}/exec", v1_exec, NULL},
+	{"GET", "/v1/sandbox/{id}/file/{path*}", v1_file_get, NULL},
+	{"PUT", "/v1/sandbox/{id}/file/{path*}", NULL, v1_file_put},
+	{"DELETE", "/v1/sandbox/{id}/file/{path*}", v1_file_delete, NULL},
+	{"POST", "/v1/sandbox/{id}/persist", v1_persist, NULL},
+	{"POST", "/v1/sandbox/{id}/hydrate", NULL, v1_hydrate},
+	{"POST", "/v1/sandbox/{id}/session", v1_session_create, NULL},
+	{"DELETE", "/v1/sandbox/{id}/session/{sid}", v1_session_delete, NULL},
+	{"POST", "/v1/sandbox/{id}/process", v1_process_start, NULL},
+	{"GET", "/v1/sandbox/{id}/process", v1_process_list, NULL},
+	{"GET", "/v1/sandbox/{id}/process/{pid}", v1_process_get, NULL},
+	{"DELETE", "/v1/sandbox/{id}/process/{pid}", v1_process_kill, NULL},
+	{"GET", "/v1/sandbox/{id}/process/{pid}/logs", v1_process_logs, NULL},
+	{"GET", "/v1/sandbox/{id}/process/{pid}/stream", v1_process_stream, NULL},
+	{"POST", "/v1/sandbox/{id}/process/{pid}/stdin", v1_process_stdin, NULL},
+	{"POST", "/v1/sandbox/{id}/contexts", v1_context_create, NULL},
+	{"GET", "/v1/sandbox/{id}/contexts", v1_context_list, NULL},
+	{"GET", "/v1/sandbox/{id}/contexts/{cid}", v1_context_get, NULL},
+	{"DELETE", "/v1/sandbox/{id}/contexts/{cid}", v1_context_delete, NULL},
+	{"POST", "/v1/sandbox/{id}/contexts/{cid}/run", v1_context_run, NULL},
+};
+const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
+
+json_t *json_bytes(const char *data, size_t len)
+{
+	if (!len)
+		return json_string("");
+	if (utf8_valid(data, len))
+		return json_stringn_nocheck(data, len);
+	char *clean = malloc(len * 3 + 1);
+	if (!clean)
+		return NULL;
+	size_t n = utf8_sanitize(data, len, clean);
+	json_t *j = json_stringn_nocheck(clean, n);
+	free(clean);
+	return j;
+}
+
+/* Match path against pattern, filling m->params. */
+static bool match(const char *pattern, const char *path, struct route_match *m)
+{
+	size_t used = 0;
+	int np = 0;
+	const char *p = pattern, *u = path;
+	while (*p) {
+		if (*p != '{') {
+			if (*p != *u)
+				return false;
+			p++;
+			u++;
+			continue;
+		}
+		const char *close = strchr(p, '}');
+		bool rest = close[-1] == '*';
+		size_t len = rest ? strlen(u) : strcspn(u, "/");
+		/* "{x*}" may be empty (".../file/" names /workspace) */
+		if ((len == 0 && !rest) || used + len + 1 > sizeof(m->buf) ||
+		    np == ROUTE_MAX_PARAMS)
+			return false;
+		memcpy(m->buf + used, u, len);
+		m->buf[used + len] = '\0';
+		m->params[np++] = m->buf + used;
+		used += len + 1;
+		u += len;
+		p = close + 1;
+	}
+	return *u == '\0';
+}
+
+const struct route *router_find(const char *method, const char *url,
+				struct route_match *m, bool *wrong_method)
+{
+	*wrong_method = false;
+	for (size_t i = 0; i < api_nroutes; i++) {
+		if (!match(api_routes[i].pattern, url, m))
+			continue;
+		if (!strcmp(api_routes[i].method, method) ||
+		    (!strcmp(method, "HEAD") &&
+		     !strcmp(api_routes[i].method, "GET")))
+			return &api_routes[i];
+		*wrong_method = true;
+	}
+	return NULL;
+}
+
+static const struct route *find(struct http_req *r, struct route_match *m,
+				bool *wrong_method)
+{
+	return router_find(r->method, r->url, m, wrong_method);
+}
+
+static bool needs_auth(const char *url)
+{
+	return !strncmp(url, "/v1/", 4) || !strcmp(url, "/v1") ||
+	       !strncmp(url, "/api/", 5);
+}
+
+/* The caller's tenant; NULL after answering 401. */
+static const char *tenant_of(struct api *a, struct http_req *r)
+{
+	if (!a->auth || !needs_auth(r->url) ||
+	    !strcmp(r->url, "/v1/openapi.json"))
+		return "";
+	const char *t = auth_tenant(a->auth, http_header(r, "Authorization"));
+	if (!t)
+		v1_error(r, 401, "unauthorized",
+			 "missing or invalid bearer token");
+	return t;
+}
+
+/* /v1/sandbox/{id}/api/...: the Cloudflare container protocol, served per
+ * sandbox (api_cf.c); *rest gets the part from "/api/" on. */
+static bool cf_match(struct http_req *r, struct route_match *m,
+		     const char **rest)
+{
+	static const char prefix[] = "/v1/sandbox/";
+	if (strncmp(r->url, prefix, sizeof(prefix) - 1))
+		return false;
+	const char *id = r->url + sizeof(prefix) - 1;
+	const char *slash = strchr(id, '/');
+	if (!slash || strncmp(slash, "/api/", 5) || slash == id ||
+	    (size_t)(slash - id) >= sizeof(m->buf))
+		return false;
+	memcpy(m->buf, id, (size_t)(slash - id));
+	m->buf[slash - id] = '\0';
+	m->params[0] = m->buf;
+	*rest = slash;
+	return true;
+}
+
+void router_begin(struct http_req *r, void *data)
+{
+	struct api *a = data;
+	struct route_match m = {0};
+	const char *rest;
+	bool wrong;
+	a->metrics.requests++;
+	if (!a->m)
+		return; /* shutting down: router_handle answers */
+	if (!(m.tenant = tenant_of(a, r)))
+		return;
+	if (cf_match(r, &m, &rest)) {
+		api_cf_begin(a, r, &m, rest);
+		return;
+	}
+	const struct route *rt = find(r, &m, &wrong);
+	if (rt && rt->begin)
+		rt->begin(a, r, &m);
+}
+
+void router_handle(struct http_req *r, void *data)
+{
+	struct api *a = data;
+	static const char rooms[] = "/api/rooms/";
+	struct route_match m = {0};
+	bool wrong;
+
+	if (!a->m) {
+		http_respond_json(r, 503, json_pack("{s:s, s:s}", "error",
+						    "sandboxd is shutting down",
+						    "code", "unavailable"));
+		return;
+	}
+	if (!(m.tenant = tenant_of(a, r)))
+		return;
+	if (strstr(r->url, "%00")) { /* a NUL never names anything here */
+		if (!strncmp(r->url, "/v1/", 4))
+			v1_error(r, 404, "not_found", "no such endpoint");
+		else
+			http_respond_text(r, 404, "404 page not found\n");
+		return;
+	}
+	if (!strncmp(r->url, rooms, sizeof(rooms) - 1)) {
+		api_duet_handle(a, r, m.tenant, r->url + sizeof(rooms) - 1);
+		return;
+	}
+	const char *rest;
+	if (cf_match(r, &m, &rest)) {
+		api_cf_handle(a, r, &m, rest);
+		return;
+	}
+	const struct route *rt = find(r, &m, &wrong);
+	if (rt && rt->handle) {
+		rt->handle(a, r, &m);
+		return;
+	}
+	bool v1 = !strncmp(r->url, "/v1/", 4) || !strcmp(r->url, "/v1");
+	if (wrong && v1)
+		v1_error(r, 405, "method_not_allowed", "%s is not allowed on %s",
+			 r->method, r->url);
+	else if (wrong)
+		http_respond_json(r, 405, json_pack("{s:s}", "error",
+						    "method not allowed"));
+	else if (v1)
+		v1_error(r, 404, "not_found", "no such endpoint: %s %s",
+			 r->method, r->url);
+	else
+		http_respond_text(r, 404, "404 page not found\n");
+}

@@ -1,0 +1,423 @@
+/* /v1 files: raw bytes streamed both ways, directory listings, persist
+ * (tar of /workspace) and hydrate (tar into it). Every path is resolved by
+ * a builtin running inside the sandbox (runtime/builtin.c), beneath
+ * /workspace: the daemon never opens a sandbox path on the host. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "core/exec.h"
+#include "lib/log.h"
+#include "lib/path.h"
+#include "lib/util.h"
+
+struct v1_file {
+	struct api *a;
+	struct http_req *r;       /* NULL once the request is gone */
+	struct http_stream *s;
+	struct exec_job *job;
+	struct buf head;          /* the builtin's first line, or all of it */
+	struct buf err;           /* stderr, for tar's complaints */
+	bool headed, dir, job_done, stream_gone, raw;
+	const char *content_type;
+	int status_ok;            /* raw mode: the status to answer with */
+};
+
+static void file_release(struct v1_file *f)
+{
+	if (f->job_done && (!f->s || f->stream_gone) && !f->r) {
+		buf_free(&f->head);
+		buf_free(&f->err);
+		free(f);
+	}
+}
+
+static void errno_answer(struct http_req *r, int e, const char *what,
+			 const char *path)
+{
+	switch (e) {
+	case ENOENT:
+	case ENOTDIR:
+		v1_error(r, 404, "file_not_found", "%s: no such file", path);
+		break;
+	case EXDEV:
+	case ELOOP:
+		v1_error(r, 403, "path_outside_workspace",
+			 "%s: resolves outside /workspace", path);
+		break;
+	case EACCES:
+	case EPERM:
+		v1_error(r, 403, "permission_denied", "%s: permission denied",
+			 path);
+		break;
+	case EFBIG:
+	case ENOSPC:
+	case EDQUOT:
+		v1_error(r, 413, "too_large", "%s: %s", path, strerror(e));
+		break;
+	case ENOTEMPTY:
+	case EEXIST:
+		v1_error(r, 409, "conflict", "%s: %s%s", path, strerror(e),
+			 e == ENOTEMPTY ? " (use ?recursive=1)" : "");
+		break;
+	case EISDIR:
+	case EINVAL:
+		v1_error(r, 400, "invalid_request", "%s: %s", path, strerror(e));
+		break;
+	case EPIPE:
+		v1_error(r, 400, "invalid_request",
+			 "%s: the body ended before Content-Length", path);
+		break;
+	default:
+		v1_error(r, 500, "filesystem_error", "%s: %s: %s", path, what,
+			 strerror(e));
+	}
+}
+
+/* The builtin's "E <errno> <what>" line, if that is what head holds. */
+static bool builtin_error(struct buf *head, int *e, const char **what)
+{
+	const char *s = buf_cstr(head);
+	if (strncmp(s, "E ", 2))
+		return false;
+	char *end;
+	*e = (int)strtol(s + 2, &end, 10);
+	*what = *end == ' ' ? end + 1 : "";
+	((char *)s)[strcspn(s, "\n")] = '\0';
+	return true;
+}
+
+static void file_stream_drained(void *ctx)
+{
+	struct v1_file *f = ctx;
+	if (f->job && !f->job_done)
+		exec_resume_output(f->job);
+}
+
+static void file_stream_closed(void *ctx)
+{
+	struct v1_file *f = ctx;
+	f->stream_gone = true;
+	f->s = NULL;
+	if (f->job && !f->job_done)
+		exec_cancel(f->job);
+	file_release(f);
+}
+
+static void file_req_closed(struct http_req *r)
+{
+	struct v1_file *f = r->ctx;
+	log_debug("file: request closed job=%p done=%d", (void *)f->job, f->job_done);
+	f->r = NULL;
+	/* a client gone mid-upload: the builtin sees its stdin end short and
+	 * removes its temp file */
+	if (f->job && !f->job_done)
+		exec_stdin_close(f->job);
+	file_release(f);
+}
+
+static void start_stream(struct v1_file *f, uint64_t size)
+{
+	f->s = http_respond_stream(f->r, 200, f->content_type, size, NULL);
+	if (f->s)
+		http_stream_set_cbs(f->s, file_stream_drained,
+				    file_stream_closed, f);
+}
+
+static int file_output(void *ctx, int fd, const char *data, size_t len)
+{
+	struct v1_file *f = ctx;
+	if (fd != 1) {
+		buf_append(&f->err, data, len);
+		return 0;
+	}
+	if (f->s)
+		return http_stream_write(f->s, data, len);
+	if (f->stream_gone || !f->r)
+		return 0;
+	if (f->raw) { /* tar: the first bytes start the response */
+		start_stream(f, HTTP_SIZE_UNKNOWN);
+		return f->s ? http_stream_write(f->s, data, len) : 0;
+	}
+	if (f->headed || f->dir) {
+		buf_append(&f->head, data, len); /* a listing: kept whole */
+		return 0;
+	}
+	buf_append(&f->head, data, len);
+	char *nl = memchr(f->head.data, '\n', f->head.len);
+	if (!nl)
+		return 0;
+	if (!strncmp(f->head.data, "F ", 2)) {
+		f->headed = true;
+		uint64_t size = strtoull(f->head.data + 2, NULL, 10);
+		size_t rest = f->head.len - (size_t)(nl + 1 - f->head.data);
+		start_stream(f, size);
+		int r = f->s && rest ? http_stream_write(f->s, nl + 1, rest) : 0;
+		buf_reset(&f->head);
+		return r;
+	}
+	if (!strncmp(f->head.data, "D\n", 2))
+		f->dir = true;
+	return 0;
+}
+
+static void answer_listing(struct v1_file *f)
+{
+	json_t *arr = json_array();
+	const char *p = f->head.data + 2, *end = f->head.data + f->head.len;
+	while (p < end) {
+		const char *z = memchr(p, '\0', (size_t)(end - p));
+		if (!z)
+			break;
+		char type;
+		long long size, mtime;
+		unsigned mode;
+		int off = 0;
+		if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
+			   &off) == 4 && off > 0) {
+			static const char *const names[] = {"file", "directory",
+							    "symlink", "other"};
+			int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
+			char ts[32];
+			iso8601_ms((uint64_t)mtime, ts, sizeof(ts));
+			json_array_append_new(
+				arr, json_pack("{s:o, s:s, s:I, s:i, s:s}", "name",
+					       json_bytes(p + off, (size_t)(z - p - off)),
+					       "type", names[t], "size",
+					       (json_int_t)size, "mode", (int)mode,
+					       "mtime", ts));
+		}
+		p = z + 1;
+	}
+	http_respond_json(f->r, 200, json_pack("{s:o}", "entries", arr));
+}
+
+static void file_done(const struct exec_result *res, void *ctx)
+{
+	struct v1_file *f = ctx;
+	f->job_done = true;
+	f->job = NULL;
+	if (f->s) {
+		http_stream_end(f->s);
+	} else if (f->r && !f->stream_gone) {
+		int e;
+		const char *what;
+		const char *path = f->r->url;
+		if (res->failure == EXEC_NOT_STARTED ||
+		    res->failure == EXEC_STOPPED)
+			v1_error(f->r, 500, "internal", "%s", res->msg);
+		else if (builtin_error(&f->head, &e, &what))
+			errno_answer(f->r, e, what, path);
+		else if (f->dir)
+			answer_listing(f);
+		else if (f->raw && res->exit_code == 0)
+			http_respond_json(f->r, f->status_ok,
+					  json_pack("{s:b}", "ok", 1));
+		else if (f->raw)
+			v1_error(f->r, 400, "invalid_request", "tar failed: %s",
+				 buf_cstr(&f->err));
+		else if (!strncmp(buf_cstr(&f->head), "OK", 2))
+			http_respond_empty(f->r, strstr(f->head.data, "created")
+							  ? 201 : 204);
+		else
+			v1_error(f->r, 500, "internal",
+				 "file operation ended without an answer");
+	}
+	file_release(f);
+}
+
+/* Check the path of the route and build the builtin's argv; NULL after
+ * answering the error. */
+static struct sandbox *file_target(struct api *a, struct http_req *r,
+				   struct route_match *m, char *rel, size_t cap)
+{
+	int v = path_beneath("/workspace", m->params[1], rel, cap);
+	if (v == PATH_OUTSIDE) {
+		v1_error(r, 403, "path_outside_workspace",
+			 "paths must stay inside /workspace");
+		return NULL;
+	}
+	if (v) {
+		v1_error(r, 400, "invalid_request", "not a valid path");
+		return NULL;
+	}
+	return v1_sandbox(a, r, m, true);
+}
+
+static struct v1_file *file_new(struct api *a, struct http_req *r)
+{
+	struct v1_file *f = calloc(1, sizeof(*f));
+	if (!f) {
+		v1_error(r, 500, "internal", "out of memory");
+		return NULL;
+	}
+	f->a = a;
+	f->r = r;
+	f->content_type = "application/octet-stream";
+	buf_init(&f->head, 64u << 20);
+	buf_init(&f->err, 64u << 10);
+	r->ctx = f;
+	r->on_close = file_req_closed;
+	return f;
+}
+
+static void run(struct v1_file *f, struct sandbox *sb,
+		struct exec_params *p, bool suspend)
+{
+	struct sbx_err err = {0};
+	p->on_output = file_output;
+	if (suspend)
+		http_suspend(f->r);
+	if (exec_submit(sb, NULL, p, file_done, f, &f->job, &err) < 0) {
+		struct exec_result res = {.failure = EXEC_NOT_STARTED};
+		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
+		file_done(&res, f);
+	}
+}
+
+void v1_file_get(struct api *a, struct http_req *r, struct route_match *m)
+{
+	char rel[4096];
+	struct sandbox *sb = file_target(a, r, m, rel, sizeof(rel));
+	if (!sb)
+		return;
+	struct v1_file *f = file_new(a, r);
+	if (!f)
+		return;
+	const char *argv[] = {"read", "/workspace", *rel ? rel : ".", NULL};
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true};
+	run(f, sb, &p, true);
+}
+
+void v1_file_delete(struct api *a, struct http_req *r, struct route_match *m)
+{
+	char rel[4096];
+	struct sandbox *sb = file_target(a, r, m, rel, sizeof(rel));
+	if (!sb)
+		return;
+	if (!*rel) {
+		v1_error(r, 403, "path_outside_workspace",
+			 "/workspace itself cannot be deleted");
+		return;
+	}
+	const char *rec = http_query(r, "recursive");
+	bool recursive = rec && (!strcmp(rec, "1") || !strcmp(rec, "true"));
+	struct v1_file *f = file_new(a, r);
+	if (!f)
+		return;
+	const char *argv[] = {"delete", "/workspace", rel,
+			      recursive ? "-r" : NULL, NULL};
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true};
+	run(f, sb, &p, true);
+}
+
+static size_t feed_body(struct http_req *r, const char *data, size_t len)
+{
+	struct v1_file *f = r->ctx;
+	if (!f->job || f->job_done)
+		return len; /* it ended (an error is on its way): swallow */
+	return exec_stdin_write(f->job, data, len);
+}
+
+static void body_ended(struct http_req *r)
+{
+	struct v1_file *f = r->ctx;
+	if (f->job && !f->job_done)
+		exec_stdin_close(f->job);
+}
+
+static void stdin_drained(void *ctx)
+{
+	struct v1_file *f = ctx;
+	if (f->r)
+		http_resume(f->r);
+}
+
+void v1_file_put(struct api *a, struct http_req *r, struct route_match *m)
+{
+	char rel[4096], len[32];
+	const char *cl = http_header(r, "Content-Length");
+	if (!cl) {
+		v1_error(r, 411, "invalid_request",
+			 "PUT needs a Content-Length (chunked uploads are not "
+			 "taken)");
+		return;
+	}
+	struct sandbox *sb = file_target(a, r, m, rel, sizeof(rel));
+	if (!sb)
+		return;
+	if (!*rel) {
+		v1_error(r, 400, "invalid_request", "a file path is needed");
+		return;
+	}
+	struct v1_file *f = file_new(a, r);
+	if (!f)
+		return;
+	snprintf(len, sizeof(len), "%llu", strtoull(cl, NULL, 10));
+	const char *argv[] = {"write", "/workspace", rel, len, NULL};
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
+				.stdin_stream = true,
+				.on_stdin_drain = stdin_drained,
+				.timeout_ms = EXEC_NO_TIMEOUT};
+	r->on_body = feed_body;
+	r->on_body_end = body_ended;
+	run(f, sb, &p, false);
+}
+
+void v1_persist(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	if (!sb)
+		return;
+	const char *ex = http_query(r, "excludes");
+	char *copy = ex ? strdup(ex) : NULL;
+	const char *argv[256] = {"tar", "-C", "/workspace", "-cf", "-"};
+	char *pats[240];
+	int n = 5, np = 0;
+	char *save = NULL;
+	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && np < 240;
+	     t = strtok_r(NULL, ",", &save)) {
+		char rel[4096];
+		if (path_beneath("/workspace", t, rel, sizeof(rel)) || !*rel)
+			continue;
+		if (asprintf(&pats[np], "--exclude=./%s", rel) < 0)
+			break;
+		argv[n++] = pats[np++];
+	}
+	argv[n++] = ".";
+	argv[n] = NULL;
+	struct v1_file *f = file_new(a, r);
+	if (f) {
+		f->raw = true;
+		f->content_type = "application/x-tar";
+		struct exec_params p = {.argv = argv, .detached = true,
+					.timeout_ms = EXEC_NO_TIMEOUT};
+		run(f, sb, &p, true);
+	}
+	for (int i = 0; i < np; i++)
+		free(pats[i]);
+	free(copy);
+}
+
+void v1_hydrate(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	if (!sb)
+		return;
+	struct v1_file *f = file_new(a, r);
+	if (!f)
+		return;
+	f->raw = true;
+	f->status_ok = 200;
+	/* the sandbox's root cannot chown: keep the files its own */
+	const char *argv[] = {"tar", "-C", "/workspace", "-xf", "-",
+			      "--no-same-owner", NULL};
+	struct exec_params p = {.argv = argv, .detached = true,
+				.stdin_stream = true,
+				.on_stdin_drain = stdin_drained,
+				.timeout_ms = EXEC_NO_TIMEOUT};
+	r->on_body = feed_body;
+	r->on_body_end = body_ended;
+	run(f, sb, &p, false);
+}

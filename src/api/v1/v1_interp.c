@@ -1,0 +1,438 @@
+/* /v1 code interpreter contexts (interp.h says what they are):
+ *
+ *   POST   /v1/sandbox/{id}/contexts      {language?, cwd?, env?} -> 201
+ *   GET    /v1/sandbox/{id}/contexts      -> {contexts: [...]}
+ *   GET    /v1/sandbox/{id}/contexts/{cid}
+ *   DELETE /v1/sandbox/{id}/contexts/{cid} -> 204
+ *   POST   /v1/sandbox/{id}/contexts/{cid}/run  {code, timeoutMs?}
+ *
+ * A run answers with server-sent events unless the client accepts only
+ * application/json (as exec does): "notice", "stdout", "stderr", "result",
+ * "error", then "done", each with JSON data, sent as the cell produces
+ * them. A client that goes away interrupts its cell. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "core/interp.h"
+#include "http/sse.h"
+#include "lib/log.h"
+#include "lib/path.h"
+#include "lib/util.h"
+
+#define KEEPALIVE_MS 15000
+
+static json_t *context_json(struct interp_ctx *c)
+{
+	struct interp_info i;
+	char created[32];
+	interp_get_info(c, &i);
+	iso8601_ms(i.created_ms, created, sizeof(created));
+	const char *status = i.busy ? "busy"
+			     : i.running ? "ready"
+			     : i.starting ? "starting"
+					  : "stopped";
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "id", i.id,
+			 "language", interp_lang_name(i.lang), "cwd", i.cwd,
+			 "status", status, "executionCount",
+			 (int)i.execution_count, "queued", (int)i.queued,
+			 "createdAt", created);
+}
+
+/* The context named by the route, or NULL after answering. */
+static struct interp_ctx *find(struct api *a, struct http_req *r,
+			       struct route_match *m, struct sandbox **sbp)
+{
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	if (!sb)
+		return NULL;
+	struct interp_ctx *c = interp_find(sb, m->params[1]);
+	if (!c)
+		v1_error(r, 404, "context_not_found", "no context %s",
+			 m->params[1]);
+	if (sbp)
+		*sbp = sb;
+	return c;
+}
+
+/* ---- create, list, delete ------------------------------------------------ */
+
+static void created(struct interp_ctx *c, enum interp_start st,
+		    const char *msg, void *arg)
+{
+	struct http_req *r = arg;
+	switch (st) {
+	case INTERP_STARTED:
+		http_respond_json(r, 201, context_json(c));
+		break;
+	case INTERP_UNAVAILABLE:
+		v1_error(r, 501, "language_unavailable", "%s", msg);
+		break;
+	case INTERP_BAD_CWD:
+		v1_error(r, 400, "invalid_request", "%s", msg);
+		break;
+	case INTERP_DELETED:
+		v1_error(r, 409, "conflict",
+			 "the context was deleted before it was ready");
+		break;
+	default:
+		v1_error(r, 500, "exec_failed", "%s", msg);
+	}
+}
+
+/* {"K": "V"} as "K=V" strings (freed with free_env). */
+static int parse_env(struct http_req *r, json_t *env, char ***out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (!env)
+		return 0;
+	if (!json_is_object(env)) {
+		v1_error(r, 400, "invalid_request", "env must be an object of strings");
+		return -1;
+	}
+	char **v = calloc(json_object_size(env) + 1, sizeof(char *));
+	if (!v) {
+		v1_error(r, 500, "internal", "out of memory");
+		return -1;
+	}
+	*out = v;
+	const char *k;
+	json_t *val;
+	json_object_foreach(env, k, val)
+	{
+		if (!json_is_string(val) || !*k || strchr(k, '=') ||
+		    strlen(k) > 4096) {
+			v1_error(r, 400, "invalid_request",
+				 "env.%.100s: a string value and a name without '='",
+				 k);
+			return -1;
+		}
+		if (asprintf(&v[*n], "%s=%s", k, json_string_value(val)) < 0) {
+			v[*n] = NULL;
+			v1_error(r, 500, "internal", "out of memory");
+			return -1;
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
+static void free_env(char **env, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(env[i]);
+	free(env);
+}
+
+void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sbx_err err = {0};
+	char cwd[4200], rel[4096], joined[8300];
+	char **env = NULL;
+	size_t envc = 0;
+	json_t *body = v1_body(r);
+	if (!body)
+		return;
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	struct session *sess = sb ? v1_session(r, sb) : NULL;
+	if (!sess)
+		goto out;
+	struct interp_opts o = {.lang = INTERP_PYTHON, .sess = sess};
+	json_t *lang = json_object_get(body, "language"),
+	       *c = json_object_get(body, "cwd");
+	if (lang && !json_is_null(lang) &&
+	    (!json_is_string(lang) ||
+	     interp_lang_parse(json_string_value(lang), &o.lang) < 0)) {
+		v1_error(r, 400, "invalid_request",
+			 "language must be \"python\", \"javascript\" or "
+			 "\"typescript\"");
+		goto out;
+	}
+	if (c && !json_is_null(c)) {
+		/* as exec's: relative to the session's cwd, and inside
+		 * /workspace */
+		if (!json_is_string(c)) {
+			v1_error(r, 400, "invalid_request", "cwd must be a string");
+			goto out;
+		}
+		const char *s = json_string_value(c);
+		snprintf(joined, sizeof(joined), "%s%s%s", s[0] == '/' ? "" : sess->cwd,
+			 s[0] == '/' ? "" : "/", s);
+		int v = path_beneath("/workspace", joined, rel, sizeof(rel));
+		if (v == PATH_OUTSIDE) {
+			v1_error(r, 403, "path_outside_workspace",
+				 "cwd must be inside /workspace");
+			goto out;
+		}
+		if (v) {
+			v1_error(r, 400, "invalid_request", "cwd is not a valid path");
+			goto out;
+		}
+		snprintf(cwd, sizeof(cwd), "/workspace%s%s", *rel ? "/" : "", rel);
+		o.cwd = cwd;
+	}
+	if (parse_env(r, json_object_get(body, "env"), &env, &envc) < 0)
+		goto out;
+	o.env = (const char *const *)env;
+	o.envc = envc;
+	http_suspend(r);
+	if (interp_create(sb, &o, created, r, NULL, &err) < 0) {
+		if (err.code == ENOSPC)
+			v1_error(r, 429, "limit", "%s", err.msg);
+		else
+			v1_error(r, 500, "internal", "%s", err.msg);
+	}
+out:
+	free_env(env, envc);
+	json_decref(body);
+}
+
+static void list_one(struct interp_ctx *c, void *data)
+{
+	json_array_append_new(data, context_json(c));
+}
+
+void v1_context_list(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	if (!sb)
+		return;
+	json_t *arr = json_array();
+	interp_foreach(sb, list_one, arr);
+	http_respond_json(r, 200, json_pack("{s:o}", "contexts", arr));
+}
+
+void v1_context_get(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct interp_ctx *c = find(a, r, m, NULL);
+	if (c)
+		http_respond_json(r, 200, context_json(c));
+}
+
+void v1_context_delete(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sandbox *sb;
+	struct interp_ctx *c = find(a, r, m, &sb);
+	if (!c)
+		return;
+	interp_delete(sb, m->params[1]);
+	http_respond_empty(r, 204);
+}
+
+/* ---- run ------------------------------------------------------------------ */
+
+struct v1_run {
+	struct http_req *r;
+	struct http_stream *s; /* SSE; NULL once the client is gone */
+	struct interp_cell *cell;
+	struct loop *loop;
+	struct loop_timer keepalive;
+	bool sse, done;
+	uint64_t cap, logged[3];
+	json_t *doc; /* the JSON answer, while it is built */
+};
+
+static void run_free(struct v1_run *e)
+{
+	loop_timer_stop(e->loop, &e->keepalive);
+	json_decref(e->doc);
+	free(e);
+}
+
+static void keepalive(struct loop_timer *t)
+{
+	struct v1_run *e = t->data;
+	if (e->s)
+		sse_comment(e->s, "keepalive");
+	loop_timer_start(e->loop, t, KEEPALIVE_MS);
+}
+
+/* One SSE event with data j (taken); returns the stream's pause flag. */
+static int event(struct v1_run *e, const char *name, json_t *j)
+{
+	char *data = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!e->s || !data) {
+		free(data);
+		return 0;
+	}
+	loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
+	int paused = sse_event(e->s, name, NULL, data);
+	free(data);
+	return paused;
+}
+
+static void run_notice(void *arg, const char *msg)
+{
+	struct v1_run *e = arg;
+	if (e->sse)
+		event(e, "notice", json_pack("{s:s}", "message", msg));
+	else
+		json_object_set_new(e->doc, "notice", json_string(msg));
+}
+
+static int run_output(void *arg, int fd, const char *text, size_t len)
+{
+	struct v1_run *e = arg;
+	const char *name = fd == 1 ? "stdout" : "stderr";
+	if (e->sse)
+		return event(e, name, json_pack("{s:s%}", "text", text, len));
+	/* JSON: the logs keep up to the daemon's output cap per stream */
+	if (e->logged[fd] + len > e->cap) {
+		json_object_set_new(e->doc, "truncated", json_true());
+		len = e->logged[fd] < e->cap ? (size_t)(e->cap - e->logged[fd]) : 0;
+		while (len && (text[len] & 0xc0) == 0x80) /* whole characters */
+			len--;
+	}
+	if (len) {
+		e->logged[fd] += len;
+		json_array_append_new(
+			json_object_get(json_object_get(e->doc, "logs"), name),
+			json_stringn(text, len));
+	}
+	return 0;
+}
+
+static int run_result(void *arg, json_t *bundle)
+{
+	struct v1_run *e = arg;
+	if (e->sse)
+		return event(e, "result", json_incref(bundle));
+	json_array_append(json_object_get(e->doc, "results"), bundle);
+	return 0;
+}
+
+static void run_error(void *arg, const struct interp_error *er)
+{
+	struct v1_run *e = arg;
+	json_t *j = json_pack("{s:s, s:s, s:O}", "name", er->name, "value",
+			      er->value, "traceback", er->traceback);
+	if (e->sse)
+		event(e, "error", j);
+	else
+		json_object_set_new(e->doc, "error", j);
+}
+
+static void run_done(void *arg, const struct interp_done *d)
+{
+	struct v1_run *e = arg;
+	e->done = true;
+	e->cell = NULL;
+	json_t *j = json_pack("{s:i, s:b, s:b, s:b}", "executionCount",
+			      (int)d->execution_count, "timedOut", d->timed_out,
+			      "restarted", d->restarted, "stateLost",
+			      d->state_lost);
+	if (e->sse) {
+		json_object_set_new(j, "error", json_boolean(d->error));
+		event(e, "done", j);
+		if (e->s)
+			http_stream_end(e->s);
+		return; /* freed when the stream closes */
+	}
+	json_object_update(e->doc, j);
+	json_decref(j);
+	http_respond_json(e->r, 200, json_incref(e->doc));
+	run_free(e);
+}
+
+static const struct interp_cell_cbs run_cbs = {
+	.on_notice = run_notice,
+	.on_output = run_output,
+	.on_result = run_result,
+	.on_error = run_error,
+	.on_done = run_done,
+};
+
+static void run_drained(void *arg)
+{
+	struct v1_run *e = arg;
+	if (e->cell)
+		interp_cell_resume(e->cell);
+}
+
+static void run_closed(void *arg)
+{
+	struct v1_run *e = arg;
+	e->s = NULL;
+	if (!e->done && e->cell)
+		interp_cell_cancel(e->cell); /* nobody to tell: interrupted */
+	run_free(e);
+}
+
+void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sbx_err err = {0};
+	json_t *body = v1_body(r);
+	if (!body)
+		return;
+	struct interp_ctx *c = find(a, r, m, NULL);
+	json_t *code = json_object_get(body, "code"),
+	       *to = json_object_get(body, "timeoutMs");
+	uint64_t timeout = a->m->cfg->exec_timeout_ms;
+	if (!c)
+		goto out;
+	if (!json_is_string(code)) {
+		v1_error(r, 400, "invalid_request", "code must be a string");
+		goto out;
+	}
+	if (to && !json_is_null(to)) {
+		if (!json_is_integer(to) || json_integer_value(to) <= 0) {
+			v1_error(r, 400, "invalid_request",
+				 "timeoutMs must be a positive integer");
+			goto out;
+		}
+		timeout = (uint64_t)json_integer_value(to);
+	}
+	struct v1_run *e = calloc(1, sizeof(*e));
+	if (!e) {
+		v1_error(r, 500, "internal", "out of memory");
+		goto out;
+	}
+	e->r = r;
+	e->loop = a->m->loop;
+	e->sse = !v1_wants_json(r);
+	e->cap = a->m->cfg->max_output;
+	e->keepalive = (struct loop_timer){.cb = keepalive, .data = e};
+	if (e->sse) {
+		e->s = http_respond_stream(r, 200, "text/event-stream",
+					   HTTP_SIZE_UNKNOWN, sse_headers);
+		if (!e->s) {
+			free(e);
+			goto out;
+		}
+		loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
+	} else {
+		e->doc = json_pack("{s:[], s:{s:[], s:[]}, s:n, s:i, s:b, s:b, "
+				   "s:b, s:n, s:b}",
+				   "results", "logs", "stdout", "stderr", "error",
+				   "executionCount", 0, "timedOut", 0,
+				   "restarted", 0, "stateLost", 0, "notice",
+				   "truncated", 0);
+		http_suspend(r);
+	}
+	if (interp_run(c, json_string_value(code), json_string_length(code),
+		       timeout, &run_cbs, e, &e->cell, &err) < 0) {
+		if (e->sse) {
+			event(e, "error",
+			      json_pack("{s:s, s:s, s:[]}", "name",
+					"InvalidRequest", "value", err.msg,
+					"traceback"));
+			e->done = true;
+			http_stream_end(e->s);
+			http_stream_set_cbs(e->s, NULL, run_closed, e);
+		} else {
+			v1_error(r, err.code == EINVAL ? 400 : 500,
+				 err.code == EINVAL ? "invalid_request" : "internal",
+				 "%s", err.msg);
+			run_free(e);
+		}
+		goto out;
+	}
+	if (e->sse)
+		http_stream_set_cbs(e->s, run_drained, run_closed, e);
+out:
+	json_decref(body);
+}

@@ -1,0 +1,179 @@
+/* /v1 background processes (see process.h for what they are). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+#include "core/process.h"
+#include "http/sse.h"
+#include "lib/util.h"
+
+#define KILL_GRACE_MS 5000
+
+static json_t *process_json(const struct process *p)
+{
+	char st[32], en[32];
+	iso8601_ms(p->start_ms, st, sizeof(st));
+	json_t *j = json_pack("{s:s, s:i, s:s, s:s, s:s}", "id", p->id, "pid",
+			      p->pid, "command", p->command, "status",
+			      process_status_name(p->status), "startTime", st);
+	if (p->ended) {
+		iso8601_ms(p->end_ms, en, sizeof(en));
+		json_object_set_new(j, "endTime", json_string(en));
+		json_object_set_new(j, "exitCode", json_integer(p->exit_code));
+		if (p->error[0])
+			json_object_set_new(j, "error", json_string(p->error));
+	}
+	return j;
+}
+
+static void started(struct process *p, void *ctx)
+{
+	struct http_req *r = ctx;
+	if (p->ended && p->error[0])
+		v1_error(r, 500, "exec_failed", "%s", p->error);
+	else
+		http_respond_json(r, 201, process_json(p));
+}
+
+void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sbx_err err = {0};
+	struct sandbox *sb;
+	struct session *sess;
+	struct exec_params p;
+	struct v1_hold hold;
+	json_t *body = v1_exec_request(a, r, m, &sb, &sess, &p, &hold);
+	if (!body)
+		return;
+	json_t *pid = json_object_get(body, "processId");
+	const char *id = NULL;
+	if (pid) {
+		id = json_is_string(pid) ? json_string_value(pid) : NULL;
+		size_t l = id ? strlen(id) : 0;
+		bool ok = l > 0 && l <= 128;
+		for (size_t i = 0; ok && i < l; i++)
+			ok = (id[i] >= 'a' && id[i] <= 'z') ||
+			     (id[i] >= 'A' && id[i] <= 'Z') ||
+			     (id[i] >= '0' && id[i] <= '9') || id[i] == '-' ||
+			     id[i] == '_' || id[i] == '.';
+		if (!ok) {
+			v1_error(r, 400, "invalid_request",
+				 "processId: 1-128 of [A-Za-z0-9._-]");
+			goto out;
+		}
+	}
+	/* what the list shows: the shell command, or argv joined */
+	struct buf disp;
+	buf_init(&disp, 4096);
+	if (p.command)
+		buf_append(&disp, p.command, strlen(p.command));
+	for (size_t i = 0; p.argv && p.argv[i]; i++)
+		buf_printf(&disp, "%s%s", i ? " " : "", p.argv[i]);
+	struct process *proc;
+	http_suspend(r);
+	int rc = process_start(sb, sess, id, &p, buf_cstr(&disp), started, r,
+			       &proc, &err);
+	buf_free(&disp);
+	if (rc < 0) {
+		if (err.code == EEXIST)
+			v1_error(r, 409, "process_exists", "%s", err.msg);
+		else
+			v1_error(r, 500, "internal", "%s", err.msg);
+	}
+out:
+	v1_exec_params_free(&hold);
+	json_decref(body);
+}
+
+void v1_process_list(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	if (!sb)
+		return;
+	json_t *arr = json_array();
+	for (struct process *p = sb->procs; p; p = p->next)
+		if (p->id[0])
+			json_array_append_new(arr, process_json(p));
+	http_respond_json(r, 200, json_pack("{s:o}", "processes", arr));
+}
+
+static struct process *find(struct api *a, struct http_req *r,
+			    struct route_match *m)
+{
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	if (!sb)
+		return NULL;
+	struct process *p = process_find(sb, m->params[1]);
+	if (!p)
+		v1_error(r, 404, "process_not_found", "no process %s",
+			 m->params[1]);
+	return p;
+}
+
+void v1_process_get(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct process *p = find(a, r, m);
+	if (p)
+		http_respond_json(r, 200, process_json(p));
+}
+
+void v1_process_kill(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct process *p = find(a, r, m);
+	if (!p)
+		return;
+	if (!p->ended)
+		process_kill(p, KILL_GRACE_MS);
+	json_t *j = process_json(p);
+	if (!p->ended)
+		json_object_set_new(j, "status", json_string("killing"));
+	http_respond_json(r, 200, j);
+}
+
+void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct process *p = find(a, r, m);
+	if (!p)
+		return;
+	struct buf out, err;
+	buf_init(&out, 0);
+	buf_init(&err, 0);
+	process_logs(p, &out, &err);
+	http_respond_json(r, 200,
+			  json_pack("{s:o, s:o, s:b, s:I, s:I}", "stdout",
+				    json_bytes(out.data, out.len), "stderr",
+				    json_bytes(err.data, err.len), "truncated",
+				    p->log_dropped, "cursorStart",
+				    (json_int_t)p->log_start, "cursorEnd",
+				    (json_int_t)p->log_end));
+	buf_free(&out);
+	buf_free(&err);
+}
+
+void v1_process_stream(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct process *p = find(a, r, m);
+	if (!p)
+		return;
+	const char *c = http_query(r, "cursor");
+	if (!c)
+		c = http_header(r, "Last-Event-ID");
+	char *end = NULL;
+	unsigned long long cursor = c ? strtoull(c, &end, 10) : 0;
+	if (c && (*end || !*c || *c == '-' || *c == '+' || *c == ' ')) {
+		v1_error(r, 400, "invalid_request", "cursor must be a number");
+		return;
+	}
+	struct http_stream *s = http_respond_stream(
+		r, 200, "text/event-stream", HTTP_SIZE_UNKNOWN, sse_headers);
+	if (s)
+		process_watch(p, s, cursor);
+}
+
+void v1_process_stdin(struct api *a, struct http_req *r, struct route_match *m)
+{
+	struct process *p = find(a, r, m);
+	if (p)
+		process_stdin(p, r, r->body.data ? r->body.data : "", r->body.len);
+}

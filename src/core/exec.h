@@ -1,0 +1,88 @@
+/* Running one command in a sandbox: pipes made by the daemon, one SPAWN to
+ * init, output read by the event loop into capped buffers, a timer for the
+ * timeout (which kills the command's whole cgroup), the exit from init.
+ * The job ends when the command has exited and its output is closed (or it
+ * was killed); then the done callback runs once and the job is freed. */
+#ifndef SBX_EXEC_H
+#define SBX_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/manager.h"
+#include "lib/buf.h"
+
+#define EXEC_NO_TIMEOUT UINT64_MAX
+
+struct exec_params {
+	const char *command;            /* a shell command (bash -c), or */
+	const char *const *argv;        /* argv, NULL-terminated */
+	bool builtin;                   /* argv is a runtime/builtin.c op */
+	bool detached;                  /* a background process: runs beside
+					   the session's commands, not after */
+	const char *const *env;         /* extra "KEY=VALUE", or NULL */
+	size_t envc;
+	const char *cwd;                /* NULL: the session's */
+	uint64_t timeout_ms;            /* 0: the daemon's default */
+	uint64_t max_output;            /* 0: the daemon's default */
+	const char *stdin_data;         /* written, then stdin closes */
+	size_t stdin_len;
+	bool stdin_stream;              /* fed with exec_stdin_write */
+	/* Streaming: output goes here instead of the result's buffers;
+	 * return 1 to pause reading that stream until exec_resume_output. */
+	int (*on_output)(void *ctx, int fd, const char *data, size_t len);
+	void (*on_stdin_drain)(void *ctx); /* stdin can take more */
+	void (*on_started)(void *ctx, int pid); /* init forked it */
+};
+
+enum exec_failure {
+	EXEC_OK = 0,
+	EXEC_TIMEOUT,      /* killed at its timeout */
+	EXEC_NOT_STARTED,  /* could not be started: msg says why */
+	EXEC_STOPPED,      /* the sandbox stopped under it */
+	EXEC_CANCELLED,    /* exec_cancel */
+};
+
+struct exec_result {
+	enum exec_failure failure;
+	char msg[600];
+	int exit_code;      /* exit status, or 128 + signal */
+	int signo;          /* 0 unless killed by a signal */
+	int pid;            /* in the sandbox; 0 until it ran */
+	struct buf out, err;
+	uint64_t start_wall_ms, duration_ms;
+};
+
+struct exec_job;
+typedef void (*exec_done_cb)(const struct exec_result *res, void *ctx);
+
+/* Queue a command in a session (NULL: default). done runs exactly once,
+ * possibly before exec_submit returns; the job is freed right after it.
+ * *out (may be NULL) gets the job, valid until done runs. */
+int exec_submit(struct sandbox *sb, struct session *sess,
+		const struct exec_params *p, exec_done_cb done, void *ctx,
+		struct exec_job **out, struct sbx_err *err);
+void exec_resume_output(struct exec_job *j);
+/* Feed stdin without blocking; returns bytes taken (less: on_stdin_drain
+ * follows when more fits). */
+size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len);
+void exec_stdin_close(struct exec_job *j);
+/* Whether stdin can still take bytes (false once closed or broken: the
+ * command stopped reading). */
+bool exec_stdin_open(const struct exec_job *j);
+/* Signal the command's main process, or every process of its tree. */
+int exec_signal(struct exec_job *j, int signo);
+int exec_signal_tree(struct exec_job *j, int signo);
+/* Kill the command's whole tree; done follows with EXEC_CANCELLED unless
+ * it had ended already. */
+void exec_cancel(struct exec_job *j);
+int exec_pid(const struct exec_job *j);
+
+/* Manager hooks: messages from init, and a sandbox going away. */
+void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
+		     const char *what);
+void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
+		  const char *what);
+void exec_fail_all(struct sandbox *sb, enum exec_failure f, const char *why);
+
+#endif

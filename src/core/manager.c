@@ -1,0 +1,489 @@
+/* Sandboxes known to the daemon, in a hash table keyed by (tenant, id),
+ * loaded from the registry at start. A sandbox's host uid range comes from
+ * its slot, which the registry keeps for its whole life: its files on disk
+ * are owned by that range, so the range must not change across restarts,
+ * and no two live sandboxes ever share one. */
+#include "core/manager.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "core/exec.h"
+#include "core/process.h"
+#include "core/registry.h"
+#include "lib/buf.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "runtime/userns.h"
+
+#define NBUCKETS 16384
+#define MAX_SLOTS 65536u
+
+static size_t hash(const char *tenant, const char *id)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (const char *p = tenant; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *p = id; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	return (size_t)(h % NBUCKETS);
+}
+
+struct sandbox *manager_find(struct manager *m, const char *tenant,
+			     const char *id)
+{
+	for (struct sandbox *sb = m->buckets[hash(tenant, id)]; sb;
+	     sb = sb->hnext)
+		if (!strcmp(sb->id, id) && !strcmp(sb->tenant, tenant))
+			return sb;
+	return NULL;
+}
+
+static struct sandbox *add(struct manager *m, const char *tenant,
+			   const char *id, uint32_t slot)
+{
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return NULL;
+	sb->tenant = strdup(tenant);
+	sb->id = strdup(id);
+	sb->sessions = session_new("default", NULL, NULL, 0);
+	if (!sb->tenant || !sb->id || !sb->sessions) {
+		free(sb->tenant);
+		free(sb->id);
+		session_free(sb->sessions);
+		free(sb);
+		return NULL;
+	}
+	sb->m = m;
+	sb->slot = slot;
+	sb->base = m->cfg->uid_base + slot * USERNS_RANGE;
+	snprintf(sb->name, sizeof(sb->name), "s%u", slot);
+	sb->proc.sock = sb->proc.pidfd = -1;
+	m->slots[slot] = 1;
+	size_t h = hash(tenant, id);
+	sb->hnext = m->buckets[h];
+	m->buckets[h] = sb;
+	m->count++;
+	return sb;
+}
+
+static void unlink_sandbox(struct manager *m, struct sandbox *sb)
+{
+	for (struct sandbox **p = &m->buckets[hash(sb->tenant, sb->id)]; *p;
+	     p = &(*p)->hnext)
+		if (*p == sb) {
+			*p = sb->hnext;
+			break;
+		}
+	m->slots[sb->slot] = 0;
+	m->count--;
+	process_free_all(sb);
+	for (size_t i = 0; i < sb->envc; i++)
+		free(sb->env[i]);
+	free(sb->env);
+	free(sb->labels);
+	while (sb->sessions) {
+		struct session *s = sb->sessions;
+		sb->sessions = s->next;
+		session_free(s);
+	}
+	free(sb->tenant);
+	free(sb->id);
+	free(sb);
+}
+
+/* The sandbox's own env and labels, and its default session's env. */
+static int set_env_labels(struct sandbox *sb, const char *const *env,
+			  size_t envc, const char *labels)
+{
+	if (envc) {
+		sb->env = calloc(envc + 1, sizeof(char *));
+		if (!sb->env)
+			return -ENOMEM;
+		for (size_t i = 0; i < envc; i++) {
+			if (!(sb->env[i] = strdup(env[i])))
+				return -ENOMEM;
+			sb->envc++;
+			if (session_setenv(sb->sessions, env[i]) < 0)
+				return -ENOMEM;
+		}
+	}
+	if (labels && !(sb->labels = strdup(labels)))
+		return -ENOMEM;
+	return 0;
+}
+
+static int load_row(const struct registry_row *row, void *data)
+{
+	struct manager *m = data;
+	if (row->slot >= m->nslots || m->slots[row->slot]) {
+		log_error("registry: sandbox %s has bad slot %u; skipped", row->id,
+			  row->slot);
+		return 0;
+	}
+	struct sandbox *sb = add(m, row->tenant, row->id, row->slot);
+	if (!sb)
+		return -ENOMEM;
+	sb->limits = row->limits;
+	sb->disk_bytes = row->disk_bytes;
+	sb->created_ms = row->created_ms;
+	sb->last_active_ms = row->last_active_ms;
+	sb->sleep_after_ms = row->sleep_after_ms;
+	sb->keep_alive = row->keep_alive != 0;
+	/* env comes back as "K=V\0K=V\0" */
+	const char *e = row->env, *end = row->env ? row->env + row->env_len : NULL;
+	size_t n = 0;
+	for (const char *p = e; p && p < end; p += strlen(p) + 1)
+		n++;
+	const char **env = calloc(n + 1, sizeof(char *));
+	if (!env)
+		return -ENOMEM;
+	n = 0;
+	for (const char *p = e; p && p < end && memchr(p, '\0', (size_t)(end - p));
+	     p += strlen(p) + 1)
+		env[n++] = p;
+	int r = set_env_labels(sb, env, n, row->labels);
+	free(env);
+	return r;
+}
+
+int manager_create(struct manager *m, const char *tenant, const char *id,
+		   const struct sandbox_opts *opts, struct sandbox **out,
+		   struct sbx_err *err)
+{
+	static const struct sandbox_opts none;
+	if (!opts)
+		opts = &none;
+	if (manager_find(m, tenant, id))
+		return sbx_err_set(err, EEXIST, "sandbox %s exists", id);
+	uint32_t slot = 0;
+	while (slot < m->nslots && m->slots[slot])
+		slot++;
+	if (slot == m->nslots)
+		return sbx_err_set(err, ENOSPC, "no free uid range for a sandbox");
+	struct sandbox *sb = add(m, tenant, id, slot);
+	if (!sb)
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	sb->limits = opts->limits;
+	sb->disk_bytes = opts->disk_bytes;
+	sb->sleep_after_ms = opts->sleep_after_ms;
+	sb->keep_alive = opts->keep_alive;
+	sb->created_ms = sb->last_active_ms = now_wall_ms();
+	struct buf envblob;
+	buf_init(&envblob, 0);
+	int r = set_env_labels(sb, opts->env, opts->envc, opts->labels);
+	for (size_t i = 0; r == 0 && i < opts->envc; i++)
+		r = buf_append(&envblob, opts->env[i], strlen(opts->env[i]) + 1);
+	if (r < 0) {
+		buf_free(&envblob);
+		unlink_sandbox(m, sb);
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	}
+	struct registry_row row = {.tenant = tenant, .id = id, .slot = slot,
+				   .created_ms = sb->created_ms,
+				   .last_active_ms = sb->last_active_ms,
+				   .limits = sb->limits,
+				   .disk_bytes = sb->disk_bytes,
+				   .sleep_after_ms = sb->sleep_after_ms,
+				   .keep_alive = sb->keep_alive,
+				   .env = envblob.data, .env_len = envblob.len,
+				   .labels = opts->labels};
+	r = registry_insert(m->reg, &row, err);
+	buf_free(&envblob);
+	if (r < 0) {
+		unlink_sandbox(m, sb);
+		return r;
+	}
+	log_info("sandbox=%s event=created slot=%u uid=%u", id, slot,
+		 (unsigned)sb->base);
+	*out = sb;
+	return 0;
+}
+
+int manager_get(struct manager *m, const char *tenant, const char *id,
+		struct sandbox **out, struct sbx_err *err)
+{
+	*out = manager_find(m, tenant, id);
+	if (*out)
+		return 0;
+	return manager_create(m, tenant, id, NULL, out, err);
+}
+
+void sandbox_touch(struct sandbox *sb)
+{
+	sb->last_active_ms = now_wall_ms();
+}
+
+int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
+			const char *const *env, size_t envc,
+			struct session **out)
+{
+	if (sandbox_session(sb, id))
+		return -EEXIST;
+	struct session *s = session_new(id, cwd, NULL, 0);
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < sb->envc; i++)
+		if (session_setenv(s, sb->env[i]) < 0)
+			goto nomem;
+	for (size_t i = 0; i < envc; i++)
+		if (session_setenv(s, env[i]) < 0)
+			goto nomem;
+	/* after the default session, which stays first */
+	s->next = sb->sessions->next;
+	sb->sessions->next = s;
+	*out = s;
+	return 0;
+nomem:
+	session_free(s);
+	return -ENOMEM;
+}
+
+int sandbox_session_delete(struct sandbox *sb, const char *id)
+{
+	for (struct session **p = &sb->sessions->next; *p; p = &(*p)->next) {
+		struct session *s = *p;
+		if (strcmp(s->id, id))
+			continue;
+		if (s->running || s->queue_head)
+			return -EBUSY;
+		*p = s->next;
+		session_free(s);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+void manager_foreach(struct manager *m,
+		     void (*fn)(struct sandbox *sb, void *data), void *data)
+{
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b], *next; sb; sb = next) {
+			next = sb->hnext;
+			fn(sb, data);
+		}
+}
+
+struct session *sandbox_session(struct sandbox *sb, const char *id)
+{
+	if (!id)
+		return sb->sessions;
+	for (struct session *s = sb->sessions; s; s = s->next)
+		if (!strcmp(s->id, id))
+			return s;
+	return NULL;
+}
+
+static void on_init_msg(struct loop_watch *w, uint32_t events)
+{
+	struct sandbox *sb = w->data;
+	char buf[1024];
+	(void)events;
+	for (;;) {
+		struct proto_hdr h;
+		const void *payload;
+		int fds[PROTO_MAX_FDS];
+		size_t nfds;
+		int r = proto_recv(sb->proc.sock, buf, sizeof(buf), &h, &payload,
+				   fds, &nfds);
+		if (r == -EAGAIN)
+			return;
+		for (size_t i = 0; i < nfds; i++)
+			close(fds[i]); /* init never sends fds */
+		if (r <= 0) {
+			/* init is gone; its pidfd says so too, and stops us */
+			loop_del(sb->m->loop, w);
+			return;
+		}
+		struct proto_status st;
+		if (h.len != sizeof(st))
+			continue;
+		memcpy(&st, payload, sizeof(st));
+		st.what[sizeof(st.what) - 1] = '\0';
+		switch (h.type) {
+		case PROTO_READY:
+			sb->state = SB_RUNNING;
+			log_info("sandbox=%s event=ready", sb->id);
+			break;
+		case PROTO_FAILED: {
+			char why[300];
+			snprintf(why, sizeof(why), "sandbox could not be started: %s",
+				 st.what);
+			log_error("sandbox=%s event=start-failed %s", sb->id, st.what);
+			sandbox_stop(sb, why);
+			return; /* the watch is gone */
+		}
+		case PROTO_SPAWNED:
+			exec_on_spawned(sb, h.id, st.pid, st.err, st.what);
+			break;
+		case PROTO_EXIT:
+			exec_on_exit(sb, h.id, st.status, st.err, st.what);
+			break;
+		}
+	}
+}
+
+static void on_init_exit(struct loop_watch *w, uint32_t events)
+{
+	struct sandbox *sb = w->data;
+	(void)events;
+	log_warn("sandbox=%s event=init-exited", sb->id);
+	sandbox_stop(sb, "the sandbox's init exited");
+}
+
+int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
+{
+	struct manager *m = sb->m;
+	if (sb->state != SB_STOPPED)
+		return 0;
+	/* a limit the sandbox was not created with follows the daemon's
+	 * current default */
+	const struct cgroup_limits *d = &m->cfg->limits;
+	struct cgroup_limits lim = {
+		.memory_bytes = sb->limits.memory_bytes ?: d->memory_bytes,
+		.pids = sb->limits.pids ?: d->pids,
+		.cpu_millis = sb->limits.cpu_millis ?: d->cpu_millis,
+	};
+	int r = runtime_start(m->rt, sb->name, sb->base, &lim,
+			      sb->disk_bytes ?: m->cfg->disk_bytes, &sb->proc, err);
+	if (r < 0) {
+		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
+		return r;
+	}
+	sb->sock_w = (struct loop_watch){.fd = sb->proc.sock, .cb = on_init_msg,
+					 .data = sb};
+	sb->pid_w = (struct loop_watch){.fd = sb->proc.pidfd, .cb = on_init_exit,
+					.data = sb};
+	loop_add(m->loop, &sb->sock_w, EPOLLIN);
+	loop_add(m->loop, &sb->pid_w, EPOLLIN);
+	sb->state = SB_STARTING;
+	log_info("sandbox=%s event=started pid=%d", sb->id, sb->proc.init_pid);
+	return 0;
+}
+
+void sandbox_stop(struct sandbox *sb, const char *why)
+{
+	struct manager *m = sb->m;
+	if (sb->state == SB_STOPPED)
+		return;
+	loop_del(m->loop, &sb->sock_w);
+	loop_del(m->loop, &sb->pid_w);
+	/* init's death takes the whole pid namespace with it; reaping it
+	 * waits for that, so the pipes below are at their end */
+	runtime_kill(&sb->proc);
+	runtime_reap(&sb->proc);
+	sb->state = SB_STOPPED;
+	exec_fail_all(sb, EXEC_STOPPED, why);
+	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
+	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id, why);
+}
+
+int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
+{
+	struct manager *m = sb->m;
+	sandbox_stop(sb, "sandbox destroyed");
+	int r = runtime_remove_files(m->rt, sb->name, err);
+	int r2 = registry_delete(m->reg, sb->tenant, sb->id, r ? NULL : err);
+	log_info("sandbox=%s event=destroyed", sb->id);
+	unlink_sandbox(m, sb);
+	return r ? r : r2;
+}
+
+static void cron(struct loop_timer *t)
+{
+	struct manager *m = t->data;
+	uint64_t now = now_wall_ms();
+	for (size_t b = 0; b < m->nbuckets; b++) {
+		for (struct sandbox *sb = m->buckets[b], *next; sb; sb = next) {
+			next = sb->hnext;
+			if (sb->state == SB_STOPPED)
+				continue;
+			uint64_t idle_ms = sb->sleep_after_ms ? sb->sleep_after_ms
+							       : m->cfg->sleep_after_ms;
+			if (!sb->busy && !sb->keep_alive &&
+			    now - sb->last_active_ms >= idle_ms) {
+				sandbox_stop(sb, "idle");
+				continue;
+			}
+			if (sb->proc.cg)
+				cgroup_sandbox_reclaim(sb->proc.cg);
+		}
+	}
+	runtime_collect(m->rt);
+	uint64_t tick = m->cfg->sleep_after_ms < 2000 ? 100 : 1000;
+	loop_timer_start(m->loop, &m->cron, tick);
+}
+
+/* The store's size when it is first made: by default 90% of what is free
+ * where the state dir is, so sandboxes can never fill the host's disk. */
+static uint64_t store_size(const struct config *cfg)
+{
+	struct statvfs sv;
+	if (cfg->store_bytes != UINT64_MAX)
+		return cfg->store_bytes;
+	if (statvfs(cfg->state_dir, &sv) < 0)
+		return 0;
+	uint64_t free_bytes = (uint64_t)sv.f_bavail * sv.f_frsize;
+	return free_bytes / 10 * 9;
+}
+
+int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
+		struct sbx_err *err)
+{
+	struct manager *m = calloc(1, sizeof(*m));
+	int r;
+	if (!m)
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	m->cfg = cfg;
+	m->loop = loop;
+	m->nbuckets = NBUCKETS;
+	m->nslots = (uint32_t)((0xfffffffeull - cfg->uid_base) / USERNS_RANGE);
+	if (m->nslots > MAX_SLOTS)
+		m->nslots = MAX_SLOTS;
+	m->buckets = calloc(NBUCKETS, sizeof(*m->buckets));
+	m->slots = calloc(m->nslots ? m->nslots : 1, 1);
+	if (!m->buckets || !m->slots) {
+		r = sbx_err_set(err, ENOMEM, "out of memory");
+		goto fail;
+	}
+	if ((r = runtime_new(cfg->state_dir, store_size(cfg), &m->rt, err)))
+		goto fail;
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
+	if ((r = registry_open(path, &m->reg, err)) ||
+	    (r = registry_load(m->reg, load_row, m, err)))
+		goto fail;
+	m->cron.cb = cron;
+	m->cron.data = m;
+	loop_timer_start(loop, &m->cron, 1000);
+	*out = m;
+	return 0;
+fail:
+	manager_free(m);
+	return r;
+}
+
+void manager_free(struct manager *m)
+{
+	if (!m)
+		return;
+	loop_timer_stop(m->loop, &m->cron);
+	for (size_t b = 0; m->buckets && b < m->nbuckets; b++) {
+		while (m->buckets[b]) {
+			struct sandbox *sb = m->buckets[b];
+			sandbox_stop(sb, "daemon shutting down");
+			unlink_sandbox(m, sb);
+		}
+	}
+	registry_close(m->reg);
+	runtime_free(m->rt);
+	free(m->buckets);
+	free(m->slots);
+	free(m);
+}

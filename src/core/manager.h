@@ -1,0 +1,106 @@
+/* The sandbox manager: every known sandbox (from the registry), its state
+ * and lifecycle (lazy start, idle stop, destroy), its sessions, and the
+ * messages from its init. Protocol-free: the API files call into it. */
+#ifndef SBX_MANAGER_H
+#define SBX_MANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "lib/loop.h"
+#include "core/session.h"
+#include "lib/err.h"
+#include "runtime/runtime.h"
+
+struct registry;
+struct exec_job;
+struct process;
+
+/* What a sandbox is created with; zeros take the daemon's defaults. */
+struct sandbox_opts {
+	struct cgroup_limits limits;
+	uint64_t disk_bytes;
+	uint64_t sleep_after_ms;
+	bool keep_alive;
+	const char *const *env; /* "K=V" */
+	size_t envc;
+	const char *labels;     /* JSON text */
+};
+
+enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
+
+struct sandbox {
+	struct manager *m;
+	char *tenant, *id;
+	char name[16];          /* "s<slot>": its dir and cgroup name */
+	uint32_t slot;
+	uid_t base;             /* host uid of its root */
+	enum sandbox_state state;
+	struct sandbox_proc proc;
+	struct loop_watch sock_w, pid_w;
+	struct cgroup_limits limits;          /* 0: the daemon's default */
+	uint64_t sleep_after_ms;              /* 0: the daemon's default */
+	uint64_t disk_bytes;                  /* 0: the daemon's default */
+	bool keep_alive;                      /* never stopped for idleness */
+	char **env;                           /* "K=V" for every command */
+	size_t envc;
+	char *labels;                         /* JSON text, or NULL */
+	struct process *procs;                /* background processes */
+	unsigned nprocs;
+	uint64_t created_ms, last_active_ms; /* wall clock */
+	struct session *sessions;            /* first: the default session */
+	struct exec_job *jobs;               /* sent to init, not yet ended */
+	unsigned busy;                       /* jobs queued or running */
+	struct sandbox *hnext;
+};
+
+struct manager {
+	struct config *cfg;
+	struct loop *loop;
+	struct runtime *rt;
+	struct registry *reg;
+	struct sandbox **buckets;
+	size_t nbuckets, count;
+	uint8_t *slots; /* 1 = taken */
+	uint32_t nslots;
+	uint64_t next_job_id;
+	struct loop_timer cron;
+};
+
+int manager_new(struct config *cfg, struct loop *loop,
+		struct manager **out, struct sbx_err *err);
+/* Stop every sandbox (files kept) and free everything. */
+void manager_free(struct manager *m);
+
+struct sandbox *manager_find(struct manager *m, const char *tenant,
+			     const char *id);
+/* Register a new sandbox (not started). -EEXIST if it exists. */
+int manager_create(struct manager *m, const char *tenant, const char *id,
+		   const struct sandbox_opts *opts, struct sandbox **out,
+		   struct sbx_err *err);
+/* Find, or create with defaults. */
+int manager_get(struct manager *m, const char *tenant, const char *id,
+		struct sandbox **out, struct sbx_err *err);
+/* Start it if it is stopped (returns at once; init finishes setup on its
+ * own and queued commands run after). */
+int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err);
+/* Stop: every process ends, files stay. Pending commands fail with why. */
+void sandbox_stop(struct sandbox *sb, const char *why);
+/* Stop, delete files and registry entry, free sb. */
+int sandbox_destroy(struct sandbox *sb, struct sbx_err *err);
+void sandbox_touch(struct sandbox *sb);
+/* The session by id (NULL id: the default one), or NULL. */
+struct session *sandbox_session(struct sandbox *sb, const char *id);
+/* A new session with the sandbox's environment plus env; NULL cwd:
+ * /workspace. -EEXIST when id is taken. */
+int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
+			const char *const *env, size_t envc,
+			struct session **out);
+/* -EBUSY while it runs a command; the default session cannot go. */
+int sandbox_session_delete(struct sandbox *sb, const char *id);
+/* Iterate over all sandboxes. */
+void manager_foreach(struct manager *m,
+		     void (*fn)(struct sandbox *sb, void *data), void *data);
+
+#endif

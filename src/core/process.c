@@ -1,0 +1,387 @@
+#include "core/process.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/sse.h"
+#include "lib/log.h"
+#include "lib/util.h"
+
+#define MAX_ENDED 256 /* finished processes remembered per sandbox */
+
+struct process_watch {
+	struct process *p;
+	struct http_stream *s;
+	uint64_t cursor;
+	bool exit_sent;
+	struct process_watch *next;
+};
+
+const char *process_status_name(enum process_status s)
+{
+	static const char *const names[] = {"running", "completed", "failed",
+					    "killed"};
+	return names[s];
+}
+
+static void watch_pump(struct process_watch *w);
+
+static void log_add(struct process *p, int fd, const char *data, size_t len)
+{
+	uint64_t cap = p->sb->m->cfg->max_output;
+	struct log_chunk *c = malloc(sizeof(*c) + len);
+	if (!c)
+		return;
+	c->next = NULL;
+	c->start = p->log_end;
+	c->len = len;
+	c->fd = (uint8_t)fd;
+	memcpy(c->data, data, len);
+	if (p->tail)
+		p->tail->next = c;
+	else
+		p->head = c;
+	p->tail = c;
+	p->log_end += len;
+	p->log_bytes += len;
+	/* oldest chunks go first; a watcher behind them is told (flag) */
+	while (p->log_bytes > cap && p->head != p->tail) {
+		struct log_chunk *h = p->head;
+		p->head = h->next;
+		p->log_bytes -= h->len;
+		p->log_start = p->head->start;
+		p->log_dropped = true;
+		free(h);
+	}
+}
+
+static int on_output(void *ctx, int fd, const char *data, size_t len)
+{
+	struct process *p = ctx;
+	log_add(p, fd, data, len);
+	for (struct process_watch *w = p->watches, *n; w; w = n) {
+		n = w->next;
+		watch_pump(w);
+	}
+	return 0; /* never paused: slow watchers catch up from the log */
+}
+
+static void on_started(void *ctx, int pid)
+{
+	struct process *p = ctx;
+	p->pid = pid;
+	if (p->on_started) {
+		void (*cb)(struct process *, void *) = p->on_started;
+		p->on_started = NULL;
+		cb(p, p->started_ctx);
+	}
+}
+
+static void on_stdin_drain(void *ctx)
+{
+	struct process *p = ctx;
+	if (!p->job || !p->stdin_pending.len)
+		return;
+	size_t n = exec_stdin_write(p->job, p->stdin_pending.data,
+				    p->stdin_pending.len);
+	memmove(p->stdin_pending.data, p->stdin_pending.data + n,
+		p->stdin_pending.len - n);
+	p->stdin_pending.len -= n;
+	if (!exec_stdin_open(p->job) && p->stdin_req) {
+		/* it stopped reading: the bytes went nowhere */
+		buf_reset(&p->stdin_pending);
+		http_respond_json(p->stdin_req, 409,
+				  json_pack("{s:s, s:s}", "error",
+					    "the process no longer reads its stdin",
+					    "code", "process_ended"));
+		p->stdin_req = NULL;
+	} else if (!p->stdin_pending.len && p->stdin_req) {
+		http_respond_json(p->stdin_req, 200,
+				  json_pack("{s:b}", "written", 1));
+		p->stdin_req = NULL;
+	}
+}
+
+/* Unlink and free a record nobody watches. */
+static void forget(struct sandbox *sb, struct process *p)
+{
+	for (struct process **l = &sb->procs; *l; l = &(*l)->next)
+		if (*l == p) {
+			*l = p->next;
+			break;
+		}
+	for (struct log_chunk *c = p->head, *n; c; c = n) {
+		n = c->next;
+		free(c);
+	}
+	buf_free(&p->stdin_pending);
+	free(p->id);
+	free(p->command);
+	free(p);
+	sb->nprocs--;
+}
+
+static void forget_oldest_ended(struct sandbox *sb)
+{
+	unsigned ended = 0;
+	struct process *oldest = NULL;
+	for (struct process *p = sb->procs; p; p = p->next)
+		if (p->ended && !p->watches) {
+			ended++;
+			oldest = p; /* the list is newest first */
+		}
+	if (ended > MAX_ENDED && oldest)
+		forget(sb, oldest);
+}
+
+static void on_done(const struct exec_result *res, void *ctx)
+{
+	struct process *p = ctx;
+	struct loop *l = p->sb->m->loop;
+	p->job = NULL;
+	p->ended = true;
+	p->end_ms = now_wall_ms();
+	p->exit_code = res->exit_code;
+	loop_timer_stop(l, &p->kill_timer);
+	if (p->kill_requested)
+		p->status = PROC_KILLED;
+	else if (res->failure == EXEC_OK && res->exit_code == 0)
+		p->status = PROC_COMPLETED;
+	else
+		p->status = PROC_FAILED;
+	if (res->failure == EXEC_NOT_STARTED || res->failure == EXEC_STOPPED)
+		snprintf(p->error, sizeof(p->error), "%s", res->msg);
+	if (res->failure == EXEC_TIMEOUT)
+		p->exit_code = 124;
+	log_info("sandbox=%s event=process-ended id=%s status=%s exit=%d",
+		 p->sb->id, p->id, process_status_name(p->status), p->exit_code);
+	if (p->stdin_req) {
+		http_respond_json(p->stdin_req, 409,
+				  json_pack("{s:s, s:s}", "error",
+					    "the process has ended", "code",
+					    "process_ended"));
+		p->stdin_req = NULL;
+	}
+	if (p->on_started) { /* a creator still waiting hears of the end */
+		void (*cb)(struct process *, void *) = p->on_started;
+		p->on_started = NULL;
+		cb(p, p->started_ctx);
+	}
+	for (struct process_watch *w = p->watches, *n; w; w = n) {
+		n = w->next;
+		watch_pump(w);
+	}
+	forget_oldest_ended(p->sb);
+}
+
+int process_start(struct sandbox *sb, struct session *sess, const char *id,
+		  const struct exec_params *params, const char *display,
+		  void (*cb)(struct process *p, void *ctx), void *ctx,
+		  struct process **out, struct sbx_err *err)
+{
+	char gen[32];
+	struct process *old = process_find(sb, id);
+	if (old && !old->ended)
+		return sbx_err_set(err, EEXIST, "process %s is running", id);
+	if (!id) {
+		snprintf(gen, sizeof(gen), "proc_%" PRIu64, ++sb->m->next_job_id);
+		id = gen;
+	}
+	struct process *p = calloc(1, sizeof(*p));
+	if (!p || !(p->id = strdup(id)) || !(p->command = strdup(display))) {
+		if (p)
+			free(p->id);
+		free(p);
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	}
+	if (old && !old->watches) /* an ended one by that name: replaced */
+		forget(sb, old);
+	else if (old)
+		old->id[0] = '\0'; /* still streamed: keep it, nameless */
+	p->sb = sb;
+	p->status = PROC_RUNNING;
+	p->start_ms = now_wall_ms();
+	p->on_started = cb;
+	p->started_ctx = ctx;
+	p->kill_timer.data = p;
+	buf_init(&p->stdin_pending, 0);
+	p->next = sb->procs;
+	sb->procs = p;
+	sb->nprocs++;
+	struct exec_params ep = *params;
+	ep.detached = true;
+	ep.stdin_stream = true;
+	ep.on_output = on_output;
+	ep.on_started = on_started;
+	ep.on_stdin_drain = on_stdin_drain;
+	if (!ep.timeout_ms)
+		ep.timeout_ms = EXEC_NO_TIMEOUT;
+	log_info("sandbox=%s event=process-started id=%s", sb->id, p->id);
+	if (exec_submit(sb, sess, &ep, on_done, p, &p->job, err) < 0) {
+		forget(sb, p);
+		return -EIO;
+	}
+	*out = p;
+	return 0;
+}
+
+struct process *process_find(struct sandbox *sb, const char *id)
+{
+	if (!id)
+		return NULL;
+	for (struct process *p = sb->procs; p; p = p->next)
+		if (!strcmp(p->id, id))
+			return p;
+	char *end;
+	long pid = strtol(id, &end, 10);
+	if (*id && !*end && pid > 0)
+		for (struct process *p = sb->procs; p; p = p->next)
+			if (p->pid == pid)
+				return p;
+	return NULL;
+}
+
+static void on_kill_timer(struct loop_timer *t)
+{
+	struct process *p = t->data;
+	if (p->job)
+		exec_cancel(p->job);
+}
+
+int process_kill(struct process *p, uint64_t grace_ms)
+{
+	if (p->ended || !p->job)
+		return -ESRCH;
+	p->kill_requested = true;
+	exec_signal_tree(p->job, SIGTERM);
+	exec_signal_tree(p->job, SIGCONT); /* a stopped tree must hear it */
+	p->kill_timer.cb = on_kill_timer;
+	loop_timer_start(p->sb->m->loop, &p->kill_timer, grace_ms);
+	return 0;
+}
+
+void process_logs(const struct process *p, struct buf *out, struct buf *err)
+{
+	for (const struct log_chunk *c = p->head; c; c = c->next)
+		buf_append(c->fd == 1 ? out : err, c->data, c->len);
+}
+
+void process_stdin(struct process *p, struct http_req *r, const char *data,
+		   size_t len)
+{
+	if (p->ended || !p->job) {
+		http_respond_json(r, 409, json_pack("{s:s, s:s}", "error",
+						    "the process has ended",
+						    "code", "process_ended"));
+		return;
+	}
+	if (p->stdin_req) {
+		http_respond_json(r, 409, json_pack("{s:s, s:s}", "error",
+						    "a stdin write is in progress",
+						    "code", "busy"));
+		return;
+	}
+	size_t n = exec_stdin_write(p->job, data, len);
+	if (!exec_stdin_open(p->job)) {
+		http_respond_json(r, 409, json_pack("{s:s, s:s}", "error",
+						    "the process no longer reads "
+						    "its stdin",
+						    "code", "process_ended"));
+		return;
+	}
+	if (n == len) {
+		http_respond_json(r, 200, json_pack("{s:b}", "written", 1));
+		return;
+	}
+	buf_append(&p->stdin_pending, data + n, len - n);
+	p->stdin_req = r;
+	http_suspend(r);
+}
+
+/* ---- watchers ----------------------------------------------------------- */
+
+static void unwatch(struct process_watch *w)
+{
+	struct process *p = w->p;
+	for (struct process_watch **l = &p->watches; *l; l = &(*l)->next)
+		if (*l == w) {
+			*l = w->next;
+			break;
+		}
+	free(w);
+}
+
+/* Send what the watcher has not seen yet, as far as its stream takes it;
+ * then, once the process ended and all is sent, the exit event. */
+static void watch_pump(struct process_watch *w)
+{
+	struct process *p = w->p;
+	if (w->cursor < p->log_start) {
+		sse_comment(w->s, "output dropped: older than the log keeps");
+		w->cursor = p->log_start;
+	}
+	for (struct log_chunk *c = p->head; c; c = c->next) {
+		if (c->start + c->len <= w->cursor)
+			continue;
+		if (http_stream_pending(w->s) >= (512u << 10))
+			return; /* on_drain brings us back */
+		size_t skip = (size_t)(w->cursor - c->start);
+		sse_event_b64(w->s, c->fd == 1 ? "stdout" : "stderr",
+			      c->start + c->len, c->data + skip, c->len - skip);
+		w->cursor = c->start + c->len;
+	}
+	if (p->ended && !w->exit_sent) {
+		char data[160];
+		w->exit_sent = true;
+		snprintf(data, sizeof(data),
+			 "{\"exit_code\":%d,\"status\":\"%s\"}", p->exit_code,
+			 process_status_name(p->status));
+		sse_event(w->s, "exit", NULL, data);
+		http_stream_end(w->s);
+	}
+}
+
+static void watch_drained(void *ctx)
+{
+	watch_pump(ctx);
+}
+
+static void watch_closed(void *ctx)
+{
+	unwatch(ctx);
+}
+
+int process_watch(struct process *p, struct http_stream *s, uint64_t cursor)
+{
+	struct process_watch *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->p = p;
+	w->s = s;
+	w->cursor = cursor;
+	w->next = p->watches;
+	p->watches = w;
+	http_stream_set_cbs(s, watch_drained, watch_closed, w);
+	watch_pump(w);
+	return 0;
+}
+
+void process_free_all(struct sandbox *sb)
+{
+	while (sb->procs) {
+		struct process *p = sb->procs;
+		sb->procs = p->next;
+		while (p->watches) {
+			struct process_watch *w = p->watches;
+			http_stream_set_cbs(w->s, NULL, NULL, NULL);
+			http_stream_end(w->s);
+			p->watches = w->next;
+			free(w);
+		}
+		loop_timer_stop(sb->m->loop, &p->kill_timer);
+		forget(sb, p);
+	}
+}

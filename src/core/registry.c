@@ -1,0 +1,190 @@
+#include "core/registry.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+
+struct registry {
+	sqlite3 *db;
+	sqlite3_stmt *insert, *del, *touch;
+};
+
+static const char schema[] =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=NORMAL;"
+	"CREATE TABLE IF NOT EXISTS sandboxes ("
+	"  tenant TEXT NOT NULL,"
+	"  id TEXT NOT NULL,"
+	"  slot INTEGER NOT NULL UNIQUE,"
+	"  created_ms INTEGER NOT NULL,"
+	"  last_active_ms INTEGER NOT NULL,"
+	"  memory_bytes INTEGER NOT NULL,"
+	"  pids INTEGER NOT NULL,"
+	"  cpu_millis INTEGER NOT NULL,"
+	"  sleep_after_ms INTEGER NOT NULL DEFAULT 0,"
+	"  keep_alive INTEGER NOT NULL DEFAULT 0,"
+	"  env BLOB,"
+	"  labels TEXT,"
+	"  disk_bytes INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (tenant, id));";
+
+static int db_err(struct registry *r, struct sbx_err *err, const char *what)
+{
+	return sbx_err_set(err, EIO, "registry: %s: %s", what,
+			   sqlite3_errmsg(r->db));
+}
+
+int registry_open(const char *path, struct registry **out,
+		  struct sbx_err *err)
+{
+	struct registry *r = calloc(1, sizeof(*r));
+	int rc;
+	if (!r)
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	if (sqlite3_open_v2(path, &r->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				    SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		rc = db_err(r, err, path);
+		goto fail;
+	}
+	sqlite3_busy_timeout(r->db, 5000);
+	if (sqlite3_exec(r->db, schema, NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_err(r, err, "schema");
+		goto fail;
+	}
+	/* registries made before these columns existed */
+	static const char *const added[] = {
+		"ALTER TABLE sandboxes ADD COLUMN sleep_after_ms INTEGER NOT NULL "
+		"DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN keep_alive INTEGER NOT NULL "
+		"DEFAULT 0",
+		"ALTER TABLE sandboxes ADD COLUMN env BLOB",
+		"ALTER TABLE sandboxes ADD COLUMN labels TEXT",
+		"ALTER TABLE sandboxes ADD COLUMN disk_bytes INTEGER NOT NULL "
+		"DEFAULT 0",
+	};
+	for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++)
+		sqlite3_exec(r->db, added[i], NULL, NULL, NULL); /* may exist */
+	if (sqlite3_prepare_v2(r->db,
+			       "INSERT INTO sandboxes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+			       -1, &r->insert, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db,
+			       "DELETE FROM sandboxes WHERE tenant=? AND id=?",
+			       -1, &r->del, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db,
+			       "UPDATE sandboxes SET last_active_ms=? "
+			       "WHERE tenant=? AND id=?",
+			       -1, &r->touch, NULL) != SQLITE_OK) {
+		rc = db_err(r, err, "prepare");
+		goto fail;
+	}
+	*out = r;
+	return 0;
+fail:
+	registry_close(r);
+	return rc;
+}
+
+void registry_close(struct registry *r)
+{
+	if (!r)
+		return;
+	sqlite3_finalize(r->insert);
+	sqlite3_finalize(r->del);
+	sqlite3_finalize(r->touch);
+	sqlite3_close(r->db);
+	free(r);
+}
+
+int registry_load(struct registry *r,
+		  int (*cb)(const struct registry_row *row, void *data),
+		  void *data, struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       "SELECT tenant, id, slot, created_ms, "
+			       "last_active_ms, memory_bytes, pids, cpu_millis, "
+			       "sleep_after_ms, keep_alive, env, labels, disk_bytes "
+			       "FROM sandboxes",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "load");
+	int rc = 0, s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct registry_row row = {
+			.tenant = (const char *)sqlite3_column_text(st, 0),
+			.id = (const char *)sqlite3_column_text(st, 1),
+			.slot = (uint32_t)sqlite3_column_int64(st, 2),
+			.created_ms = (uint64_t)sqlite3_column_int64(st, 3),
+			.last_active_ms = (uint64_t)sqlite3_column_int64(st, 4),
+			.limits = {
+				.memory_bytes = (uint64_t)sqlite3_column_int64(st, 5),
+				.pids = (uint32_t)sqlite3_column_int64(st, 6),
+				.cpu_millis = (uint32_t)sqlite3_column_int64(st, 7),
+			},
+			.sleep_after_ms = (uint64_t)sqlite3_column_int64(st, 8),
+			.keep_alive = sqlite3_column_int(st, 9),
+			.env = sqlite3_column_blob(st, 10),
+			.env_len = (size_t)sqlite3_column_bytes(st, 10),
+			.labels = (const char *)sqlite3_column_text(st, 11),
+			.disk_bytes = (uint64_t)sqlite3_column_int64(st, 12),
+		};
+		if (!row.tenant || !row.id)
+			continue;
+		if ((rc = cb(&row, data)) < 0)
+			break;
+	}
+	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
+		rc = db_err(r, err, "load");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int step_done(struct registry *r, sqlite3_stmt *st, struct sbx_err *err,
+		     const char *what)
+{
+	int s = sqlite3_step(st);
+	int rc = s == SQLITE_DONE ? 0 : db_err(r, err, what);
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return rc;
+}
+
+int registry_insert(struct registry *r, const struct registry_row *row,
+		    struct sbx_err *err)
+{
+	sqlite3_stmt *st = r->insert;
+	sqlite3_bind_text(st, 1, row->tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, row->id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, row->slot);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)row->created_ms);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)row->last_active_ms);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)row->limits.memory_bytes);
+	sqlite3_bind_int64(st, 7, row->limits.pids);
+	sqlite3_bind_int64(st, 8, row->limits.cpu_millis);
+	sqlite3_bind_int64(st, 9, (sqlite3_int64)row->sleep_after_ms);
+	sqlite3_bind_int(st, 10, row->keep_alive);
+	if (row->env_len)
+		sqlite3_bind_blob(st, 11, row->env, (int)row->env_len,
+				  SQLITE_STATIC);
+	if (row->labels)
+		sqlite3_bind_text(st, 12, row->labels, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 13, (sqlite3_int64)row->disk_bytes);
+	return step_done(r, st, err, "insert");
+}
+
+int registry_delete(struct registry *r, const char *tenant, const char *id,
+		    struct sbx_err *err)
+{
+	sqlite3_bind_text(r->del, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(r->del, 2, id, -1, SQLITE_STATIC);
+	return step_done(r, r->del, err, "delete");
+}
+
+int registry_touch(struct registry *r, const char *tenant, const char *id,
+		   uint64_t last_active_ms, struct sbx_err *err)
+{
+	sqlite3_bind_int64(r->touch, 1, (sqlite3_int64)last_active_ms);
+	sqlite3_bind_text(r->touch, 2, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(r->touch, 3, id, -1, SQLITE_STATIC);
+	return step_done(r, r->touch, err, "touch");
+}

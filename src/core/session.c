@@ -1,0 +1,233 @@
+#include "core/session.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/image.h"
+
+static const char *const default_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/root",
+	"USER=root",
+	"LOGNAME=root",
+	"SHELL=/bin/bash",
+	"LANG=C.UTF-8",
+	"TERM=xterm-256color",
+	"HOSTNAME=sandbox",
+};
+
+/* Variables the shell sets for itself; carrying them over would be wrong
+ * (SHLVL would grow by one per command) or pointless. */
+static const char *const not_carried[] = {"SHLVL", "PWD", "_", "BASH_ENV"};
+
+static void free_env(char **env, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(env[i]);
+	free(env);
+}
+
+static size_t key_len(const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	return eq ? (size_t)(eq - kv) : strlen(kv);
+}
+
+struct session *session_new(const char *id, const char *cwd,
+			    const char *const *env, size_t envc)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->id = strdup(id);
+	s->cwd = strdup(cwd ? cwd : "/workspace");
+	if (!env) {
+		env = default_env;
+		envc = sizeof(default_env) / sizeof(default_env[0]);
+	}
+	s->env = calloc(envc + 1, sizeof(char *));
+	if (!s->id || !s->cwd || !s->env)
+		goto fail;
+	for (size_t i = 0; i < envc; i++)
+		if (session_setenv(s, env[i]) < 0)
+			goto fail;
+	return s;
+fail:
+	session_free(s);
+	return NULL;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	free(s->id);
+	free(s->cwd);
+	if (s->env)
+		free_env(s->env, s->envc);
+	free(s);
+}
+
+int session_setenv(struct session *s, const char *kv)
+{
+	size_t kl = key_len(kv);
+	char *dup = strdup(kv);
+	if (!dup)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->envc; i++) {
+		if (key_len(s->env[i]) == kl && !strncmp(s->env[i], kv, kl)) {
+			free(s->env[i]);
+			s->env[i] = dup;
+			return 0;
+		}
+	}
+	char **n = realloc(s->env, (s->envc + 2) * sizeof(char *));
+	if (!n) {
+		free(dup);
+		return -ENOMEM;
+	}
+	s->env = n;
+	s->env[s->envc++] = dup;
+	s->env[s->envc] = NULL;
+	return 0;
+}
+
+const char *session_getenv(const struct session *s, const char *kv)
+{
+	size_t kl = key_len(kv);
+	for (size_t i = 0; i < s->envc; i++)
+		if (key_len(s->env[i]) == kl && !strncmp(s->env[i], kv, kl))
+			return s->env[i];
+	return NULL;
+}
+
+void session_unsetenv(struct session *s, const char *kv)
+{
+	size_t kl = key_len(kv);
+	for (size_t i = 0; i < s->envc; i++)
+		if (key_len(s->env[i]) == kl && !strncmp(s->env[i], kv, kl)) {
+			free(s->env[i]);
+			s->env[i] = s->env[--s->envc];
+			s->env[s->envc] = NULL;
+			return;
+		}
+}
+
+int session_apply_state_except(struct session *s, const char *buf,
+			       size_t len, char *const *extra, size_t nextra)
+{
+	/* what the session had for each of them, before */
+	char **before = calloc(nextra + 1, sizeof(char *));
+	if (!before)
+		return -ENOMEM;
+	for (size_t i = 0; i < nextra; i++) {
+		const char *old = session_getenv(s, extra[i]);
+		before[i] = old ? strdup(old) : NULL;
+	}
+	int r = session_apply_state(s, buf, len);
+	for (size_t i = 0; r == 1 && i < nextra; i++) {
+		const char *now = session_getenv(s, extra[i]);
+		if (!now || strcmp(now, extra[i]))
+			continue; /* the command changed or unset it: its own */
+		if (before[i])
+			session_setenv(s, before[i]);
+		else
+			session_unsetenv(s, extra[i]);
+	}
+	for (size_t i = 0; i < nextra; i++)
+		free(before[i]);
+	free(before);
+	return r;
+}
+
+static int carried(const char *kv)
+{
+	size_t kl = key_len(kv);
+	if (!kl || kv[kl] != '=')
+		return 0;
+	for (size_t i = 0; i < sizeof(not_carried) / sizeof(not_carried[0]); i++)
+		if (strlen(not_carried[i]) == kl && !strncmp(kv, not_carried[i], kl))
+			return 0;
+	return 1;
+}
+
+int session_apply_state(struct session *s, const char *buf, size_t len)
+{
+	static const char mark[] = IMAGE_STATE_MARK; /* followed by NUL */
+	const char *rec = NULL;
+
+	for (const char *p = buf; p + sizeof(mark) <= buf + len;) {
+		const char *m = memmem(p, (size_t)(buf + len - p), mark, sizeof(mark));
+		if (!m)
+			break;
+		if (m == buf || m[-1] == '\0')
+			rec = m;
+		p = m + 1;
+	}
+	if (!rec)
+		return 0;
+	const char *p = rec + sizeof(mark), *end = buf + len;
+	const char *cwd = p, *nul = memchr(p, '\0', (size_t)(end - p));
+	if (!nul || cwd[0] != '/')
+		return -EINVAL; /* cut short: the shell died while writing */
+	/* count the complete entries */
+	size_t n = 0;
+	for (const char *q = nul + 1; q < end;) {
+		const char *z = memchr(q, '\0', (size_t)(end - q));
+		if (!z)
+			return -EINVAL;
+		n++;
+		q = z + 1;
+	}
+	char **env = calloc(n + 1, sizeof(char *));
+	char *ncwd = strdup(cwd);
+	if (!env || !ncwd) {
+		free(env);
+		free(ncwd);
+		return -ENOMEM;
+	}
+	size_t k = 0;
+	for (const char *q = nul + 1; q < end; q += strlen(q) + 1) {
+		if (!carried(q))
+			continue;
+		if (!(env[k] = strdup(q))) {
+			free_env(env, k);
+			free(ncwd);
+			return -ENOMEM;
+		}
+		k++;
+	}
+	free_env(s->env, s->envc);
+	free(s->cwd);
+	s->env = env;
+	s->envc = k;
+	s->cwd = ncwd;
+	return 1;
+}
+
+const char **session_env_for(const struct session *s,
+			     const char *const *extra, size_t nextra,
+			     const char *add, size_t *count)
+{
+	const char **out = calloc(s->envc + nextra + 2, sizeof(char *));
+	size_t n = 0;
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < s->envc; i++) {
+		size_t kl = key_len(s->env[i]);
+		int overridden = 0;
+		for (size_t j = 0; j < nextra && !overridden; j++)
+			overridden = key_len(extra[j]) == kl &&
+				     !strncmp(extra[j], s->env[i], kl);
+		if (!overridden)
+			out[n++] = s->env[i];
+	}
+	for (size_t j = 0; j < nextra; j++)
+		out[n++] = extra[j];
+	if (add)
+		out[n++] = add;
+	out[n] = NULL;
+	*count = n;
+	return out;
+}

@@ -1,0 +1,93 @@
+/* HTTP glue over libmicrohttpd, run from the daemon's event loop (MHD's
+ * own epoll fd sits in ours; no MHD threads). A request is handed to the
+ * router once its body is complete; a handler either answers at once or
+ * suspends the connection and answers later (http_respond_* resumes it),
+ * so no thread ever waits for a command. */
+#ifndef SBX_HTTP_H
+#define SBX_HTTP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/loop.h"
+#include "lib/buf.h"
+
+struct http_server;
+struct MHD_Connection;
+struct MHD_Response;
+
+struct http_req {
+	struct http_server *srv;
+	struct MHD_Connection *conn;
+	const char *method;
+	const char *url;   /* decoded path, without the query */
+	struct buf body;
+	bool body_too_large;
+	bool suspended;
+	bool answered;
+	struct MHD_Response *pending; /* answer made while suspended */
+	unsigned pending_status;
+	/* set by whatever handles the request and must hear of its end: the
+	 * client is gone or the answer was sent */
+	void (*on_close)(struct http_req *r);
+	void *ctx;
+	/* A streamed request body (set from the begin hook): on_body takes
+	 * what it can and returns how much; taking less suspends the upload
+	 * until http_resume(). on_body_end replaces the handler. */
+	size_t (*on_body)(struct http_req *r, const char *data, size_t len);
+	void (*on_body_end)(struct http_req *r);
+	bool body_ended;
+};
+
+typedef void (*http_handler)(struct http_req *r, void *data);
+
+struct http_config {
+	/* Optional: sees each request when its headers are in, and may set
+	 * on_body/on_body_end (or answer at once). */
+	http_handler begin;
+	const char *addr;  /* IPv4 or IPv6 literal */
+	uint16_t port;
+	size_t max_body;
+	http_handler handler;
+	void *handler_data;
+};
+
+int http_start(struct loop *l, const struct http_config *cfg,
+	       struct http_server **out, char *errbuf, size_t errcap);
+void http_stop(struct http_server *s);
+/* For the loop's idle hook: run MHD (resumed connections) and say when it
+ * next needs to run (-1: no timeout). */
+void http_run(struct http_server *s);
+int http_timeout_ms(struct http_server *s);
+
+const char *http_header(struct http_req *r, const char *name);
+const char *http_query(struct http_req *r, const char *name);
+
+/* Answers; each takes ownership of its body. */
+void http_respond_json(struct http_req *r, unsigned status, json_t *body);
+void http_respond_text(struct http_req *r, unsigned status, const char *text);
+void http_respond_empty(struct http_req *r, unsigned status);
+/* Handler will answer later. */
+void http_suspend(struct http_req *r);
+/* A streamed body consumer can take more. */
+void http_resume(struct http_req *r);
+
+/* A response whose body is produced over time (SSE, file downloads). The
+ * producer writes; past a high-water mark http_stream_write returns 1 and
+ * the producer should pause until on_drain. on_close runs once when the
+ * response is finished or the client is gone; the stream is freed after. */
+struct http_stream;
+#define HTTP_SIZE_UNKNOWN UINT64_MAX
+struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
+					const char *content_type,
+					uint64_t size,
+					const char *const *headers);
+int http_stream_write(struct http_stream *s, const void *data, size_t len);
+void http_stream_end(struct http_stream *s);
+size_t http_stream_pending(const struct http_stream *s);
+void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
+			 void (*on_close)(void *ctx), void *ctx);
+
+#endif
