@@ -873,10 +873,7 @@ int interp_create(struct sandbox *sb, const struct interp_opts *o,
 	if (id && interp_find(sb, id))
 		return sbx_err_set(err, EEXIST, "context %s exists", id);
 	while (!id) {
-		snprintf(gen, sizeof(gen), "ctx_%012" PRIx64,
-			 (uint64_t)((now_wall_ms() * 2654435761u ^
-				     ++sb->m->next_job_id * 0x9e3779b97f4a7c15ull) &
-				    0xffffffffffffull));
+		id_random(gen, sizeof(gen), "ctx_");
 		id = interp_find(sb, gen) ? NULL : gen;
 	}
 	struct session *s = o->sess ? o->sess : sandbox_session(sb, NULL);

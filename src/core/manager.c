@@ -220,6 +220,11 @@ void sandbox_touch(struct sandbox *sb)
 	sb->last_active_ms = now_wall_ms();
 }
 
+int sandbox_disk_usage(struct sandbox *sb, uint64_t *bytes)
+{
+	return store_usage(sb->m->rt->store, sb->name, bytes);
+}
+
 int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
 			const char *const *env, size_t envc,
 			struct session **out)

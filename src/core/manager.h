@@ -90,6 +90,9 @@ void sandbox_stop(struct sandbox *sb, const char *why);
 /* Stop, delete files and registry entry, free sb. */
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err);
 void sandbox_touch(struct sandbox *sb);
+/* The bytes of its own layer as the store counts them; -EOPNOTSUPP where
+ * the store keeps no count (plain directories). */
+int sandbox_disk_usage(struct sandbox *sb, uint64_t *bytes);
 /* The session by id (NULL id: the default one), or NULL. */
 struct session *sandbox_session(struct sandbox *sb, const char *id);
 /* A new session with the sandbox's environment plus env; NULL cwd:

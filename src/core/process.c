@@ -186,9 +186,9 @@ int process_start(struct sandbox *sb, struct session *sess, const char *id,
 	struct process *old = process_find(sb, id);
 	if (old && !old->ended)
 		return sbx_err_set(err, EEXIST, "process %s is running", id);
-	if (!id) {
-		snprintf(gen, sizeof(gen), "proc_%" PRIu64, ++sb->m->next_job_id);
-		id = gen;
+	while (!id) {
+		id_random(gen, sizeof(gen), "proc_");
+		id = process_find(sb, gen) ? NULL : gen;
 	}
 	struct process *p = calloc(1, sizeof(*p));
 	if (!p || !(p->id = strdup(id)) || !(p->command = strdup(display))) {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 uint64_t now_mono_ms(void)
@@ -19,6 +20,17 @@ uint64_t now_wall_ms(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void id_random(char *buf, size_t cap, const char *prefix)
+{
+	uint64_t rnd = 0;
+	/* getrandom of 8 bytes from an initialised pool does not fail or
+	 * come short; the clock stands in should it ever */
+	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
+		rnd ^= now_mono_ms() * 0x9e3779b97f4a7c15ull;
+	snprintf(buf, cap, "%s%012llx", prefix,
+		 (unsigned long long)(rnd & 0xffffffffffffull));
 }
 
 void iso8601_ms(uint64_t wall_ms, char *buf, size_t cap)

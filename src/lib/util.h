@@ -16,6 +16,13 @@ int parse_duration_ms(const char *s, uint64_t *out);
 /* "1024", "64k", "256M", "1G", "1.5G" (binary units). */
 int parse_size(const char *s, uint64_t *out);
 
+/* prefix + 12 random hex digits into buf (cap >= strlen(prefix) + 13):
+ * the one generator of every ID the daemon makes up (sandboxes, sessions,
+ * processes, contexts), unguessable so that one tenant cannot aim at
+ * another's by counting. */
+#define ID_RANDOM_MAX 32
+void id_random(char *buf, size_t cap, const char *prefix);
+
 /* Copy s into out, replacing every invalid UTF-8 sequence (and NUL) with
  * U+FFFD, so the result is always valid for JSON. out must have room for
  * 3 * len + 1 bytes; returns the output length. */

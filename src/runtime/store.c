@@ -1,8 +1,10 @@
 #include "runtime/store.h"
 
 #include <dirent.h>
+#include <endian.h>
 #include <fcntl.h>
 #include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
 #include <linux/loop.h>
 #include <linux/magic.h>
 #include <stdio.h>
@@ -144,7 +146,9 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 		r = lfd;
 		goto fail;
 	}
-	r = mount(dev, s->dir, "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME, NULL);
+	/* commit=5: qgroup usage (store_usage) lags writes by at most that */
+	r = mount(dev, s->dir, "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME,
+		  "commit=5");
 	if (r < 0)
 		r = sbx_err_sys(err, errno, "mount %s on %s", dev, s->dir);
 	close(lfd);
@@ -221,4 +225,46 @@ int store_remove(struct store *s, const char *name, struct sbx_err *err)
 		/* not a subvolume (made before the store existed): walk it */
 	}
 	return fs_remove_tree(dfd, name, err);
+}
+
+int store_usage(struct store *s, const char *name, uint64_t *bytes)
+{
+	if (!s->quotas)
+		return -EOPNOTSUPP;
+	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	_cleanup_close_ int sfd =
+		openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return -errno;
+	/* the subvolume's id is the tree its root directory lives in */
+	struct btrfs_ioctl_ino_lookup_args il = {.objectid =
+							 BTRFS_FIRST_FREE_OBJECTID};
+	if (ioctl(sfd, BTRFS_IOC_INO_LOOKUP, &il) < 0)
+		return -errno;
+	/* its level-0 qgroup's info item in the quota tree */
+	struct btrfs_ioctl_search_args sa = {0};
+	struct btrfs_ioctl_search_key *k = &sa.key;
+	k->tree_id = BTRFS_QUOTA_TREE_OBJECTID;
+	k->min_type = k->max_type = BTRFS_QGROUP_INFO_KEY;
+	k->min_offset = k->max_offset = il.treeid;
+	k->max_objectid = 0;
+	k->max_transid = UINT64_MAX;
+	k->nr_items = 1;
+	if (ioctl(dfd, BTRFS_IOC_TREE_SEARCH, &sa) < 0)
+		return -errno;
+	if (k->nr_items < 1) {
+		/* a subvolume younger than the store's last commit */
+		*bytes = 0;
+		return 0;
+	}
+	struct btrfs_ioctl_search_header sh;
+	struct btrfs_qgroup_info_item info;
+	memcpy(&sh, sa.buf, sizeof(sh));
+	if (sh.type != BTRFS_QGROUP_INFO_KEY || sh.len < sizeof(info))
+		return -EIO;
+	memcpy(&info, sa.buf + sizeof(sh), sizeof(info));
+	*bytes = le64toh(info.rfer);
+	return 0;
 }

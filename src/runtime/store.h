@@ -37,6 +37,10 @@ void store_close(struct store *s);
  * none), unless it exists. */
 int store_create(struct store *s, const char *name, uint64_t limit_bytes,
 		 struct sbx_err *err);
+/* The bytes <dir>/<name> holds, as its qgroup counts them (updated at
+ * each commit of the store, every few seconds): no walk of a tree the
+ * sandbox built. -EOPNOTSUPP on a plain directory store. */
+int store_usage(struct store *s, const char *name, uint64_t *bytes);
 /* Remove <dir>/<name> and everything in it (the sandbox is stopped). */
 int store_remove(struct store *s, const char *name, struct sbx_err *err);
 

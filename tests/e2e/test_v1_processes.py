@@ -53,7 +53,7 @@ def test_start_get_and_list(v1, sid):
 
 def test_generated_id_and_argv_display(v1, sid):
     p = v1.start_process(sid, argv=["sleep", "100000"])
-    assert re.fullmatch(r"proc_\d+", p["id"]), p
+    assert re.fullmatch(r"proc_[0-9a-f]{12}", p["id"]), p
     assert p["command"] == "sleep 100000"
     v1.delete(proc_url(sid, p["id"]))
 

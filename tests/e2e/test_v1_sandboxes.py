@@ -133,7 +133,10 @@ def test_list_has_the_created_sandboxes(v1, new_sid):
 
 def test_info_has_usage(v1, sid):
     v1.create(sid)
-    v1.sh(sid, "head -c 3000000 /dev/urandom > /workspace/blob; sleep 100 > /dev/null 2>&1 &")
+    # the store counts bytes when it commits (every few seconds, or at a
+    # sync, which a sandbox may ask for)
+    v1.sh(sid, "head -c 3000000 /dev/urandom > /workspace/blob; sync -f /workspace/blob; "
+          "sleep 100 > /dev/null 2>&1 &")
     info = v1.info(sid)
     assert info["state"] == "running"
     usage = info["usage"]

@@ -511,8 +511,7 @@ static void session_create(struct cf_req *q)
 	    cf_env(q, json_object_get(q->body, "env"), &env, &envc) < 0)
 		return;
 	if (!id || !*id) {
-		snprintf(idbuf, sizeof(idbuf), "session_%" PRIu64 "_%06x",
-			 now_wall_ms(), (unsigned)rand() & 0xffffff);
+		id_random(idbuf, sizeof(idbuf), "session_");
 		id = idbuf;
 	}
 	if (!valid_sid(id) || !strcmp(id, CF_NO_SESSION)) {

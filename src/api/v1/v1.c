@@ -105,32 +105,6 @@ struct session *v1_session(struct http_req *r, struct sandbox *sb)
 
 /* ---- sandboxes ---------------------------------------------------------- */
 
-static uint64_t dir_bytes(int dfd, int depth)
-{
-	uint64_t total = 0;
-	DIR *d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return 0;
-	}
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		struct stat st;
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		total += (uint64_t)st.st_blocks * 512;
-		if (S_ISDIR(st.st_mode) && depth < 64) {
-			int sub = openat(dirfd(d), e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-			if (sub >= 0)
-				total += dir_bytes(sub, depth + 1);
-		}
-	}
-	closedir(d);
-	return total;
-}
-
 static json_t *limits_json(struct api *a, const struct sandbox *sb)
 {
 	const struct cgroup_limits *d = &a->m->cfg->limits;
@@ -164,18 +138,16 @@ static json_t *sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 		struct cgroup_stats st = {0};
 		if (sb->proc.cg)
 			cgroup_sandbox_stats(sb->proc.cg, &st);
-		char dir[4200];
-		snprintf(dir, sizeof(dir), "%s/%s", a->m->rt->sandboxes_dir,
-			 sb->name);
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		uint64_t disk = dfd >= 0 ? dir_bytes(dfd, 0) : 0;
-		json_object_set_new(
-			j, "usage",
-			json_pack("{s:I, s:I, s:I, s:i, s:I}", "memoryBytes",
-				  (json_int_t)st.memory_bytes, "cpuMs",
-				  (json_int_t)(st.cpu_usec / 1000), "diskBytes",
-				  (json_int_t)disk, "pids", (int)st.pids,
-				  "oomKills", (json_int_t)st.oom_kills));
+		json_t *u = json_pack("{s:I, s:I, s:i, s:I}", "memoryBytes",
+				      (json_int_t)st.memory_bytes, "cpuMs",
+				      (json_int_t)(st.cpu_usec / 1000), "pids",
+				      (int)st.pids, "oomKills",
+				      (json_int_t)st.oom_kills);
+		uint64_t disk;
+		if (sandbox_disk_usage(sb, &disk) == 0)
+			json_object_set_new(u, "diskBytes",
+					    json_integer((json_int_t)disk));
+		json_object_set_new(j, "usage", u);
 	}
 	return j;
 }
@@ -332,10 +304,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	o.labels = labels_txt;
 	const char *sid = id ? json_string_value(id) : NULL;
 	if (!sid) {
-		uint64_t rnd = now_wall_ms() ^ ((uint64_t)rand() << 20) ^
-			       a->m->next_job_id;
-		snprintf(idbuf, sizeof(idbuf), "sbx-%012" PRIx64,
-			 (uint64_t)(rnd & 0xffffffffffffull));
+		id_random(idbuf, sizeof(idbuf), "sbx-");
 		sid = idbuf;
 	}
 	struct sandbox *sb;
@@ -794,9 +763,7 @@ void v1_session_create(struct api *a, struct http_req *r, struct route_match *m)
 		}
 		snprintf(cwd, sizeof(cwd), "/workspace%s%s", *rel ? "/" : "", rel);
 	}
-	snprintf(id, sizeof(id), "sess_%012" PRIx64,
-		 (uint64_t)((now_wall_ms() * 2654435761u ^ ++a->m->next_job_id) &
-			    0xffffffffffffull));
+	id_random(id, sizeof(id), "sess_");
 	struct session *s;
 	if (sandbox_session_new(sb, id, cwd, env, envc, &s) < 0) {
 		v1_error(r, 500, "internal", "out of memory");
