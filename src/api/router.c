@@ -148,32 +148,44 @@ static bool cf_match(struct http_req *r, struct route_match *m,
 	return true;
 }
 
+/* What router_begin decided for a request, kept for router_handle: the
+ * tenant is authenticated and the route matched once per request. */
+struct routed {
+	struct route_match m;
+	const struct route *rt; /* NULL: cf, duet or no route */
+	const char *cf_rest;    /* the Cloudflare protocol: path from /api/ */
+	bool wrong_method;
+};
+
+static const char rooms[] = "/api/rooms/";
+
 void router_begin(struct http_req *r, void *data)
 {
 	struct api *a = data;
-	struct route_match m = {0};
-	const char *rest;
-	bool wrong;
 	a->metrics.requests++;
 	if (!a->m)
 		return; /* shutting down: router_handle answers */
-	if (!(m.tenant = tenant_of(a, r)))
+	struct routed *d = calloc(1, sizeof(*d));
+	if (!d)
+		return; /* router_handle answers 500 */
+	r->route = d;
+	if (!(d->m.tenant = tenant_of(a, r)))
 		return;
-	if (cf_match(r, &m, &rest)) {
-		api_cf_begin(a, r, &m, rest);
+	if (cf_match(r, &d->m, &d->cf_rest)) {
+		api_cf_begin(a, r, &d->m, d->cf_rest);
 		return;
 	}
-	const struct route *rt = find(r, &m, &wrong);
-	if (rt && rt->begin)
-		rt->begin(a, r, &m);
+	if (!strncmp(r->url, rooms, sizeof(rooms) - 1))
+		return;
+	d->rt = find(r, &d->m, &d->wrong_method);
+	if (d->rt && d->rt->begin)
+		d->rt->begin(a, r, &d->m);
 }
 
 void router_handle(struct http_req *r, void *data)
 {
 	struct api *a = data;
-	static const char rooms[] = "/api/rooms/";
-	struct route_match m = {0};
-	bool wrong;
+	struct routed *d = r->route;
 
 	if (!a->m) {
 		http_respond_json(r, 503, json_pack("{s:s, s:s}", "error",
@@ -181,8 +193,12 @@ void router_handle(struct http_req *r, void *data)
 						    "code", "unavailable"));
 		return;
 	}
-	if (!(m.tenant = tenant_of(a, r)))
+	if (!d) {
+		http_respond_text(r, 500, "out of memory\n");
 		return;
+	}
+	if (!d->m.tenant)
+		return; /* answered 401 in router_begin */
 	if (strstr(r->url, "%00")) { /* a NUL never names anything here */
 		if (!strncmp(r->url, "/v1/", 4))
 			v1_error(r, 404, "not_found", "no such endpoint");
@@ -191,24 +207,22 @@ void router_handle(struct http_req *r, void *data)
 		return;
 	}
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1)) {
-		api_duet_handle(a, r, m.tenant, r->url + sizeof(rooms) - 1);
+		api_duet_handle(a, r, d->m.tenant, r->url + sizeof(rooms) - 1);
 		return;
 	}
-	const char *rest;
-	if (cf_match(r, &m, &rest)) {
-		api_cf_handle(a, r, &m, rest);
+	if (d->cf_rest) {
+		api_cf_handle(a, r, &d->m, d->cf_rest);
 		return;
 	}
-	const struct route *rt = find(r, &m, &wrong);
-	if (rt && rt->handle) {
-		rt->handle(a, r, &m);
+	if (d->rt && d->rt->handle) {
+		d->rt->handle(a, r, &d->m);
 		return;
 	}
 	bool v1 = !strncmp(r->url, "/v1/", 4) || !strcmp(r->url, "/v1");
-	if (wrong && v1)
+	if (d->wrong_method && v1)
 		v1_error(r, 405, "method_not_allowed", "%s is not allowed on %s",
 			 r->method, r->url);
-	else if (wrong)
+	else if (d->wrong_method)
 		http_respond_json(r, 405, json_pack("{s:s}", "error",
 						    "method not allowed"));
 	else if (v1)

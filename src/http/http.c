@@ -444,6 +444,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn,
 	if (p->pub.pending)
 		MHD_destroy_response(p->pub.pending);
 	buf_free(&p->pub.body);
+	free(p->pub.route);
 	free(p);
 	*con_cls = NULL;
 }

@@ -39,6 +39,9 @@ struct http_req {
 	size_t (*on_body)(struct http_req *r, const char *data, size_t len);
 	void (*on_body_end)(struct http_req *r);
 	bool body_ended;
+	/* the dispatcher's decision, made once when the headers are in
+	 * (who is asking, which route): freed with the request */
+	void *route;
 };
 
 typedef void (*http_handler)(struct http_req *r, void *data);

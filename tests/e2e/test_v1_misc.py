@@ -69,8 +69,8 @@ def test_metrics(v1, sid):
 
 
 def router_table():
-    """(method, path) of every entry of src/daemon/router.c's api_routes."""
-    src = (REPO / "src" / "daemon" / "router.c").read_text()
+    """(method, path) of every entry of src/api/router.c's api_routes."""
+    src = (REPO / "src" / "api" / "router.c").read_text()
     table = src[src.index("api_routes[] = {"):]
     table = table[:table.index("\n};")]
     routes = re.findall(r'\{\s*"([A-Z]+)",\s*"([^"]+)"', table)
