@@ -511,7 +511,11 @@ static void session_create(struct cf_req *q)
 	    cf_env(q, json_object_get(q->body, "env"), &env, &envc) < 0)
 		return;
 	if (!id || !*id) {
-		id_random(idbuf, sizeof(idbuf), "session_");
+		/* the container's shape: session_<ms>_<hex> */
+		char prefix[40];
+		snprintf(prefix, sizeof(prefix), "session_%" PRIu64 "_",
+			 now_wall_ms());
+		id_random(idbuf, sizeof(idbuf), prefix);
 		id = idbuf;
 	}
 	if (!valid_sid(id) || !strcmp(id, CF_NO_SESSION)) {
