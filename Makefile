@@ -30,7 +30,7 @@ STATE_DIR ?= /var/lib/sandboxd
 LISTEN    ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-e2e test-asan bench fuzz clean format \
-	check check-format lint
+	check check-format check-layers lint
 
 all: $(BUILD)/sandboxd
 
@@ -116,7 +116,8 @@ format:
 	clang-format -i $(FMT_SRC)
 
 # The checks CI runs beside the tests: the tree is formatted as
-# .clang-format says, the static analyser finds nothing, and every fuzz
+# .clang-format says, every #include follows docs/architecture.md's
+# layering, the static analyser finds nothing, and every fuzz
 # target builds and runs its committed corpus (so a target whose corpus
 # went missing fails here, not on someone's `make fuzz`).
 check-format:
@@ -130,7 +131,10 @@ lint:
 		-D_GNU_SOURCE -Isrc --error-exitcode=1 \
 		--template='{file}:{line}: {severity}: {message} [{id}]' src/
 
-check: check-format lint
+check-layers:
+	@scripts/check-layers
+
+check: check-format check-layers lint
 	$(MAKE) fuzz FUZZ_SECONDS=5
 
 clean:
