@@ -15,13 +15,12 @@
 #include "api/api.h"
 #include "core/exec.h"
 #include "core/process.h"
-#include "http/sse.h"
+#include "http/relay.h"
 #include "lib/base64.h"
 #include "lib/log.h"
 #include "lib/path.h"
 #include "lib/util.h"
 
-#define KEEPALIVE_MS 15000
 
 void v1_error(struct http_req *r, unsigned status, const char *code,
 	      const char *fmt, ...)
@@ -541,119 +540,90 @@ bad:
 struct v1_exec {
 	struct api *a;
 	struct http_req *r;
-	struct http_stream *s;
-	struct exec_job *job;
-	struct loop *loop;
-	struct loop_timer keepalive;
-	bool sse, job_done, stream_gone;
+	struct relay *rl;      /* SSE; NULL: one JSON answer */
+	struct exec_job *job;  /* NULL once done */
 	uint64_t max_output, sent[3];
 	bool truncated[3];
 };
 
-static void v1_exec_release(struct v1_exec *e)
-{
-	if (e->job_done && (e->stream_gone || !e->sse)) {
-		loop_timer_stop(e->loop, &e->keepalive);
-		free(e);
-	}
-}
-
-static void keepalive(struct loop_timer *t)
-{
-	struct v1_exec *e = t->data;
-	if (e->s)
-		sse_comment(e->s, "keepalive");
-	loop_timer_start(e->loop, t, KEEPALIVE_MS);
-}
-
 static int exec_output(void *ctx, int fd, const char *data, size_t len)
 {
 	struct v1_exec *e = ctx;
-	if (!e->s)
-		return 0; /* client gone: the command is being cancelled */
 	if (e->sent[fd] + len > e->max_output) { /* maxOutputBytes per stream */
 		len = e->sent[fd] < e->max_output ? e->max_output - e->sent[fd] : 0;
 		e->truncated[fd] = true;
 	}
 	e->sent[fd] += len;
 	e->a->metrics.bytes_streamed += len;
-	loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
-	return len ? sse_event_b64(e->s, fd == 1 ? "stdout" : "stderr",
-				   UINT64_MAX, data, len)
+	return len ? relay_event_b64(e->rl, fd == 1 ? "stdout" : "stderr",
+				     UINT64_MAX, data, len)
 		   : 0;
 }
 
-static void exec_stream_drained(void *ctx)
+static void exec_resume(void *ctx)
 {
 	struct v1_exec *e = ctx;
-	if (e->job && !e->job_done)
+	if (e->job)
 		exec_resume_output(e->job);
 }
 
-static void exec_stream_closed(void *ctx)
+/* documented: an exec lives for its stream; without a reader its output
+ * has nowhere to go, so its tree is killed */
+static void exec_abandoned(void *ctx)
 {
 	struct v1_exec *e = ctx;
-	e->s = NULL;
-	e->stream_gone = true;
-	/* documented: an exec lives for its stream; without a reader its
-	 * output has nowhere to go, so its tree is killed */
-	if (!e->job_done && e->job)
+	if (e->job)
 		exec_cancel(e->job);
-	v1_exec_release(e);
 }
+
+static const struct relay_ops exec_relay = {exec_resume, exec_abandoned};
 
 static void exec_done(const struct exec_result *res, void *ctx)
 {
 	struct v1_exec *e = ctx;
 	bool timed_out = res->failure == EXEC_TIMEOUT;
 	int code = timed_out ? 124 : res->exit_code;
-	e->job_done = true;
 	e->job = NULL;
 	metrics_exec_done(e->a, res->duration_ms,
 			  res->failure != EXEC_OK && !timed_out);
 	bool failed = res->failure == EXEC_NOT_STARTED ||
 		      res->failure == EXEC_STOPPED;
-	if (!e->sse) {
+	json_t *sig = res->signo && !timed_out
+			      ? json_string(sigabbrev_np(res->signo))
+			      : json_null();
+	if (!e->rl) {
 		if (failed) {
+			json_decref(sig);
 			v1_error(e->r, 500, "exec_failed", "%s", res->msg);
 		} else {
 			json_t *j = json_pack(
-				"{s:i, s:o, s:o, s:b, s:{s:b, s:b}, s:I}", "exitCode",
-				code, "stdout", json_bytes(res->out.data, res->out.len),
-				"stderr", json_bytes(res->err.data, res->err.len),
-				"timedOut", timed_out, "truncated", "stdout",
+				"{s:i, s:o, s:o, s:b, s:{s:b, s:b}, s:I, s:o}",
+				"exitCode", code, "stdout",
+				json_bytes(res->out.data, res->out.len), "stderr",
+				json_bytes(res->err.data, res->err.len), "timedOut",
+				timed_out, "truncated", "stdout",
 				res->out.dropped > 0, "stderr", res->err.dropped > 0,
-				"durationMs", (json_int_t)res->duration_ms);
-			json_object_set_new(j, "signal",
-					    res->signo && !timed_out
-						    ? json_string(sigabbrev_np(res->signo))
-						    : json_null());
+				"durationMs", (json_int_t)res->duration_ms, "signal",
+				sig);
 			http_respond_json(e->r, 200, j);
 		}
-	} else if (e->s) {
-		char *data;
+	} else {
 		if (failed) {
-			json_t *j = json_pack("{s:s, s:s}", "error", res->msg,
-					      "code", "exec_failed");
-			data = json_dumps(j, JSON_COMPACT);
-			json_decref(j);
-			sse_event(e->s, "error", NULL, data ? data : "{}");
+			json_decref(sig);
+			relay_event_json(e->rl, "error",
+					 json_pack("{s:s, s:s}", "error", res->msg,
+						   "code", "exec_failed"));
 		} else {
-			json_t *j = json_pack("{s:i, s:b, s:b}", "exit_code", code,
-					      "timed_out", timed_out, "truncated",
-					      e->truncated[1] || e->truncated[2]);
-			json_object_set_new(j, "signal",
-					    res->signo && !timed_out
-						    ? json_string(sigabbrev_np(res->signo))
-						    : json_null());
-			data = json_dumps(j, JSON_COMPACT);
-			json_decref(j);
-			sse_event(e->s, "exit", NULL, data ? data : "{}");
+			relay_event_json(
+				e->rl, "exit",
+				json_pack("{s:i, s:b, s:b, s:o}", "exit_code", code,
+					  "timed_out", timed_out, "truncated",
+					  e->truncated[1] || e->truncated[2],
+					  "signal", sig));
 		}
-		free(data);
-		http_stream_end(e->s);
+		relay_end(e->rl);
 	}
-	v1_exec_release(e);
+	free(e);
 }
 
 bool v1_wants_json(struct http_req *r)
@@ -697,23 +667,15 @@ void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	e->a = a;
 	e->r = r;
-	e->loop = a->m->loop;
-	e->sse = !v1_wants_json(r);
-	e->keepalive.cb = keepalive;
-	e->keepalive.data = e;
 	a->metrics.execs++;
-	if (e->sse) {
+	if (!v1_wants_json(r)) {
 		e->max_output = p.max_output ? p.max_output : UINT64_MAX;
 		p.on_output = exec_output;
-		e->s = http_respond_stream(r, 200, "text/event-stream",
-					   HTTP_SIZE_UNKNOWN, sse_headers);
-		if (!e->s) {
+		e->rl = relay_open(r, a->m->loop, NULL, &exec_relay, e);
+		if (!e->rl) {
 			free(e);
 			goto out;
 		}
-		http_stream_set_cbs(e->s, exec_stream_drained, exec_stream_closed,
-				    e);
-		loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
 	} else {
 		http_suspend(r);
 	}
