@@ -362,6 +362,13 @@ json_t *cf_text(struct cf_utf8 *u, const char *data, size_t len, bool final)
 	return j;
 }
 
+const struct relay_opts cf_stream_opts = {.keepalive_ms = 5000};
+
+int cf_event(struct relay *rl, json_t *ev)
+{
+	return relay_event_json(rl, NULL, ev);
+}
+
 int cf_sse(struct http_stream *s, json_t *ev)
 {
 	char *txt = json_dumps(ev, JSON_COMPACT);

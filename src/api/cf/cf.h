@@ -10,6 +10,7 @@
 
 #include "api/api.h"
 #include "core/session.h"
+#include "http/relay.h"
 
 /* The SDK's token for "no session": a fresh shell for one command. */
 #define CF_NO_SESSION "__DISABLE_SESSION__"
@@ -95,6 +96,12 @@ json_t *cf_text(struct cf_utf8 *u, const char *data, size_t len, bool final);
 /* One SSE frame "data: <json>\n\n" (takes ev); http_stream_write's
  * answer. */
 int cf_sse(struct http_stream *s, json_t *ev);
+/* The same on a relay. */
+int cf_event(struct relay *rl, json_t *ev);
+/* The face's streams: SSE with a keepalive shorter than /v1's, since a
+ * reader that went away is only noticed when a write to it fails (the
+ * second after it left), and a streamed command dies with its reader. */
+extern const struct relay_opts cf_stream_opts;
 
 /* Handlers (api_cf_exec.c). */
 void cf_execute(struct cf_req *q);

@@ -24,10 +24,6 @@
 #include "http/sse.h"
 #include "lib/util.h"
 
-/* A comment after this much silence on a stream. Shorter than /v1's: a
- * reader that went away is only noticed when a write to it fails (the
- * second after it left), and a streamed command dies with its reader. */
-#define KEEPALIVE_MS 5000
 #define WATCH_TICK_MS 25
 #define WATCH_HIGH_WATER (512u << 10)
 #define GIT_DEFAULT_TIMEOUT_MS 600000 /* the SDK's default */
@@ -160,25 +156,19 @@ enum cf_exec_kind { RUN, COMMANDS, GIT };
 struct cf_exec {
 	struct api *a;
 	struct http_req *r;
-	struct http_stream *s;
-	struct exec_job *job;
-	struct loop *loop;
-	struct loop_timer keepalive;
+	struct relay *rl;     /* streamed; NULL: one answer */
+	struct exec_job *job; /* NULL once done */
 	enum cf_exec_kind kind;
 	char *command, *sid;
 	uint64_t timeout_ms;
 	struct cf_utf8 u[3];
-	bool stream, job_done, stream_gone;
 	/* git */
 	char *repo, *target, *branch;
 	bool remote;
 };
 
-static void exec_release(struct cf_exec *e)
+static void exec_free(struct cf_exec *e)
 {
-	if (!e->job_done || (e->stream && !e->stream_gone))
-		return;
-	loop_timer_stop(e->loop, &e->keepalive);
 	free(e->command);
 	free(e->sid);
 	free(e->repo);
@@ -198,18 +188,8 @@ static struct cf_exec *exec_new(struct cf_req *q, enum cf_exec_kind kind,
 	}
 	e->a = q->a;
 	e->r = q->r;
-	e->loop = q->a->m->loop;
 	e->kind = kind;
-	e->keepalive.data = e;
 	return e;
-}
-
-static void keepalive(struct loop_timer *t)
-{
-	struct cf_exec *e = t->data;
-	if (e->s)
-		sse_comment(e->s, "keepalive");
-	loop_timer_start(e->loop, t, KEEPALIVE_MS);
 }
 
 static json_t *event(const char *type)
@@ -222,21 +202,19 @@ static json_t *event(const char *type)
 static void exec_started(void *ctx, int pid)
 {
 	struct cf_exec *e = ctx;
-	if (!e->s)
-		return;
 	json_t *ev = event("start");
 	json_object_set_new(ev, "command", json_string(e->command));
 	json_object_set_new(ev, "pid", json_integer(pid));
 	if (e->sid)
 		json_object_set_new(ev, "sessionId", json_string(e->sid));
-	cf_sse(e->s, ev);
+	cf_event(e->rl, ev);
 }
 
 /* Streamed output: text events, the stream's back-pressure passed on. */
 static int exec_output(void *ctx, int fd, const char *data, size_t len)
 {
 	struct cf_exec *e = ctx;
-	if (!e->s)
+	if (!relay_live(e->rl))
 		return 0; /* the client is gone: the command is being killed */
 	json_t *text = cf_text(&e->u[fd], data, len, false);
 	if (!text)
@@ -244,27 +222,25 @@ static int exec_output(void *ctx, int fd, const char *data, size_t len)
 	json_t *ev = event(fd == 1 ? "stdout" : "stderr");
 	json_object_set_new(ev, "data", text);
 	e->a->metrics.bytes_streamed += len;
-	loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
-	return cf_sse(e->s, ev);
+	return cf_event(e->rl, ev);
 }
 
-static void stream_drained(void *ctx)
+static void stream_resume(void *ctx)
 {
 	struct cf_exec *e = ctx;
-	if (e->job && !e->job_done)
+	if (e->job)
 		exec_resume_output(e->job);
 }
 
-static void stream_closed(void *ctx)
+/* as /v1: a streamed command lives for its reader */
+static void stream_abandoned(void *ctx)
 {
 	struct cf_exec *e = ctx;
-	e->s = NULL;
-	e->stream_gone = true;
-	/* as /v1: a streamed command lives for its reader */
-	if (e->job && !e->job_done)
+	if (e->job)
 		exec_cancel(e->job);
-	exec_release(e);
 }
+
+static const struct relay_ops stream_relay = {stream_resume, stream_abandoned};
 
 static void stream_end(struct cf_exec *e, const struct exec_result *res)
 {
@@ -273,7 +249,7 @@ static void stream_end(struct cf_exec *e, const struct exec_result *res)
 		if (text) {
 			json_t *ev = event(fd == 1 ? "stdout" : "stderr");
 			json_object_set_new(ev, "data", text);
-			cf_sse(e->s, ev);
+			cf_event(e->rl, ev);
 		}
 	}
 	json_t *ev;
@@ -294,8 +270,8 @@ static void stream_end(struct cf_exec *e, const struct exec_result *res)
 		ev = event("complete");
 		json_object_set_new(ev, "exitCode", json_integer(res->exit_code));
 	}
-	cf_sse(e->s, ev);
-	http_stream_end(e->s);
+	cf_event(e->rl, ev);
+	relay_end(e->rl);
 }
 
 static json_t *output_context(const struct cf_exec *e,
@@ -430,13 +406,11 @@ static void git_done(struct cf_exec *e, const struct exec_result *res)
 static void exec_done(const struct exec_result *res, void *ctx)
 {
 	struct cf_exec *e = ctx;
-	e->job_done = true;
 	e->job = NULL;
 	metrics_exec_done(e->a, res->duration_ms,
 			  res->failure != EXEC_OK && res->failure != EXEC_TIMEOUT);
-	if (e->stream) {
-		if (e->s)
-			stream_end(e, res);
+	if (e->rl) {
+		stream_end(e, res);
 	} else if (e->kind == COMMANDS) {
 		commands_done(e, res);
 	} else if (e->kind == GIT) {
@@ -444,7 +418,7 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	} else {
 		run_done(e, res);
 	}
-	exec_release(e);
+	exec_free(e);
 }
 
 static void submit(struct cf_req *q, struct cf_exec *e, struct cf_cmd *c)
@@ -453,7 +427,7 @@ static void submit(struct cf_req *q, struct cf_exec *e, struct cf_cmd *c)
 	e->timeout_ms = c->p.timeout_ms ? c->p.timeout_ms
 					: q->a->m->cfg->exec_timeout_ms;
 	q->a->metrics.execs++;
-	if (!e->stream)
+	if (!e->rl)
 		http_suspend(q->r);
 	if (exec_submit(q->sb, c->sess, &c->p, exec_done, e, &e->job, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
@@ -473,19 +447,15 @@ static void execute(struct cf_req *q, bool stream)
 	/* a session the client named is echoed (the default is not) */
 	if (!c.fresh && c.sess != q->sb->sessions)
 		e->sid = strdup(c.sess->id);
-	if ((e->stream = stream)) {
+	if (stream) {
 		c.p.on_output = exec_output;
 		c.p.on_started = exec_started;
-		e->s = http_respond_stream(q->r, 200, "text/event-stream",
-					   HTTP_SIZE_UNKNOWN, sse_headers);
-		if (!e->s) {
-			e->job_done = e->stream_gone = true;
-			exec_release(e);
+		e->rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts,
+				   &stream_relay, e);
+		if (!e->rl) {
+			exec_free(e);
 			goto out;
 		}
-		http_stream_set_cbs(e->s, stream_drained, stream_closed, e);
-		e->keepalive.cb = keepalive;
-		loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
 	}
 	submit(q, e, &c);
 out:
@@ -597,8 +567,7 @@ void cf_git_checkout(struct cf_req *q)
 	e->branch = branch ? strdup(branch) : NULL;
 	e->remote = git_remote(repo);
 	if (!e->repo || !e->target || (branch && !e->branch)) {
-		e->job_done = true;
-		exec_release(e);
+		exec_free(e);
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		return;
 	}
@@ -858,7 +827,8 @@ static void pwatch_pump(struct cf_pwatch *w)
 		}
 	}
 	if (!p->ended) {
-		if (now_mono_ms() - w->quiet_since >= KEEPALIVE_MS) {
+		if (now_mono_ms() - w->quiet_since >=
+		    cf_stream_opts.keepalive_ms) {
 			sse_comment(w->s, "keepalive");
 			w->quiet_since = now_mono_ms();
 		}
