@@ -6,18 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http/sse.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
 #define MAX_ENDED 256 /* finished processes remembered per sandbox */
 
-struct process_watch {
+struct process_follower {
 	struct process *p;
-	struct http_stream *s;
+	const struct process_follow_ops *ops;
+	void *ctx;
 	uint64_t cursor;
-	bool exit_sent;
-	struct process_watch *next;
+	bool paused;
+	struct process_follower *next;
 };
 
 const char *process_status_name(enum process_status s)
@@ -27,7 +27,15 @@ const char *process_status_name(enum process_status s)
 	return names[s];
 }
 
-static void watch_pump(struct process_watch *w);
+static void follow_pump(struct process_follower *f);
+
+static void pump_all(struct process *p)
+{
+	for (struct process_follower *f = p->followers, *n; f; f = n) {
+		n = f->next;
+		follow_pump(f);
+	}
+}
 
 static void log_add(struct process *p, int fd, const char *data, size_t len)
 {
@@ -47,7 +55,7 @@ static void log_add(struct process *p, int fd, const char *data, size_t len)
 	p->tail = c;
 	p->log_end += len;
 	p->log_bytes += len;
-	/* oldest chunks go first; a watcher behind them is told (flag) */
+	/* oldest chunks go first; a follower behind them is told */
 	while (p->log_bytes > cap && p->head != p->tail) {
 		struct log_chunk *h = p->head;
 		p->head = h->next;
@@ -62,11 +70,8 @@ static int on_output(void *ctx, int fd, const char *data, size_t len)
 {
 	struct process *p = ctx;
 	log_add(p, fd, data, len);
-	for (struct process_watch *w = p->watches, *n; w; w = n) {
-		n = w->next;
-		watch_pump(w);
-	}
-	return 0; /* never paused: slow watchers catch up from the log */
+	pump_all(p);
+	return 0; /* never paused: slow followers catch up from the log */
 }
 
 static void on_started(void *ctx, int pid)
@@ -80,6 +85,15 @@ static void on_started(void *ctx, int pid)
 	}
 }
 
+static void stdin_finish(struct process *p, int err)
+{
+	void (*done)(void *, int) = p->stdin_done;
+	p->stdin_done = NULL;
+	buf_reset(&p->stdin_pending);
+	if (done)
+		done(p->stdin_ctx, err);
+}
+
 static void on_stdin_drain(void *ctx)
 {
 	struct process *p = ctx;
@@ -90,19 +104,10 @@ static void on_stdin_drain(void *ctx)
 	memmove(p->stdin_pending.data, p->stdin_pending.data + n,
 		p->stdin_pending.len - n);
 	p->stdin_pending.len -= n;
-	if (!exec_stdin_open(p->job) && p->stdin_req) {
-		/* it stopped reading: the bytes went nowhere */
-		buf_reset(&p->stdin_pending);
-		http_respond_json(p->stdin_req, 409,
-				  json_pack("{s:s, s:s}", "error",
-					    "the process no longer reads its stdin",
-					    "code", "process_ended"));
-		p->stdin_req = NULL;
-	} else if (!p->stdin_pending.len && p->stdin_req) {
-		http_respond_json(p->stdin_req, 200,
-				  json_pack("{s:b}", "written", 1));
-		p->stdin_req = NULL;
-	}
+	if (!exec_stdin_open(p->job))
+		stdin_finish(p, -EPIPE); /* it stopped reading: bytes lost */
+	else if (!p->stdin_pending.len)
+		stdin_finish(p, 0);
 }
 
 /* Unlink and free a record nobody watches. */
@@ -129,7 +134,7 @@ static void forget_oldest_ended(struct sandbox *sb)
 	unsigned ended = 0;
 	struct process *oldest = NULL;
 	for (struct process *p = sb->procs; p; p = p->next)
-		if (p->ended && !p->watches) {
+		if (p->ended && !p->followers) {
 			ended++;
 			oldest = p; /* the list is newest first */
 		}
@@ -158,22 +163,14 @@ static void on_done(const struct exec_result *res, void *ctx)
 		p->exit_code = 124;
 	log_info("sandbox=%s event=process-ended id=%s status=%s exit=%d",
 		 p->sb->id, p->id, process_status_name(p->status), p->exit_code);
-	if (p->stdin_req) {
-		http_respond_json(p->stdin_req, 409,
-				  json_pack("{s:s, s:s}", "error",
-					    "the process has ended", "code",
-					    "process_ended"));
-		p->stdin_req = NULL;
-	}
+	if (p->stdin_done)
+		stdin_finish(p, -ESRCH);
 	if (p->on_started) { /* a creator still waiting hears of the end */
 		void (*cb)(struct process *, void *) = p->on_started;
 		p->on_started = NULL;
 		cb(p, p->started_ctx);
 	}
-	for (struct process_watch *w = p->watches, *n; w; w = n) {
-		n = w->next;
-		watch_pump(w);
-	}
+	pump_all(p);
 	forget_oldest_ended(p->sb);
 }
 
@@ -197,7 +194,7 @@ int process_start(struct sandbox *sb, struct session *sess, const char *id,
 		free(p);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
-	if (old && !old->watches) /* an ended one by that name: replaced */
+	if (old && !old->followers) /* an ended one by that name: replaced */
 		forget(sb, old);
 	else if (old)
 		old->id[0] = '\0'; /* still streamed: keep it, nameless */
@@ -269,104 +266,98 @@ void process_logs(const struct process *p, struct buf *out, struct buf *err)
 		buf_append(c->fd == 1 ? out : err, c->data, c->len);
 }
 
-void process_stdin(struct process *p, struct http_req *r, const char *data,
-		   size_t len)
+int process_stdin(struct process *p, const char *data, size_t len,
+		  void (*done)(void *ctx, int err), void *ctx)
 {
-	if (p->ended || !p->job) {
-		http_respond_json(r, 409, json_pack("{s:s, s:s}", "error",
-						    "the process has ended",
-						    "code", "process_ended"));
-		return;
-	}
-	if (p->stdin_req) {
-		http_respond_json(r, 409, json_pack("{s:s, s:s}", "error",
-						    "a stdin write is in progress",
-						    "code", "busy"));
-		return;
-	}
+	if (p->ended || !p->job)
+		return -ESRCH;
+	if (p->stdin_pending.len)
+		return -EBUSY;
 	size_t n = exec_stdin_write(p->job, data, len);
-	if (!exec_stdin_open(p->job)) {
-		http_respond_json(r, 409, json_pack("{s:s, s:s}", "error",
-						    "the process no longer reads "
-						    "its stdin",
-						    "code", "process_ended"));
-		return;
-	}
-	if (n == len) {
-		http_respond_json(r, 200, json_pack("{s:b}", "written", 1));
-		return;
-	}
-	buf_append(&p->stdin_pending, data + n, len - n);
-	p->stdin_req = r;
-	http_suspend(r);
+	if (!exec_stdin_open(p->job))
+		return -EPIPE;
+	if (n == len)
+		return 0;
+	if (buf_append(&p->stdin_pending, data + n, len - n) < 0)
+		return -ENOMEM;
+	p->stdin_done = done;
+	p->stdin_ctx = ctx;
+	return 1;
 }
 
-/* ---- watchers ----------------------------------------------------------- */
-
-static void unwatch(struct process_watch *w)
+void process_stdin_forget(struct process *p)
 {
-	struct process *p = w->p;
-	for (struct process_watch **l = &p->watches; *l; l = &(*l)->next)
-		if (*l == w) {
-			*l = w->next;
+	p->stdin_done = NULL;
+}
+
+/* ---- followers ---------------------------------------------------------- */
+
+static void follower_free(struct process_follower *f)
+{
+	for (struct process_follower **l = &f->p->followers; *l;
+	     l = &(*l)->next)
+		if (*l == f) {
+			*l = f->next;
 			break;
 		}
-	free(w);
+	free(f);
 }
 
-/* Send what the watcher has not seen yet, as far as its stream takes it;
- * then, once the process ended and all is sent, the exit event. */
-static void watch_pump(struct process_watch *w)
+/* Feed what the follower has not had yet, as far as it takes it; then,
+ * once the process ended and all is delivered, its end. */
+static void follow_pump(struct process_follower *f)
 {
-	struct process *p = w->p;
-	if (w->cursor < p->log_start) {
-		sse_comment(w->s, "output dropped: older than the log keeps");
-		w->cursor = p->log_start;
+	struct process *p = f->p;
+	f->paused = false;
+	if (f->cursor < p->log_start) {
+		f->cursor = p->log_start;
+		if (f->ops->dropped)
+			f->ops->dropped(f->ctx);
 	}
 	for (struct log_chunk *c = p->head; c; c = c->next) {
-		if (c->start + c->len <= w->cursor)
+		if (c->start + c->len <= f->cursor)
 			continue;
-		if (http_stream_pending(w->s) >= (512u << 10))
-			return; /* on_drain brings us back */
-		size_t skip = (size_t)(w->cursor - c->start);
-		sse_event_b64(w->s, c->fd == 1 ? "stdout" : "stderr",
-			      c->start + c->len, c->data + skip, c->len - skip);
-		w->cursor = c->start + c->len;
+		size_t skip = (size_t)(f->cursor - c->start);
+		f->cursor = c->start + c->len;
+		if (f->ops->output(f->ctx, c->fd, f->cursor, c->data + skip,
+				   c->len - skip)) {
+			f->paused = true;
+			return; /* process_follow_resume brings us back */
+		}
 	}
-	if (p->ended && !w->exit_sent) {
-		char data[160];
-		w->exit_sent = true;
-		snprintf(data, sizeof(data),
-			 "{\"exit_code\":%d,\"status\":\"%s\"}", p->exit_code,
-			 process_status_name(p->status));
-		sse_event(w->s, "exit", NULL, data);
-		http_stream_end(w->s);
+	if (p->ended) {
+		f->ops->ended(f->ctx, p, false);
+		follower_free(f);
 	}
 }
 
-static void watch_drained(void *ctx)
+int process_follow(struct process *p, uint64_t cursor,
+		   const struct process_follow_ops *ops, void *ctx,
+		   struct process_follower **out)
 {
-	watch_pump(ctx);
-}
-
-static void watch_closed(void *ctx)
-{
-	unwatch(ctx);
-}
-
-int process_watch(struct process *p, struct http_stream *s, uint64_t cursor)
-{
-	struct process_watch *w = calloc(1, sizeof(*w));
-	if (!w)
+	struct process_follower *f = calloc(1, sizeof(*f));
+	if (!f)
 		return -ENOMEM;
-	w->p = p;
-	w->s = s;
-	w->cursor = cursor;
-	w->next = p->watches;
-	p->watches = w;
-	http_stream_set_cbs(s, watch_drained, watch_closed, w);
-	watch_pump(w);
+	f->p = p;
+	f->ops = ops;
+	f->ctx = ctx;
+	f->cursor = cursor;
+	f->next = p->followers;
+	p->followers = f;
+	*out = f;
+	follow_pump(f);
 	return 0;
+}
+
+void process_follow_resume(struct process_follower *f)
+{
+	if (f->paused)
+		follow_pump(f);
+}
+
+void process_unfollow(struct process_follower *f)
+{
+	follower_free(f);
 }
 
 void process_free_all(struct sandbox *sb)
@@ -374,13 +365,14 @@ void process_free_all(struct sandbox *sb)
 	while (sb->procs) {
 		struct process *p = sb->procs;
 		sb->procs = p->next;
-		while (p->watches) {
-			struct process_watch *w = p->watches;
-			http_stream_set_cbs(w->s, NULL, NULL, NULL);
-			http_stream_end(w->s);
-			p->watches = w->next;
-			free(w);
+		while (p->followers) {
+			struct process_follower *f = p->followers;
+			p->followers = f->next;
+			f->ops->ended(f->ctx, p, true);
+			free(f);
 		}
+		if (p->stdin_done)
+			stdin_finish(p, -ESRCH);
 		loop_timer_stop(sb->m->loop, &p->kill_timer);
 		forget(sb, p);
 	}

@@ -1,8 +1,21 @@
 /* Background processes: commands that run beside a sandbox's sessions,
  * keep their output in a capped log (oldest dropped, flagged), and can be
- * streamed from any byte cursor, fed on stdin, and killed with their whole
+ * followed from any byte cursor, fed on stdin, and killed with their whole
  * tree (TERM, then KILL after a grace period). They keep the sandbox from
- * idling out while they run. */
+ * idling out while they run.
+ *
+ * Theory of operation. A process is an exec job (core/exec.c) submitted
+ * detached, with its stdin kept open. Its output is never paused: every
+ * chunk goes into the log (a list of chunks, each with the cursor of its
+ * first byte; the oldest are dropped past the cap), and then to each
+ * follower. A follower is a callback set with its own cursor: it is fed
+ * from the log up to the end, stops when its consumer says so (a slow
+ * client), and picks up from its cursor on process_follow_resume; a
+ * consumer that is behind the log's start is told what it missed. When the
+ * process has ended and a follower has every byte, its ended callback runs
+ * once and the follower is gone. Ended records are kept (up to a number
+ * per sandbox) so their logs can still be read. Nothing here knows HTTP:
+ * the faces turn callbacks into answers. */
 #ifndef SBX_PROCESS_H
 #define SBX_PROCESS_H
 
@@ -10,7 +23,6 @@
 #include <stdint.h>
 
 #include "core/exec.h"
-#include "http/http.h"
 
 enum process_status {
 	PROC_RUNNING,
@@ -27,7 +39,7 @@ struct log_chunk {
 	char data[];
 };
 
-struct process_watch;
+struct process_follower;
 
 struct process {
 	struct sandbox *sb;
@@ -44,11 +56,12 @@ struct process {
 	uint64_t log_start, log_end; /* cursors of retained bytes */
 	uint64_t log_bytes;
 	bool log_dropped;
-	struct process_watch *watches;
+	struct process_follower *followers;
 	struct loop_timer kill_timer;
 	bool kill_requested;
 	struct buf stdin_pending;  /* bytes waiting for the pipe */
-	struct http_req *stdin_req; /* answered when they are written */
+	void (*stdin_done)(void *ctx, int err); /* when they are written */
+	void *stdin_ctx;
 	void (*on_started)(struct process *p, void *ctx);
 	void *started_ctx;
 	struct process *next;
@@ -66,11 +79,38 @@ const char *process_status_name(enum process_status s);
 int process_kill(struct process *p, uint64_t grace_ms);
 /* stdout and stderr as retained. */
 void process_logs(const struct process *p, struct buf *out, struct buf *err);
-/* An SSE stream of its output from cursor on, live until it ends. */
-int process_watch(struct process *p, struct http_stream *s, uint64_t cursor);
-/* Write to its stdin; r is answered (200) once all is written. */
-void process_stdin(struct process *p, struct http_req *r, const char *data,
-		   size_t len);
+
+struct process_follow_ops {
+	/* bytes of fd (1 stdout, 2 stderr) whose last byte is at cursor
+	 * end - 1; nonzero: pause until process_follow_resume */
+	int (*output)(void *ctx, int fd, uint64_t end, const char *data,
+		      size_t len);
+	/* output older than the log keeps was skipped */
+	void (*dropped)(void *ctx);
+	/* the process ended and every byte was delivered, or (gone) the
+	 * sandbox is going away; the follower is freed after this */
+	void (*ended)(void *ctx, const struct process *p, bool gone);
+};
+/* Follow its output from cursor on. *out is set first, then the follower
+ * is fed from the log at once: for an ended process, ended may run (and
+ * the follower be gone) before this returns. -ENOMEM. */
+int process_follow(struct process *p, uint64_t cursor,
+		   const struct process_follow_ops *ops, void *ctx,
+		   struct process_follower **out);
+void process_follow_resume(struct process_follower *f);
+/* Stop following (no callback runs after this). */
+void process_unfollow(struct process_follower *f);
+
+/* Write to its stdin. 0: all written; 1: the rest is written as the
+ * process reads it, and done(ctx, 0) runs then (done(ctx, -EPIPE) if it
+ * stops reading first, -ESRCH if it ends first). Errors: -ESRCH it has
+ * ended, -EPIPE it no longer reads its stdin, -EBUSY a write is still in
+ * progress, -ENOMEM. */
+int process_stdin(struct process *p, const char *data, size_t len,
+		  void (*done)(void *ctx, int err), void *ctx);
+/* The writer waiting for done is gone: the rest is still written, and
+ * nobody is told. */
+void process_stdin_forget(struct process *p);
 /* The sandbox is going away: free every record. */
 void process_free_all(struct sandbox *sb);
 

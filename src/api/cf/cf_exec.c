@@ -24,8 +24,6 @@
 #include "http/sse.h"
 #include "lib/util.h"
 
-#define WATCH_TICK_MS 25
-#define WATCH_HIGH_WATER (512u << 10)
 #define GIT_DEFAULT_TIMEOUT_MS 600000 /* the SDK's default */
 
 /* ---- a command's parameters -------------------------------------------- */
@@ -770,112 +768,81 @@ void cf_process_logs(struct cf_req *q, const char *id)
 	buf_free(&err);
 }
 
-/* A process's log as the protocol's events, replayed then live. The
- * process engine's own watchers speak /v1 SSE; this follows the log from
- * the loop instead, finding its process again by id each time (the
- * record may go, or be replaced by a new one of that id). */
+/* A process's log as the protocol's events, replayed then live: a
+ * follower of the process (core/process.c) feeding a relay. */
 struct cf_pwatch {
-	struct api *a;
-	struct loop *loop; /* outlives the manager at shutdown */
-	struct http_stream *s;
-	struct loop_timer tick;
-	const char *tenant;
-	char sbid[64], id[129];
-	const struct process *p; /* compared, never followed once gone */
-	uint64_t start_ms, cursor, quiet_since;
+	struct relay *rl;
+	struct process_follower *f;
+	char id[129];
 	struct cf_utf8 u[3];
-	bool ended;
 };
 
-static void pwatch_event(struct cf_pwatch *w, json_t *ev)
+static int pwatch_event(struct cf_pwatch *w, json_t *ev)
 {
 	json_object_set_new(ev, "processId", json_string(w->id));
-	w->quiet_since = now_mono_ms();
-	cf_sse(w->s, ev);
+	return cf_event(w->rl, ev);
 }
 
-static void pwatch_pump(struct cf_pwatch *w)
+static int pwatch_text(struct cf_pwatch *w, int fd, const char *data,
+		       size_t len, bool final)
 {
-	struct sandbox *sb = manager_find(w->a->m, w->tenant, w->sbid);
-	struct process *p = sb ? process_find(sb, w->id) : NULL;
-	if (w->ended || !w->s)
-		return;
-	if (!p || p != w->p || p->start_ms != w->start_ms) {
-		json_t *ev = event("error");
+	json_t *text = cf_text(&w->u[fd], data, len, final);
+	if (!text)
+		return 0;
+	json_t *ev = event(fd == 1 ? "stdout" : "stderr");
+	json_object_set_new(ev, "data", text);
+	return pwatch_event(w, ev);
+}
+
+static int pwatch_output(void *ctx, int fd, uint64_t end, const char *data,
+			 size_t len)
+{
+	(void)end;
+	return pwatch_text(ctx, fd, data, len, false);
+}
+
+static void pwatch_ended(void *ctx, const struct process *p, bool gone)
+{
+	struct cf_pwatch *w = ctx;
+	json_t *ev;
+	if (gone) {
+		ev = event("error");
 		json_object_set_new(ev, "data", json_string("the process is gone"));
 		json_object_set_new(ev, "error", json_string("the process is gone"));
-		pwatch_event(w, ev);
-		w->ended = true;
-		http_stream_end(w->s);
-		return;
+	} else {
+		char msg[80];
+		pwatch_text(w, 1, "", 0, true);
+		pwatch_text(w, 2, "", 0, true);
+		snprintf(msg, sizeof(msg), "Process completed with exit code %d",
+			 p->exit_code);
+		ev = event("exit");
+		json_object_set_new(ev, "exitCode", json_integer(p->exit_code));
+		json_object_set_new(ev, "data", json_string(msg));
 	}
-	if (w->cursor < p->log_start)
-		w->cursor = p->log_start; /* older output was dropped */
-	for (const struct log_chunk *c = p->head; c; c = c->next) {
-		if (c->start + c->len <= w->cursor)
-			continue;
-		if (http_stream_pending(w->s) >= WATCH_HIGH_WATER)
-			return; /* on_drain brings us back */
-		size_t skip = (size_t)(w->cursor - c->start);
-		json_t *text = cf_text(&w->u[c->fd], c->data + skip, c->len - skip,
-				       false);
-		w->cursor = c->start + c->len;
-		if (text) {
-			json_t *ev = event(c->fd == 1 ? "stdout" : "stderr");
-			json_object_set_new(ev, "data", text);
-			pwatch_event(w, ev);
-		}
-	}
-	if (!p->ended) {
-		if (now_mono_ms() - w->quiet_since >=
-		    cf_stream_opts.keepalive_ms) {
-			sse_comment(w->s, "keepalive");
-			w->quiet_since = now_mono_ms();
-		}
-		return;
-	}
-	for (int fd = 1; fd <= 2; fd++) {
-		json_t *text = cf_text(&w->u[fd], "", 0, true);
-		if (text) {
-			json_t *ev = event(fd == 1 ? "stdout" : "stderr");
-			json_object_set_new(ev, "data", text);
-			pwatch_event(w, ev);
-		}
-	}
-	char msg[80];
-	snprintf(msg, sizeof(msg), "Process completed with exit code %d",
-		 p->exit_code);
-	json_t *ev = event("exit");
-	json_object_set_new(ev, "exitCode", json_integer(p->exit_code));
-	json_object_set_new(ev, "data", json_string(msg));
 	pwatch_event(w, ev);
-	w->ended = true;
-	http_stream_end(w->s);
-}
-
-static void pwatch_tick(struct loop_timer *t)
-{
-	struct cf_pwatch *w = t->data;
-	pwatch_pump(w);
-	if (!w->ended)
-		loop_timer_start(w->loop, t, WATCH_TICK_MS);
-}
-
-/* From the server, which may run this after the manager is gone (at
- * shutdown): only the loop's timer, which then never fires, is touched. */
-static void pwatch_drained(void *ctx)
-{
-	struct cf_pwatch *w = ctx;
-	if (!w->ended)
-		loop_timer_start(w->loop, &w->tick, 0);
-}
-
-static void pwatch_closed(void *ctx)
-{
-	struct cf_pwatch *w = ctx;
-	loop_timer_stop(w->loop, &w->tick);
+	relay_end(w->rl);
 	free(w);
 }
+
+/* older output was dropped: the stream goes on from what is kept */
+static const struct process_follow_ops pwatch_follow = {
+	.output = pwatch_output, .ended = pwatch_ended};
+
+static void pwatch_resume(void *ctx)
+{
+	struct cf_pwatch *w = ctx;
+	process_follow_resume(w->f);
+}
+
+static void pwatch_abandoned(void *ctx)
+{
+	struct cf_pwatch *w = ctx;
+	process_unfollow(w->f);
+	relay_end(w->rl);
+	free(w);
+}
+
+static const struct relay_ops pwatch_relay = {pwatch_resume, pwatch_abandoned};
 
 void cf_process_stream(struct cf_req *q, const char *id)
 {
@@ -887,23 +854,13 @@ void cf_process_stream(struct cf_req *q, const char *id)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		return;
 	}
-	w->a = q->a;
-	w->loop = q->a->m->loop;
-	w->tenant = q->tenant;
-	snprintf(w->sbid, sizeof(w->sbid), "%s", q->sbid);
 	snprintf(w->id, sizeof(w->id), "%s", p->id);
-	w->p = p;
-	w->start_ms = p->start_ms;
-	w->quiet_since = now_mono_ms();
-	w->tick.cb = pwatch_tick;
-	w->tick.data = w;
-	w->s = http_respond_stream(q->r, 200, "text/event-stream",
-				   HTTP_SIZE_UNKNOWN, sse_headers);
-	if (!w->s) {
+	w->rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts, &pwatch_relay,
+			   w);
+	if (!w->rl) {
 		free(w);
 		return;
 	}
-	http_stream_set_cbs(w->s, pwatch_drained, pwatch_closed, w);
 	json_t *ev = event("process_info");
 	json_object_set_new(ev, "command", json_string(p->command));
 	json_object_set_new(ev, "status",
@@ -911,7 +868,8 @@ void cf_process_stream(struct cf_req *q, const char *id)
 	if (p->pid)
 		json_object_set_new(ev, "pid", json_integer(p->pid));
 	pwatch_event(w, ev);
-	pwatch_pump(w);
-	if (!w->ended)
-		loop_timer_start(w->loop, &w->tick, WATCH_TICK_MS);
+	if (process_follow(p, 0, &pwatch_follow, w, &w->f) < 0) {
+		relay_end(w->rl);
+		free(w);
+	}
 }

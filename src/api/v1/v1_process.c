@@ -5,7 +5,7 @@
 
 #include "api/api.h"
 #include "core/process.h"
-#include "http/sse.h"
+#include "http/relay.h"
 #include "lib/util.h"
 
 #define KILL_GRACE_MS 5000
@@ -151,6 +151,57 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 	buf_free(&err);
 }
 
+/* ---- following a process's output as SSE ------------------------------- */
+
+struct v1_follow {
+	struct relay *rl;
+	struct process_follower *f; /* NULL once ended */
+};
+
+static int follow_output(void *ctx, int fd, uint64_t end, const char *data,
+			 size_t len)
+{
+	struct v1_follow *v = ctx;
+	return relay_event_b64(v->rl, fd == 1 ? "stdout" : "stderr", end, data,
+			       len);
+}
+
+static void follow_dropped(void *ctx)
+{
+	struct v1_follow *v = ctx;
+	relay_comment(v->rl, "output dropped: older than the log keeps");
+}
+
+static void follow_ended(void *ctx, const struct process *p, bool gone)
+{
+	struct v1_follow *v = ctx;
+	if (!gone)
+		relay_event_json(v->rl, "exit",
+				 json_pack("{s:i, s:s}", "exit_code", p->exit_code,
+					   "status", process_status_name(p->status)));
+	relay_end(v->rl);
+	free(v);
+}
+
+static const struct process_follow_ops follow_ops = {
+	follow_output, follow_dropped, follow_ended};
+
+static void follow_resume(void *ctx)
+{
+	struct v1_follow *v = ctx;
+	process_follow_resume(v->f);
+}
+
+static void follow_abandoned(void *ctx)
+{
+	struct v1_follow *v = ctx;
+	process_unfollow(v->f);
+	relay_end(v->rl);
+	free(v);
+}
+
+static const struct relay_ops follow_relay = {follow_resume, follow_abandoned};
+
 void v1_process_stream(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct process *p = find(a, r, m);
@@ -165,15 +216,63 @@ void v1_process_stream(struct api *a, struct http_req *r, struct route_match *m)
 		v1_error(r, 400, "invalid_request", "cursor must be a number");
 		return;
 	}
-	struct http_stream *s = http_respond_stream(
-		r, 200, "text/event-stream", HTTP_SIZE_UNKNOWN, sse_headers);
-	if (s)
-		process_watch(p, s, cursor);
+	struct v1_follow *v = calloc(1, sizeof(*v));
+	if (!v) {
+		v1_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	if (!(v->rl = relay_open(r, a->m->loop, NULL, &follow_relay, v))) {
+		free(v);
+		return;
+	}
+	if (process_follow(p, cursor, &follow_ops, v, &v->f) < 0) {
+		relay_end(v->rl);
+		free(v);
+	}
+}
+
+/* ---- stdin --------------------------------------------------------------- */
+
+static void stdin_answer(struct http_req *r, int err)
+{
+	r->on_close = NULL;
+	if (!err)
+		http_respond_json(r, 200, json_pack("{s:b}", "written", 1));
+	else if (err == -EBUSY)
+		v1_error(r, 409, "busy", "a stdin write is in progress");
+	else if (err == -EPIPE)
+		v1_error(r, 409, "process_ended",
+			 "the process no longer reads its stdin");
+	else if (err == -ESRCH)
+		v1_error(r, 409, "process_ended", "the process has ended");
+	else
+		v1_error(r, 500, "internal", "%s", strerror(-err));
+}
+
+static void stdin_written(void *ctx, int err)
+{
+	stdin_answer(ctx, err);
+}
+
+/* The client left before its bytes were all written: they still go in;
+ * the request is closed by an answer nobody reads. */
+static void stdin_client_gone(struct http_req *r)
+{
+	process_stdin_forget(r->ctx);
+	stdin_answer(r, -ECONNABORTED);
 }
 
 void v1_process_stdin(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct process *p = find(a, r, m);
-	if (p)
-		process_stdin(p, r, r->body.data ? r->body.data : "", r->body.len);
+	if (!p)
+		return;
+	int rc = process_stdin(p, r->body.data ? r->body.data : "", r->body.len,
+			       stdin_written, r);
+	if (rc == 1) {
+		r->ctx = p;
+		r->on_close = stdin_client_gone;
+		http_suspend(r);
+	} else
+		stdin_answer(r, rc);
 }
