@@ -220,6 +220,18 @@ void sandbox_touch(struct sandbox *sb)
 	sb->last_active_ms = now_wall_ms();
 }
 
+bool sandbox_id_valid(const char *id)
+{
+	size_t n = strlen(id);
+	if (n == 0 || n > 63)
+		return false;
+	for (const char *c = id; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
+		      *c == '-'))
+			return false;
+	return true;
+}
+
 int sandbox_disk_usage(struct sandbox *sb, uint64_t *bytes)
 {
 	return store_usage(sb->m->rt->store, sb->name, bytes);

@@ -73,6 +73,9 @@ int manager_new(struct config *cfg, struct loop *loop,
 /* Stop every sandbox (files kept) and free everything. */
 void manager_free(struct manager *m);
 
+/* 1-63 of [a-z0-9-]: what every face accepts as a sandbox ID (it names
+ * the sandbox's cgroups and log lines, never a path). */
+bool sandbox_id_valid(const char *id);
 struct sandbox *manager_find(struct manager *m, const char *tenant,
 			     const char *id);
 /* Register a new sandbox (not started). -EEXIST if it exists. */

@@ -707,18 +707,6 @@ static void ping(struct http_req *r)
 
 /* ---- dispatch ---------------------------------------------------------- */
 
-static bool valid_sbid(const char *id)
-{
-	size_t n = strlen(id);
-	if (n == 0 || n > 63)
-		return false;
-	for (const char *c = id; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-		      *c == '-'))
-			return false;
-	return true;
-}
-
 /* "/api/process/{id}[/tail]": the id (into buf) and the tail. */
 static const char *process_route(const char *rest, char *buf, size_t cap,
 				 const char **tail)
@@ -778,7 +766,7 @@ static void dispatch(struct api *a, struct http_req *r, const char *tenant,
 		cf_ok(r, json_pack("{s:s}", "version", CF_PROTOCOL_VERSION));
 		return;
 	}
-	if (!valid_sbid(sbid)) {
+	if (!sandbox_id_valid(sbid)) {
 		cf_error(r, "VALIDATION_FAILED", json_pack("{s:s}", "field", "id"),
 			 "sandbox id must be 1-63 characters of [a-z0-9-]");
 		return;

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "api/cf/cf.h"
+#include "api/follow.h"
 #include "core/process.h"
 #include "http/sse.h"
 #include "lib/util.h"
@@ -771,8 +772,7 @@ void cf_process_logs(struct cf_req *q, const char *id)
 /* A process's log as the protocol's events, replayed then live: a
  * follower of the process (core/process.c) feeding a relay. */
 struct cf_pwatch {
-	struct relay *rl;
-	struct process_follower *f;
+	struct api_follow fw; /* first: api_follow_end frees the whole */
 	char id[129];
 	struct cf_utf8 u[3];
 };
@@ -780,7 +780,7 @@ struct cf_pwatch {
 static int pwatch_event(struct cf_pwatch *w, json_t *ev)
 {
 	json_object_set_new(ev, "processId", json_string(w->id));
-	return cf_event(w->rl, ev);
+	return cf_event(w->fw.rl, ev);
 }
 
 static int pwatch_text(struct cf_pwatch *w, int fd, const char *data,
@@ -820,29 +820,12 @@ static void pwatch_ended(void *ctx, const struct process *p, bool gone)
 		json_object_set_new(ev, "data", json_string(msg));
 	}
 	pwatch_event(w, ev);
-	relay_end(w->rl);
-	free(w);
+	api_follow_end(&w->fw);
 }
 
 /* older output was dropped: the stream goes on from what is kept */
 static const struct process_follow_ops pwatch_follow = {
 	.output = pwatch_output, .ended = pwatch_ended};
-
-static void pwatch_resume(void *ctx)
-{
-	struct cf_pwatch *w = ctx;
-	process_follow_resume(w->f);
-}
-
-static void pwatch_abandoned(void *ctx)
-{
-	struct cf_pwatch *w = ctx;
-	process_unfollow(w->f);
-	relay_end(w->rl);
-	free(w);
-}
-
-static const struct relay_ops pwatch_relay = {pwatch_resume, pwatch_abandoned};
 
 void cf_process_stream(struct cf_req *q, const char *id)
 {
@@ -855,12 +838,8 @@ void cf_process_stream(struct cf_req *q, const char *id)
 		return;
 	}
 	snprintf(w->id, sizeof(w->id), "%s", p->id);
-	w->rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts, &pwatch_relay,
-			   w);
-	if (!w->rl) {
-		free(w);
+	if (api_follow_open(&w->fw, q->r, q->a->m->loop, &cf_stream_opts) < 0)
 		return;
-	}
 	json_t *ev = event("process_info");
 	json_object_set_new(ev, "command", json_string(p->command));
 	json_object_set_new(ev, "status",
@@ -868,8 +847,5 @@ void cf_process_stream(struct cf_req *q, const char *id)
 	if (p->pid)
 		json_object_set_new(ev, "pid", json_integer(p->pid));
 	pwatch_event(w, ev);
-	if (process_follow(p, 0, &pwatch_follow, w, &w->f) < 0) {
-		relay_end(w->rl);
-		free(w);
-	}
+	api_follow_attach(&w->fw, p, 0, &pwatch_follow);
 }

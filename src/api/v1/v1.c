@@ -54,24 +54,12 @@ json_t *v1_body(struct http_req *r)
 	return j;
 }
 
-static bool valid_id(const char *id)
-{
-	size_t n = strlen(id);
-	if (n == 0 || n > 63)
-		return false;
-	for (const char *c = id; *c; c++)
-		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-		      *c == '-'))
-			return false;
-	return true;
-}
-
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
 			   struct route_match *m, bool create)
 {
 	const char *id = m->params[0];
 	struct sbx_err err = {0};
-	if (!valid_id(id)) {
+	if (!sandbox_id_valid(id)) {
 		v1_error(r, 400, "invalid_request",
 			 "sandbox id must be 1-63 characters of [a-z0-9-]");
 		return NULL;
@@ -268,7 +256,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	const char **env = NULL;
 	size_t envc = 0;
 	char *labels_txt = NULL;
-	if (id && (!json_is_string(id) || !valid_id(json_string_value(id)))) {
+	if (id && (!json_is_string(id) || !sandbox_id_valid(json_string_value(id)))) {
 		v1_error(r, 400, "invalid_request",
 			 "id must be 1-63 characters of [a-z0-9-]");
 		goto out;
@@ -353,7 +341,7 @@ void v1_sandbox_info(struct api *a, struct http_req *r, struct route_match *m)
 void v1_sandbox_running(struct api *a, struct http_req *r,
 			struct route_match *m)
 {
-	if (!valid_id(m->params[0])) {
+	if (!sandbox_id_valid(m->params[0])) {
 		v1_sandbox(a, r, m, false); /* answers the 400 */
 		return;
 	}
@@ -364,7 +352,7 @@ void v1_sandbox_running(struct api *a, struct http_req *r,
 
 void v1_sandbox_stop(struct api *a, struct http_req *r, struct route_match *m)
 {
-	if (!valid_id(m->params[0])) {
+	if (!sandbox_id_valid(m->params[0])) {
 		v1_sandbox(a, r, m, false);
 		return;
 	}
@@ -379,7 +367,7 @@ void v1_sandbox_delete(struct api *a, struct http_req *r,
 		       struct route_match *m)
 {
 	struct sbx_err err = {0};
-	if (!valid_id(m->params[0])) {
+	if (!sandbox_id_valid(m->params[0])) {
 		v1_sandbox(a, r, m, false);
 		return;
 	}

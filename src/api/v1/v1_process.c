@@ -5,7 +5,7 @@
 
 #include "api/api.h"
 #include "core/process.h"
-#include "http/relay.h"
+#include "api/follow.h"
 #include "lib/util.h"
 
 #define KILL_GRACE_MS 5000
@@ -153,54 +153,32 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 
 /* ---- following a process's output as SSE ------------------------------- */
 
-struct v1_follow {
-	struct relay *rl;
-	struct process_follower *f; /* NULL once ended */
-};
-
 static int follow_output(void *ctx, int fd, uint64_t end, const char *data,
 			 size_t len)
 {
-	struct v1_follow *v = ctx;
-	return relay_event_b64(v->rl, fd == 1 ? "stdout" : "stderr", end, data,
+	struct api_follow *fw = ctx;
+	return relay_event_b64(fw->rl, fd == 1 ? "stdout" : "stderr", end, data,
 			       len);
 }
 
 static void follow_dropped(void *ctx)
 {
-	struct v1_follow *v = ctx;
-	relay_comment(v->rl, "output dropped: older than the log keeps");
+	struct api_follow *fw = ctx;
+	relay_comment(fw->rl, "output dropped: older than the log keeps");
 }
 
 static void follow_ended(void *ctx, const struct process *p, bool gone)
 {
-	struct v1_follow *v = ctx;
+	struct api_follow *fw = ctx;
 	if (!gone)
-		relay_event_json(v->rl, "exit",
+		relay_event_json(fw->rl, "exit",
 				 json_pack("{s:i, s:s}", "exit_code", p->exit_code,
 					   "status", process_status_name(p->status)));
-	relay_end(v->rl);
-	free(v);
+	api_follow_end(fw);
 }
 
 static const struct process_follow_ops follow_ops = {
 	follow_output, follow_dropped, follow_ended};
-
-static void follow_resume(void *ctx)
-{
-	struct v1_follow *v = ctx;
-	process_follow_resume(v->f);
-}
-
-static void follow_abandoned(void *ctx)
-{
-	struct v1_follow *v = ctx;
-	process_unfollow(v->f);
-	relay_end(v->rl);
-	free(v);
-}
-
-static const struct relay_ops follow_relay = {follow_resume, follow_abandoned};
 
 void v1_process_stream(struct api *a, struct http_req *r, struct route_match *m)
 {
@@ -216,19 +194,13 @@ void v1_process_stream(struct api *a, struct http_req *r, struct route_match *m)
 		v1_error(r, 400, "invalid_request", "cursor must be a number");
 		return;
 	}
-	struct v1_follow *v = calloc(1, sizeof(*v));
-	if (!v) {
+	struct api_follow *fw = calloc(1, sizeof(*fw));
+	if (!fw) {
 		v1_error(r, 500, "internal", "out of memory");
 		return;
 	}
-	if (!(v->rl = relay_open(r, a->m->loop, NULL, &follow_relay, v))) {
-		free(v);
-		return;
-	}
-	if (process_follow(p, cursor, &follow_ops, v, &v->f) < 0) {
-		relay_end(v->rl);
-		free(v);
-	}
+	if (api_follow_open(fw, r, a->m->loop, NULL) == 0)
+		api_follow_attach(fw, p, cursor, &follow_ops);
 }
 
 /* ---- stdin --------------------------------------------------------------- */

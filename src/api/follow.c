@@ -1,0 +1,42 @@
+#include "api/follow.h"
+
+#include <stdlib.h>
+
+static void follow_resume(void *ctx)
+{
+	struct api_follow *fw = ctx;
+	process_follow_resume(fw->f);
+}
+
+static void follow_abandoned(void *ctx)
+{
+	struct api_follow *fw = ctx;
+	process_unfollow(fw->f);
+	api_follow_end(fw);
+}
+
+static const struct relay_ops follow_relay = {follow_resume, follow_abandoned};
+
+int api_follow_open(struct api_follow *fw, struct http_req *r,
+		    struct loop *loop, const struct relay_opts *opts)
+{
+	fw->rl = relay_open(r, loop, opts, &follow_relay, fw);
+	if (!fw->rl) {
+		free(fw);
+		return -1;
+	}
+	return 0;
+}
+
+void api_follow_attach(struct api_follow *fw, struct process *p,
+		       uint64_t cursor, const struct process_follow_ops *ops)
+{
+	if (process_follow(p, cursor, ops, fw, &fw->f) < 0)
+		api_follow_end(fw);
+}
+
+void api_follow_end(struct api_follow *fw)
+{
+	relay_end(fw->rl);
+	free(fw);
+}
