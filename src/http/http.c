@@ -1,3 +1,28 @@
+/* HTTP over libmicrohttpd, driven by the daemon's one event loop.
+ *
+ * Theory of operation. MHD runs in external-select mode: its epoll fd is
+ * one watch of our loop, and http_run (the loop's idle hook) lets it do
+ * its work; no thread of MHD's ever runs. A request is an http_req_priv,
+ * made when its headers are in (on_access's first call), when the begin
+ * hook (the router) decides who is asking and where it goes, and may take
+ * the body as a stream (on_body, suspended while the consumer is full).
+ * A complete request goes to the handler, which answers at once or
+ * suspends the connection and answers later from a callback (a command's
+ * exit, a written stdin): MHD then leaves the connection alone until the
+ * answer is queued.
+ *
+ * Streamed answers (http_stream) are a queue that the producer fills and
+ * MHD's content reader drains: past STREAM_HIGH unsent bytes the producer
+ * is told to pause, below STREAM_LOW it is told to go on (on_drain). A
+ * reader with nothing to send suspends the connection until the next
+ * write.
+ *
+ * MHD does not look at a suspended connection's socket, so a client that
+ * leaves would go unnoticed for as long as its command runs: each
+ * suspended connection is watched for EPOLLRDHUP by the loop, and its
+ * waiters (on_close of the request and of its stream) hear of it at once.
+ * Every request ends in on_completed, which frees it; an answer is never
+ * given twice. */
 #include "http/http.h"
 
 #include <arpa/inet.h>

@@ -1,5 +1,14 @@
 /* The daemon's one event loop (epoll), as in redis: fd watches with
- * callbacks, one-shot timers on a min-heap, no threads, no locks. */
+ * callbacks, one-shot timers on a min-heap, no threads, no locks.
+ *
+ * Theory of operation. loop_run waits in epoll_wait for at most the time
+ * to the earliest timer, dispatches the batch of ready fds (a watch
+ * removed during the batch is skipped, see loop_del), then fires every
+ * timer that is due, then runs the idle hook (HTTP's own work). A watch
+ * and a timer are embedded in their owner, which must remove them before
+ * it is freed; a timer is re-armed by starting it again. Nothing that
+ * can block (a file in a sandbox, a child's exit) may run in a callback:
+ * such work goes to init or a child process and comes back as an fd. */
 #ifndef SBX_LOOP_H
 #define SBX_LOOP_H
 
