@@ -20,7 +20,6 @@
 
 #include "lib/log.h"
 #include "lib/util.h"
-#include "runtime/image.h"
 
 #define STATE_LIMIT (1u << 20)
 
@@ -417,7 +416,7 @@ static void start_job(struct exec_job *j)
 	size_t envc;
 	const char **env = session_env_for(
 		j->sess, (const char *const *)j->env, j->p.envc,
-		shell ? "BASH_ENV=" IMAGE_SESSION_SCRIPT : NULL, &envc);
+		shell ? "BASH_ENV=" SESSION_SCRIPT : NULL, &envc);
 	struct spawn_req req = {
 		.flags = j->cwd ? 0 : SPAWN_CWD_FALLBACK,
 		.cwd = j->cwd ? j->cwd : j->sess->cwd,
@@ -432,7 +431,7 @@ static void start_job(struct exec_job *j)
 	req.targets[n++] = 2;
 	if (shell) {
 		fds[n] = p_st[1];
-		req.targets[n++] = 3;
+		req.targets[n++] = SESSION_STATE_FD;
 	}
 	if (has_stdin) {
 		fds[n] = p_in[0];

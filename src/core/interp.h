@@ -39,6 +39,10 @@
 #define INTERP_KILL_GRACE_MS 2000         /* after SIGINT, before KILL */
 #define INTERP_START_TIMEOUT_MS 30000     /* for a worker's "ready" */
 
+/* The workers as files of every sandbox's image (interp_files.c), into
+ * out (room for cap); how many were written. */
+size_t interp_image_files(struct image_file *out, size_t cap);
+
 enum interp_lang {
 	INTERP_PYTHON,
 	INTERP_JAVASCRIPT,

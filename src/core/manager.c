@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/exec.h"
+#include "core/interp.h"
 #include "core/process.h"
 #include "core/registry.h"
 #include "lib/buf.h"
@@ -469,7 +470,12 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		r = sbx_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	if ((r = runtime_new(cfg->state_dir, store_size(cfg), &m->rt, err)))
+	/* the daemon's own files in every sandbox: the session hook and the
+	 * interpreter's workers */
+	struct image_file files[8] = {session_image_file};
+	size_t nfiles = 1 + interp_image_files(files + 1, 7);
+	if ((r = runtime_new(cfg->state_dir, store_size(cfg), files, nfiles,
+			     &m->rt, err)))
 		goto fail;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);

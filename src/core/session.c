@@ -4,7 +4,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/image.h"
+/* Sourced by every non-interactive bash a session runs (BASH_ENV): on exit
+ * it writes the shell's cwd and exported variables to fd 63 (SESSION_STATE_FD), which the
+ * daemon reads to carry them to the session's next command. Builtins only
+ * (${!X@} lists variables without a fork), so it costs microseconds. */
+static const char session_sh[] =
+	"# sandboxd session hook: keeps cwd and exported variables between "
+	"commands.\n"
+	"unset BASH_ENV\n"
+	"__sbx_save() {\n"
+	"  local __sbx_rc=$? __sbx_n IFS=$' \\t\\n'\n"
+	"  {\n"
+	"    builtin printf '" SESSION_STATE_MARK "\\0%s\\0' \"$PWD\"\n"
+	"    for __sbx_n in ${!A@} ${!B@} ${!C@} ${!D@} ${!E@} ${!F@} ${!G@} "
+	"${!H@} ${!I@} ${!J@} ${!K@} ${!L@} ${!M@} ${!N@} ${!O@} ${!P@} "
+	"${!Q@} ${!R@} ${!S@} ${!T@} ${!U@} ${!V@} ${!W@} ${!X@} ${!Y@} "
+	"${!Z@} ${!a@} ${!b@} ${!c@} ${!d@} ${!e@} ${!f@} ${!g@} ${!h@} "
+	"${!i@} ${!j@} ${!k@} ${!l@} ${!m@} ${!n@} ${!o@} ${!p@} ${!q@} "
+	"${!r@} ${!s@} ${!t@} ${!u@} ${!v@} ${!w@} ${!x@} ${!y@} ${!z@} "
+	"${!_@}; do\n"
+	"      [[ ${!__sbx_n@a} == *x* ]] && builtin printf '%s=%s\\0' "
+	"\"$__sbx_n\" \"${!__sbx_n}\"\n"
+	"    done\n"
+	"  } >&63 2>/dev/null\n"
+	"  return $__sbx_rc\n"
+	"}\n"
+	"{ : >&63; } 2>/dev/null && trap __sbx_save EXIT\n";
+
+const struct image_file session_image_file = {
+	.path = SESSION_SCRIPT + 1, /* relative to the image's root */
+	.data = session_sh,
+	.len = sizeof(session_sh) - 1,
+	.mode = 0644,
+};
+
 
 static const char *const default_env[] = {
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -154,7 +187,7 @@ static int carried(const char *kv)
 
 int session_apply_state(struct session *s, const char *buf, size_t len)
 {
-	static const char mark[] = IMAGE_STATE_MARK; /* followed by NUL */
+	static const char mark[] = SESSION_STATE_MARK; /* followed by NUL */
 	const char *rec = NULL;
 
 	for (const char *p = buf; p + sizeof(mark) <= buf + len;) {

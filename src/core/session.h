@@ -1,11 +1,21 @@
 /* A session: a cwd and an exported environment that carry from one command
  * to the next, and a queue, since a session runs one command at a time.
  * After each shell command, the state record that the image's session hook
- * wrote (see runtime/image.c) replaces the session's cwd and environment. */
+ * wrote (session_sh in session.c) replaces the session's cwd and environment. */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
 
 #include <stddef.h>
+
+#include "runtime/image.h"
+
+/* The hook every session shell sources (BASH_ENV), the fd it writes the
+ * shell's state to, and the mark that starts the record. */
+#define SESSION_SCRIPT "/etc/sandboxd/session.sh"
+#define SESSION_STATE_FD 63
+#define SESSION_STATE_MARK "SBXSTATE"
+/* The hook, as a file of every sandbox's image. */
+extern const struct image_file session_image_file;
 
 struct exec_job;
 

@@ -35,23 +35,7 @@ static const char *const etc_copy[] = {
 	"timezone", "vim", "xattr.conf",
 };
 
-/* The code interpreter's workers (interp/, embedded by the daemon:
- * src/daemon/interp_blob.S). Weak, so that the runtime library links
- * without them; then the skeleton has none. */
-extern const char sbx_interp_python_worker[] __attribute__((weak));
-extern const char sbx_interp_python_worker_end[] __attribute__((weak));
-extern const char sbx_interp_node_worker[] __attribute__((weak));
-extern const char sbx_interp_node_worker_end[] __attribute__((weak));
-#define INTERP_OWNER 65534 /* nobody: sandbox root cannot chmod them */
-
-static const struct {
-	const char *name;
-	const char *start, *end;
-} interp_files[] = {
-	{"python_worker.py", sbx_interp_python_worker,
-	 sbx_interp_python_worker_end},
-	{"node_worker.js", sbx_interp_node_worker, sbx_interp_node_worker_end},
-};
+#define SEALED_OWNER 65534 /* nobody: sandbox root cannot chmod them */
 
 /* Top-level directories and their modes. */
 static const struct {
@@ -86,33 +70,6 @@ static const char nsswitch[] = "passwd: files\ngroup: files\nshadow: files\n"
 static const char resolv[] = "# sandboxd: the sandbox has no network\n"
 			     "nameserver 127.0.0.1\n";
 
-/* Sourced by every non-interactive bash a session runs (BASH_ENV): on exit
- * it writes the shell's cwd and exported variables to fd 63, which the
- * daemon reads to carry them to the session's next command. Builtins only
- * (${!X@} lists variables without a fork), so it costs microseconds. */
-static const char session_sh[] =
-	"# sandboxd session hook: keeps cwd and exported variables between "
-	"commands.\n"
-	"unset BASH_ENV\n"
-	"__sbx_save() {\n"
-	"  local __sbx_rc=$? __sbx_n IFS=$' \\t\\n'\n"
-	"  {\n"
-	"    builtin printf '" IMAGE_STATE_MARK "\\0%s\\0' \"$PWD\"\n"
-	"    for __sbx_n in ${!A@} ${!B@} ${!C@} ${!D@} ${!E@} ${!F@} ${!G@} "
-	"${!H@} ${!I@} ${!J@} ${!K@} ${!L@} ${!M@} ${!N@} ${!O@} ${!P@} "
-	"${!Q@} ${!R@} ${!S@} ${!T@} ${!U@} ${!V@} ${!W@} ${!X@} ${!Y@} "
-	"${!Z@} ${!a@} ${!b@} ${!c@} ${!d@} ${!e@} ${!f@} ${!g@} ${!h@} "
-	"${!i@} ${!j@} ${!k@} ${!l@} ${!m@} ${!n@} ${!o@} ${!p@} ${!q@} "
-	"${!r@} ${!s@} ${!t@} ${!u@} ${!v@} ${!w@} ${!x@} ${!y@} ${!z@} "
-	"${!_@}; do\n"
-	"      [[ ${!__sbx_n@a} == *x* ]] && builtin printf '%s=%s\\0' "
-	"\"$__sbx_n\" \"${!__sbx_n}\"\n"
-	"    done\n"
-	"  } >&63 2>/dev/null\n"
-	"  return $__sbx_rc\n"
-	"}\n"
-	"{ : >&63; } 2>/dev/null && trap __sbx_save EXIT\n";
-
 static int write_etc(int root, struct sbx_err *err)
 {
 	_cleanup_close_ int etc =
@@ -126,7 +83,6 @@ static int write_etc(int root, struct sbx_err *err)
 	r = r ?: fs_write_str(etc, "hostname", "sandbox\n", 0644, err);
 	r = r ?: fs_write_str(etc, "nsswitch.conf", nsswitch, 0644, err);
 	r = r ?: fs_write_str(etc, "resolv.conf", resolv, 0644, err);
-	r = r ?: fs_write_str(etc, "sandboxd/session.sh", session_sh, 0644, err);
 	if (r)
 		return r;
 	unlinkat(etc, "mtab", 0);
@@ -162,63 +118,71 @@ static int write_links(int root, struct sbx_err *err)
 	return 0;
 }
 
-/* /opt/sandboxd/interp: the workers, read-only inside (owned by nobody,
- * so that even the sandbox's root cannot change them in place). */
-static int write_interp(int root, struct sbx_err *err)
+/* The daemon's files. A sealed file's directories, below the top-level
+ * one, are nobody's and read-only too, so nothing can be swapped in. */
+static int write_files(int root, const struct image_file *files, size_t n,
+		       struct sbx_err *err)
 {
-	int r;
-	if (!sbx_interp_python_worker)
-		return 0;
-	if ((r = fs_mkdirs(root, "opt/sandboxd/interp", 0755, err)))
-		return r;
-	_cleanup_close_ int d = openat(root, "opt/sandboxd/interp",
-				       O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					       O_CLOEXEC);
-	if (d < 0)
-		return sbx_err_sys(err, errno, "open opt/sandboxd/interp");
-	for (size_t i = 0; i < sizeof(interp_files) / sizeof(interp_files[0]);
-	     i++) {
-		const char *n = interp_files[i].name;
-		if ((r = fs_write_file(d, n, interp_files[i].start,
-				       (size_t)(interp_files[i].end -
-						interp_files[i].start),
-				       0444, err)))
+	for (size_t i = 0; i < n; i++) {
+		const struct image_file *f = &files[i];
+		char dir[4096];
+		const char *slash = strrchr(f->path, '/');
+		int r;
+		_cleanup_close_ int d = -1;
+		if (slash) {
+			snprintf(dir, sizeof(dir), "%.*s",
+				 (int)(slash - f->path), f->path);
+			if ((r = fs_mkdirs(root, dir, 0755, err)))
+				return r;
+			d = openat(root, dir,
+				   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (d < 0)
+				return sbx_err_sys(err, errno, "open %s", dir);
+		}
+		int dfd = slash ? d : root;
+		const char *name = slash ? slash + 1 : f->path;
+		if ((r = fs_write_file(dfd, name, f->data, f->len, f->mode, err)))
 			return r;
-		if (fchownat(d, n, INTERP_OWNER, INTERP_OWNER,
+		if (!f->sealed)
+			continue;
+		if (fchownat(dfd, name, SEALED_OWNER, SEALED_OWNER,
 			     AT_SYMLINK_NOFOLLOW) < 0 ||
-		    fchmodat(d, n, 0444, 0) < 0)
-			return sbx_err_sys(err, errno, "chown %s", n);
+		    fchmodat(dfd, name, f->mode & 0555, 0) < 0)
+			return sbx_err_sys(err, errno, "chown %s", f->path);
+		/* its directories, deepest first, up to the top-level one */
+		for (char *e; slash && (e = strrchr(dir, '/')); *e = '\0')
+			if (fchownat(root, dir, SEALED_OWNER, SEALED_OWNER,
+				     AT_SYMLINK_NOFOLLOW) < 0 ||
+			    fchmodat(root, dir, 0555, 0) < 0)
+				return sbx_err_sys(err, errno, "chown %s", dir);
 	}
-	static const char *const dirs_ro[] = {"opt/sandboxd/interp",
-					      "opt/sandboxd"};
-	for (size_t i = 0; i < 2; i++)
-		if (fchownat(root, dirs_ro[i], INTERP_OWNER, INTERP_OWNER,
-			     AT_SYMLINK_NOFOLLOW) < 0 ||
-		    fchmodat(root, dirs_ro[i], 0555, 0) < 0)
-			return sbx_err_sys(err, errno, "chown %s", dirs_ro[i]);
 	return 0;
 }
 
 /* What the skeleton was built from; a change rebuilds it. */
-static void image_stamp(char *buf, size_t cap)
+static void image_stamp(const struct image_file *files, size_t n, char *buf,
+			size_t cap)
 {
 	struct stat a = {0}, b = {0};
 	stat("/var/lib/dpkg/status", &a);
 	stat("/etc/alternatives", &b);
-	/* and the embedded workers: a new daemon's workers replace old ones */
+	/* and the daemon's files: a new daemon's files replace old ones */
 	uint32_t h = 2166136261u;
-	for (size_t i = 0; sbx_interp_python_worker &&
-			   i < sizeof(interp_files) / sizeof(interp_files[0]);
-	     i++)
-		for (const char *p = interp_files[i].start;
-		     p < interp_files[i].end; p++)
+	for (size_t i = 0; i < n; i++) {
+		for (const char *p = files[i].path; *p; p++)
 			h = (h ^ (unsigned char)*p) * 16777619u;
+		for (size_t j = 0; j < files[i].len; j++)
+			h = (h ^ (unsigned char)files[i].data[j]) * 16777619u;
+		h = (h ^ files[i].mode ^ (files[i].sealed ? 0x10000u : 0)) *
+		    16777619u;
+	}
 	snprintf(buf, cap, "%s %lld.%ld %lld.%ld %08x\n", IMAGE_VERSION,
 		 (long long)a.st_mtim.tv_sec, a.st_mtim.tv_nsec,
 		 (long long)b.st_mtim.tv_sec, b.st_mtim.tv_nsec, h);
 }
 
-static int build(int root, struct sbx_err *err)
+static int build(int root, const struct image_file *files, size_t nfiles,
+		 struct sbx_err *err)
 {
 	int r;
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
@@ -233,7 +197,7 @@ static int build(int root, struct sbx_err *err)
 	if (fchownat(root, "home/user", 1000, 1000, AT_SYMLINK_NOFOLLOW) < 0)
 		return sbx_err_sys(err, errno, "chown home/user");
 	if ((r = write_etc(root, err)) || (r = write_links(root, err)) ||
-	    (r = write_interp(root, err)))
+	    (r = write_files(root, files, nfiles, err)))
 		return r;
 	/* dpkg's database, so that dpkg and apt inside know what /usr holds */
 	_cleanup_close_ int vl = openat(root, "var/lib",
@@ -245,10 +209,11 @@ static int build(int root, struct sbx_err *err)
 	return 0;
 }
 
-int image_prepare(const char *dir, struct sbx_err *err)
+int image_prepare(const char *dir, const struct image_file *files,
+		  size_t nfiles, struct sbx_err *err)
 {
 	char want[256], have[256] = "", stamp[4096];
-	image_stamp(want, sizeof(want));
+	image_stamp(files, nfiles, want, sizeof(want));
 	/* the stamp sits beside the image: inside, the image is "/" */
 	snprintf(stamp, sizeof(stamp), "%s.stamp", dir);
 	_cleanup_close_ int d =
@@ -269,7 +234,7 @@ int image_prepare(const char *dir, struct sbx_err *err)
 		open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (t < 0)
 		return sbx_err_sys(err, errno, "open %s", tmp);
-	int r = build(t, err);
+	int r = build(t, files, nfiles, err);
 	if (r)
 		return r;
 	if (d >= 0 && rename(dir, old) < 0)

@@ -5,13 +5,28 @@
 #ifndef SBX_IMAGE_H
 #define SBX_IMAGE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
 #include "lib/err.h"
 
-#define IMAGE_SESSION_SCRIPT "/etc/sandboxd/session.sh"
-#define IMAGE_STATE_FD 63 /* where session.sh writes the shell's state */
-#define IMAGE_STATE_MARK "SBXSTATE"
+/* A file the daemon adds to every sandbox's skeleton (a helper script, the
+ * interpreter's workers): the runtime writes it without knowing what it
+ * is for. */
+struct image_file {
+	const char *path; /* relative to the root; parents are made 0755 */
+	const char *data;
+	size_t len;
+	mode_t mode;
+	/* owned by nobody, and so are the directories made for it: not even
+	 * the sandbox's root can change it in place */
+	bool sealed;
+};
 
-/* Make (or refresh, when the host changed) the skeleton in dir. */
-int image_prepare(const char *dir, struct sbx_err *err);
+/* Make (or refresh, when the host or the files changed) the skeleton in
+ * dir, with files added. */
+int image_prepare(const char *dir, const struct image_file *files,
+		  size_t nfiles, struct sbx_err *err);
 
 #endif

@@ -161,9 +161,14 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 	if (f.argc == 0 || f.argc > len || f.envc > len || f.nstdio > 4 ||
 	    f.ncg > PROTO_MAX_FDS)
 		return sbx_err_set(err, EPROTO, "spawn: bad counts");
-	for (uint32_t i = 0; i < f.nstdio; i++)
-		if (f.targets[i] < 0 || f.targets[i] > 3)
+	for (uint32_t i = 0; i < f.nstdio; i++) {
+		if (f.targets[i] < 0 || f.targets[i] >= PROTO_MAX_TARGET_FD)
 			return sbx_err_set(err, EPROTO, "spawn: bad fd target");
+		for (uint32_t j = 0; j < i; j++)
+			if (f.targets[j] == f.targets[i])
+				return sbx_err_set(err, EPROTO,
+						   "spawn: two fds at one target");
+	}
 	req->flags = f.flags;
 	req->nstdio = f.nstdio;
 	memcpy(req->targets, f.targets, sizeof(f.targets));

@@ -39,10 +39,13 @@ struct proto_hdr {
 /* Fds of a PROTO_SPAWN, in this order: one per stdio target (targets[]),
  * then ncg cgroup.procs fds the child writes "0" to. Absent stdin reads
  * /dev/null inside the sandbox. */
+/* A spawned command's fds are placed at numbers below this. */
+#define PROTO_MAX_TARGET_FD 64
+
 struct spawn_req {
 	uint32_t flags;
 	uint32_t nstdio;          /* how many stdio fds come first */
-	int32_t targets[4];       /* their fd numbers in the child (0..3) */
+	int32_t targets[4];       /* their fd numbers in the child */
 	uint32_t ncg;             /* cgroup fds after them */
 	const char *cwd;
 	uint32_t argc, envc;

@@ -42,6 +42,7 @@ static uint32_t fnv1a(const char *s)
 }
 
 int runtime_new(const char *state_dir, uint64_t store_bytes,
+		const struct image_file *files, size_t nfiles,
 		struct runtime **out, struct sbx_err *err)
 {
 	struct runtime *rt = calloc(1, sizeof(*rt));
@@ -88,7 +89,7 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	    (r = fs_mkdirs(sd, "sandboxes", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "trash", 0700, err)))
 		goto fail;
-	if ((r = image_prepare(rt->image_dir, err)))
+	if ((r = image_prepare(rt->image_dir, files, nfiles, err)))
 		goto fail;
 	if ((r = store_open(rt->state_dir, store_bytes, &rt->store, err)))
 		goto fail;

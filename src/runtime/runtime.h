@@ -8,6 +8,7 @@
 
 #include "lib/err.h"
 #include "runtime/cgroup.h"
+#include "runtime/image.h"
 #include "runtime/proto.h"
 #include "runtime/seccomp.h"
 #include "runtime/store.h"
@@ -36,6 +37,7 @@ struct sandbox_proc {
 /* store_bytes: size of the disk store (see store.h); 0: plain directories
  * without disk limits. */
 int runtime_new(const char *state_dir, uint64_t store_bytes,
+		const struct image_file *files, size_t nfiles,
 		struct runtime **out, struct sbx_err *err);
 void runtime_free(struct runtime *rt);
 

@@ -22,7 +22,7 @@
 
 #include "runtime/builtin.h"
 #include "runtime/caps.h"
-#include "runtime/image.h"
+#include "runtime/proto.h"
 
 static _Noreturn void fail(int errfd, int e, const char *what)
 {
@@ -102,8 +102,8 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 		fail(errfd, errno, "setresuid");
 
 	/* Move every fd we keep above the targets first, so that dup2 onto
-	 * 0..3/63 can never clobber one not yet placed. */
-	int high[4], have[64] = {0};
+	 * a target can never clobber one not yet placed. */
+	int high[4], have[PROTO_MAX_TARGET_FD + 1] = {0};
 	for (uint32_t i = 0; i < req->nstdio; i++)
 		if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64 + 16)) < 0)
 			fail(errfd, errno, "dup stdio");
@@ -112,11 +112,10 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 		fail(errfd, errno, "dup errfd");
 	errfd = efd;
 	for (uint32_t i = 0; i < req->nstdio; i++) {
-		int t = req->targets[i] == 3 ? IMAGE_STATE_FD : req->targets[i];
+		int t = req->targets[i];
 		if (dup2(high[i], t) < 0)
 			fail(errfd, errno, "dup2 stdio");
-		if (t < 64)
-			have[t] = 1;
+		have[t] = 1;
 	}
 	if (!have[0]) {
 		int fd = open("/dev/null", O_RDONLY);
@@ -127,10 +126,17 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 	}
 	/* everything else is closed at exec: daemon sockets, cgroup fds,
 	 * the user namespace fd, the error pipe (CVE-2024-21626) */
-	if (syscall(SYS_close_range, 3, IMAGE_STATE_FD - 1,
-		    CLOSE_RANGE_CLOEXEC) < 0 ||
-	    syscall(SYS_close_range, IMAGE_STATE_FD + !!have[IMAGE_STATE_FD],
-		    ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+	have[PROTO_MAX_TARGET_FD] = 1; /* the end of the first sweep */
+	for (int fd = 3, from = 3; fd <= PROTO_MAX_TARGET_FD; fd++) {
+		if (!have[fd])
+			continue;
+		if (from < fd && syscall(SYS_close_range, from, fd - 1,
+					 CLOSE_RANGE_CLOEXEC) < 0)
+			fail(errfd, errno, "close_range");
+		from = fd + 1;
+	}
+	if (syscall(SYS_close_range, PROTO_MAX_TARGET_FD, ~0U,
+		    CLOSE_RANGE_CLOEXEC) < 0)
 		fail(errfd, errno, "close_range");
 
 	if (chdir(req->cwd) < 0) {

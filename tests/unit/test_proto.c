@@ -64,12 +64,21 @@ static void test_spawn_bad_counts(void **state)
 	(void)state;
 	const char *argv[] = {"/bin/true", NULL};
 	struct spawn_req req = {.cwd = "/", .argc = 1, .argv = argv,
-				.nstdio = 1, .targets = {9}};
+				.nstdio = 1, .targets = {PROTO_MAX_TARGET_FD}};
 	char buf[256];
 	ssize_t n = proto_spawn_encode(&req, buf, sizeof(buf));
 	struct spawn_req out;
 	struct sbx_err err;
 	assert_true(proto_spawn_decode(buf, (size_t)n, &out, &err) < 0);
+	req.targets[0] = -1;
+	n = proto_spawn_encode(&req, buf, sizeof(buf));
+	assert_true(proto_spawn_decode(buf, (size_t)n, &out, &err) < 0);
+	/* two fds at one number: the second would replace the first */
+	req.nstdio = 2;
+	req.targets[0] = req.targets[1] = 1;
+	n = proto_spawn_encode(&req, buf, sizeof(buf));
+	assert_true(proto_spawn_decode(buf, (size_t)n, &out, &err) < 0);
+	req.nstdio = 1;
 	req.targets[0] = 0;
 	req.argc = 0;
 	n = proto_spawn_encode(&req, buf, sizeof(buf));
