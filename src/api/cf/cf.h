@@ -53,6 +53,14 @@ int cf_uint(struct cf_req *q, const char *key, uint64_t *out);
 int cf_env(struct cf_req *q, json_t *env, char ***out, size_t *n);
 void cf_env_free(char **env);
 
+/* cf_shell.c: s as one single-quoted shell word, appended to b. */
+void cf_shell_quote(struct buf *b, const char *s);
+/* The script that runs command in the session's shell with its own cwd
+ * (NULL: the session's) and env, both undone when it ends, before the
+ * session hook saves the session's state. */
+void cf_shell_wrap(struct buf *b, const char *command, const char *cwd,
+		   char **env, size_t envc);
+
 /* The session a request names (body "sessionId" or the X-Session-Id
  * header): none is the default session; an unknown one is created, as
  * the container does. CF_NO_SESSION gives a hidden session of the

@@ -47,64 +47,6 @@ static void cmd_free(struct cf_cmd *c)
 	buf_free(&c->script);
 }
 
-/* s as one single-quoted shell word. */
-static void shell_quote(struct buf *b, const char *s)
-{
-	buf_append(b, "'", 1);
-	for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
-		buf_append(b, s, (size_t)(q - s));
-		buf_append(b, "'\\''", 4);
-	}
-	buf_printf(b, "%s'", s);
-}
-
-/* The command with its own cwd and env for it alone: set up, eval'd in
- * the session's shell, and undone by an EXIT trap (which runs however the
- * command ends, exit included) before the session hook saves the state.
- * Only helper variables that are not exported are made: they are never
- * saved. */
-static void wrap(struct buf *b, const char *command, const char *cwd,
-		 char **env, size_t envc)
-{
-	buf_printf(b, "__sbx_cf_ret() { return \"$1\"; }\n"
-		      "__sbx_cf_end() {\n"
-		      "  local __sbx_cf_rc=$?\n"
-		      "  set +eu\n"); /* the command's set -e must not cut this short */
-	if (cwd)
-		buf_printf(b, "  builtin cd -- \"$__sbx_cf_prev\" 2>/dev/null\n");
-	for (size_t i = 0; i < envc; i++) {
-		int kl = (int)strcspn(env[i], "=");
-		buf_printf(b,
-			   "  if [[ -n $__sbx_cf_h%zu ]]; then export %.*s=\"$__sbx_cf_p%zu\";"
-			   " else unset %.*s; fi\n",
-			   i, kl, env[i], i, kl, env[i]);
-	}
-	buf_printf(b, "  if declare -F __sbx_save >/dev/null && { : >&63; } 2>/dev/null; then\n"
-		      "    __sbx_cf_ret \"$__sbx_cf_rc\"; __sbx_save\n"
-		      "  fi\n"
-		      "  return \"$__sbx_cf_rc\"\n"
-		      "}\n"
-		      "trap __sbx_cf_end EXIT\n");
-	for (size_t i = 0; i < envc; i++) {
-		int kl = (int)strcspn(env[i], "=");
-		buf_printf(b, "__sbx_cf_h%zu=${%.*s+x}; __sbx_cf_p%zu=${%.*s-}; export %.*s=",
-			   i, kl, env[i], i, kl, env[i], kl, env[i]);
-		shell_quote(b, env[i] + kl + 1);
-		buf_printf(b, "\n");
-	}
-	if (cwd) {
-		buf_printf(b, "__sbx_cf_prev=$PWD\nbuiltin cd -- ");
-		shell_quote(b, cwd);
-		buf_printf(b, " 2>/dev/null || { builtin printf 'Failed to change "
-			      "directory to %%s\\n' ");
-		shell_quote(b, cwd);
-		buf_printf(b, " >&2; exit 1; }\n");
-	}
-	buf_printf(b, "eval ");
-	shell_quote(b, command);
-	buf_printf(b, "\n");
-}
-
 /* Read the fields every command request has. background: a process (its
  * own shell beside the session). -1 after answering. */
 static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
@@ -140,7 +82,7 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 		c->p.cwd = cwd ? c->cwd : NULL;
 		c->p.detached = c->fresh;
 	} else if (cwd || c->envc) {
-		wrap(&c->script, c->command, cwd ? c->cwd : NULL, c->env, c->envc);
+		cf_shell_wrap(&c->script, c->command, cwd ? c->cwd : NULL, c->env, c->envc);
 		c->p.command = buf_cstr(&c->script);
 	} else {
 		c->p.command = c->command;
@@ -577,16 +519,16 @@ void cf_git_checkout(struct cf_req *q)
 		   e->remote ? " --filter=blob:none" : "");
 	if (branch) {
 		buf_printf(&cmd, " --branch ");
-		shell_quote(&cmd, branch);
+		cf_shell_quote(&cmd, branch);
 	}
 	if (depth)
 		buf_printf(&cmd, " --depth %llu", (unsigned long long)depth);
 	buf_printf(&cmd, " -- ");
-	shell_quote(&cmd, repo);
+	cf_shell_quote(&cmd, repo);
 	buf_printf(&cmd, " ");
-	shell_quote(&cmd, target);
+	cf_shell_quote(&cmd, target);
 	buf_printf(&cmd, " && { git -C ");
-	shell_quote(&cmd, target);
+	cf_shell_quote(&cmd, target);
 	buf_printf(&cmd, " branch --show-current || true; }");
 	const char *argv[] = {"/bin/bash", "-c", buf_cstr(&cmd), NULL};
 	struct cf_cmd c = {.sess = sess};
