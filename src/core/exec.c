@@ -468,6 +468,16 @@ static void start_job(struct exec_job *j)
 		pump_stdin(j);
 }
 
+uint64_t exec_timeout_for(const struct sandbox *sb, const struct session *sess,
+			  uint64_t asked_ms)
+{
+	if (asked_ms)
+		return asked_ms;
+	if (sess && sess->timeout_ms)
+		return sess->timeout_ms;
+	return sb->m->cfg->exec_timeout_ms;
+}
+
 int exec_submit(struct sandbox *sb, struct session *sess,
 		const struct exec_params *p, exec_done_cb done, void *ctx,
 		struct exec_job **out, struct sbx_err *err)
@@ -484,8 +494,7 @@ int exec_submit(struct sandbox *sb, struct session *sess,
 	j->cg_idx = -1;
 	j->out_w.fd = j->err_w.fd = j->st_w.fd = j->in_w.fd = -1;
 	j->p = *p;
-	if (!j->p.timeout_ms)
-		j->p.timeout_ms = cfg->exec_timeout_ms;
+	j->p.timeout_ms = exec_timeout_for(sb, j->sess, p->timeout_ms);
 	uint64_t cap = p->max_output ? p->max_output : cfg->max_output;
 	buf_init(&j->res.out, cap);
 	buf_init(&j->res.err, cap);

@@ -56,6 +56,10 @@ struct exec_result {
 struct exec_job;
 typedef void (*exec_done_cb)(const struct exec_result *res, void *ctx);
 
+/* The timeout a command gets when it asks for asked_ms (0: none): the
+ * session's default, else the daemon's. */
+uint64_t exec_timeout_for(const struct sandbox *sb, const struct session *sess,
+			  uint64_t asked_ms);
 /* Queue a command in a session (NULL: default). done runs exactly once,
  * possibly before exec_submit returns; the job is freed right after it.
  * *out (may be NULL) gets the job, valid until done runs. */

@@ -6,6 +6,7 @@
 #define SBX_SESSION_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "runtime/image.h"
 
@@ -24,6 +25,7 @@ struct session {
 	char *cwd;
 	char **env;  /* "KEY=VALUE", NULL-terminated */
 	size_t envc;
+	uint64_t timeout_ms; /* its commands' default timeout; 0: the daemon's */
 	struct exec_job *running;
 	struct exec_job *queue_head, *queue_tail;
 	struct session *next;

@@ -32,7 +32,6 @@
 #define CF_MIN_WRITE_BODY (64ull << 20)
 #define CF_MAX_SESSIONS 1024
 #define CF_WAIT_TICK_MS 20
-#define CF_MAX_TIMEOUT_ENTRIES 4096
 
 /* The SDK's error code -> HTTP status table (errors/status-map). */
 static const struct {
@@ -392,62 +391,6 @@ int cf_sse(struct http_stream *s, json_t *ev)
 
 /* ---- sessions ---------------------------------------------------------- */
 
-/* commandTimeoutMs of sessions made by session/create, by
- * "tenant\nsandbox\nsession" (struct session has no room for it). */
-struct cf_timeout {
-	char *key;
-	uint64_t ms;
-	struct cf_timeout *next;
-};
-static struct cf_timeout *timeouts;
-
-static char *timeout_key(struct cf_req *q, const char *sid)
-{
-	char *k;
-	return asprintf(&k, "%s\n%s\n%s", q->tenant, q->sbid, sid) < 0 ? NULL : k;
-}
-
-static void timeout_set(struct cf_req *q, const char *sid, uint64_t ms)
-{
-	char *k = timeout_key(q, sid);
-	size_t n = 0;
-	if (!k)
-		return;
-	for (struct cf_timeout **l = &timeouts; *l;) {
-		struct cf_timeout *t = *l;
-		/* the oldest go past the cap (entries of sandboxes long gone) */
-		if (!strcmp(t->key, k) || ++n >= CF_MAX_TIMEOUT_ENTRIES) {
-			*l = t->next;
-			free(t->key);
-			free(t);
-			continue;
-		}
-		l = &t->next;
-	}
-	struct cf_timeout *t = ms ? malloc(sizeof(*t)) : NULL;
-	if (!t) {
-		free(k);
-		return;
-	}
-	t->key = k;
-	t->ms = ms;
-	t->next = timeouts;
-	timeouts = t;
-}
-
-uint64_t cf_session_timeout(struct cf_req *q, const struct session *s)
-{
-	char *k = timeout_key(q, s->id);
-	uint64_t ms = 0;
-	for (struct cf_timeout *t = timeouts; k && t; t = t->next)
-		if (!strcmp(t->key, k)) {
-			ms = t->ms;
-			break;
-		}
-	free(k);
-	return ms;
-}
-
 static bool valid_sid(const char *sid)
 {
 	size_t n = strlen(sid);
@@ -500,7 +443,6 @@ struct session *cf_session(struct cf_req *q, bool *fresh)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		return NULL;
 	}
-	timeout_set(q, sid, 0);
 	return s;
 }
 
@@ -550,7 +492,7 @@ static void session_create(struct cf_req *q)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		goto out;
 	}
-	timeout_set(q, id, timeout);
+	s->timeout_ms = timeout;
 	cf_ok(q->r, json_pack("{s:s, s:s, s:n, s:{s:s, s:s}}", "id", id,
 			      "message", "Session created",
 			      "containerPlacementId", "data", "id", id, "cwd",
@@ -610,7 +552,6 @@ static void session_delete(struct cf_req *q)
 			   : "not found");
 		return;
 	}
-	timeout_set(q, sid, 0);
 	/* as the container, which destroys the session's shell: what it
 	 * runs or has queued is killed (its whole tree) */
 	while (s->queue_head)

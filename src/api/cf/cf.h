@@ -70,7 +70,6 @@ void cf_shell_wrap(struct buf *b, const char *command, const char *cwd,
 struct session *cf_session(struct cf_req *q, bool *fresh);
 /* The session's own default timeout (session/create commandTimeoutMs),
  * or 0. */
-uint64_t cf_session_timeout(struct cf_req *q, const struct session *s);
 
 /* Wait for something the loop will bring (a process's end, a session
  * going idle): poll runs every few ms with the sandbox looked up again

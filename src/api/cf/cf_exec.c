@@ -71,7 +71,7 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 		return -1;
 	if (cwd && cf_resolve(q, c->sess->cwd, cwd, c->cwd, sizeof(c->cwd)) < 0)
 		return -1;
-	c->p.timeout_ms = timeout ? timeout : cf_session_timeout(q, c->sess);
+	c->p.timeout_ms = timeout; /* 0: the session's (core/exec.c) */
 	if (background || c->fresh) {
 		c->argv[0] = "/bin/bash";
 		c->argv[1] = "-c";
@@ -365,8 +365,7 @@ static void exec_done(const struct exec_result *res, void *ctx)
 static void submit(struct cf_req *q, struct cf_exec *e, struct cf_cmd *c)
 {
 	struct sbx_err err = {0};
-	e->timeout_ms = c->p.timeout_ms ? c->p.timeout_ms
-					: q->a->m->cfg->exec_timeout_ms;
+	e->timeout_ms = exec_timeout_for(q->sb, c->sess, c->p.timeout_ms);
 	q->a->metrics.execs++;
 	if (!e->rl)
 		http_suspend(q->r);
