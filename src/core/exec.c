@@ -173,6 +173,7 @@ static void finish(struct exec_job *j)
 	}
 	j->done(&j->res, j->ctx);
 	job_free(j);
+	sandbox_session_idle(sb, s);
 }
 
 static void fail(struct exec_job *j, enum exec_failure f, const char *fmt, ...)

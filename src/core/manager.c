@@ -278,6 +278,44 @@ int sandbox_session_delete(struct sandbox *sb, const char *id)
 	return -ENOENT;
 }
 
+static void session_unlink(struct sandbox *sb, struct session *s)
+{
+	for (struct session **p = &sb->sessions->next; *p; p = &(*p)->next)
+		if (*p == s) {
+			*p = s->next;
+			break;
+		}
+	session_free(s);
+}
+
+int sandbox_session_close(struct sandbox *sb, struct session *s,
+			  void (*done)(void *ctx), void *ctx)
+{
+	if (s == sb->sessions)
+		return -EINVAL;
+	while (s->queue_head)
+		exec_cancel(s->queue_head);
+	if (s->running)
+		exec_cancel(s->running);
+	if (!s->running) {
+		session_unlink(sb, s);
+		return 0;
+	}
+	s->on_closed = done;
+	s->closed_ctx = ctx;
+	return 1;
+}
+
+void sandbox_session_idle(struct sandbox *sb, struct session *s)
+{
+	if (!s->on_closed || s->running || s->queue_head)
+		return;
+	void (*done)(void *) = s->on_closed;
+	void *ctx = s->closed_ctx;
+	session_unlink(sb, s);
+	done(ctx);
+}
+
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data)
 {
@@ -293,7 +331,7 @@ struct session *sandbox_session(struct sandbox *sb, const char *id)
 	if (!id)
 		return sb->sessions;
 	for (struct session *s = sb->sessions; s; s = s->next)
-		if (!strcmp(s->id, id))
+		if (!s->on_closed && !strcmp(s->id, id))
 			return s;
 	return NULL;
 }

@@ -105,6 +105,14 @@ int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
 			struct session **out);
 /* -EBUSY while it runs a command; the default session cannot go. */
 int sandbox_session_delete(struct sandbox *sb, const char *id);
+/* Close a session other than the default one: what it has queued is
+ * cancelled and what it runs is killed with its tree. 0: gone now; 1: it
+ * goes, and done(ctx) runs, once its command has ended (a closing session
+ * is not found by id any more); -EINVAL: the default session. */
+int sandbox_session_close(struct sandbox *sb, struct session *s,
+			  void (*done)(void *ctx), void *ctx);
+/* From exec: s has finished a command; a closing one goes now. */
+void sandbox_session_idle(struct sandbox *sb, struct session *s);
 /* Iterate over all sandboxes. */
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data);

@@ -28,6 +28,9 @@ struct session {
 	uint64_t timeout_ms; /* its commands' default timeout; 0: the daemon's */
 	struct exec_job *running;
 	struct exec_job *queue_head, *queue_tail;
+	/* closing (sandbox_session_close): freed once its command ends */
+	void (*on_closed)(void *ctx);
+	void *closed_ctx;
 	struct session *next;
 };
 

@@ -31,7 +31,6 @@
 /* A write carries the file in its JSON body (base64: 4/3 of it). */
 #define CF_MIN_WRITE_BODY (64ull << 20)
 #define CF_MAX_SESSIONS 1024
-#define CF_WAIT_TICK_MS 20
 
 /* The SDK's error code -> HTTP status table (errors/status-map). */
 static const struct {
@@ -510,21 +509,18 @@ static void session_list(struct cf_req *q)
 	cf_ok(q->r, json_pack("{s:o}", "data", ids));
 }
 
-/* session/delete waits for the session's commands to be killed. */
-static bool session_gone(struct cf_wait *w, struct http_req *r,
-			 struct sandbox *sb, bool last)
+/* session/delete is answered once the session's command is gone (the
+ * request stays until it is answered, even when its client left). */
+struct cf_closing {
+	struct http_req *r;
+	char sid[];
+};
+
+static void session_closed(void *ctx)
 {
-	const char *sid = cf_wait_arg(w);
-	struct session *s = sb ? sandbox_session(sb, sid) : NULL;
-	if (s && (s->running || s->queue_head) && !last)
-		return false;
-	if (s && sandbox_session_delete(sb, sid) < 0) {
-		cf_error(r, "RESOURCE_BUSY", json_pack("{s:s}", "sessionId", sid),
-			 "Session '%s' is still running a command", sid);
-		return true;
-	}
-	cf_ok(r, json_pack("{s:s}", "sessionId", sid));
-	return true;
+	struct cf_closing *c = ctx;
+	cf_ok(c->r, json_pack("{s:s}", "sessionId", c->sid));
+	free(c);
 }
 
 static void session_delete(struct cf_req *q)
@@ -554,89 +550,18 @@ static void session_delete(struct cf_req *q)
 	}
 	/* as the container, which destroys the session's shell: what it
 	 * runs or has queued is killed (its whole tree) */
-	while (s->queue_head)
-		exec_cancel(s->queue_head);
-	if (s->running)
-		exec_cancel(s->running);
-	if (!s->running) {
-		sandbox_session_delete(q->sb, sid);
-		cf_ok(q->r, json_pack("{s:s}", "sessionId", sid));
+	struct cf_closing *c = malloc(sizeof(*c) + strlen(sid) + 1);
+	if (!c) {
+		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		return;
 	}
-	cf_wait_start(q, session_gone, sid, CF_KILL_GRACE_MS);
-}
-
-/* ---- waiting ----------------------------------------------------------- */
-
-struct cf_wait {
-	struct api *a;
-	struct loop *loop; /* outlives the manager at shutdown */
-	struct http_req *r;
-	struct loop_timer timer;
-	const char *tenant;
-	char *sbid, *arg;
-	cf_poll_fn poll;
-	uint64_t deadline;
-	long count;
-};
-
-const char *cf_wait_arg(const struct cf_wait *w)
-{
-	return w->arg;
-}
-
-long *cf_wait_count(struct cf_wait *w)
-{
-	return &w->count;
-}
-
-static void wait_tick(struct loop_timer *t)
-{
-	struct cf_wait *w = t->data;
-	struct sandbox *sb = manager_find(w->a->m, w->tenant, w->sbid);
-	bool last = now_mono_ms() >= w->deadline;
-	/* answered (or the time is up, then poll has answered): done; the
-	 * request's end frees w */
-	if (!w->poll(w, w->r, sb, last) && !last)
-		loop_timer_start(w->loop, t, CF_WAIT_TICK_MS);
-}
-
-static void wait_closed(struct http_req *r)
-{
-	struct cf_wait *w = r->ctx;
-	loop_timer_stop(w->loop, &w->timer);
-	free(w->sbid);
-	free(w->arg);
-	free(w);
-}
-
-struct cf_wait *cf_wait_start(struct cf_req *q, cf_poll_fn poll,
-			      const char *arg, uint64_t timeout_ms)
-{
-	struct cf_wait *w = calloc(1, sizeof(*w));
-	if (!w || !(w->sbid = strdup(q->sbid)) ||
-	    !(w->arg = strdup(arg ? arg : ""))) {
-		if (w)
-			free(w->sbid);
-		free(w);
-		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
-		return NULL;
+	c->r = q->r;
+	strcpy(c->sid, sid);
+	if (sandbox_session_close(q->sb, s, session_closed, c) == 1) {
+		http_suspend(q->r);
+		return;
 	}
-	w->a = q->a;
-	w->loop = q->a->m->loop;
-	w->r = q->r;
-	w->tenant = q->tenant; /* "" or the auth table's, which stays */
-	w->poll = poll;
-	/* the last poll comes a little after the time is up, so that what
-	 * was timed (a kill's grace) has had its effect */
-	w->deadline = now_mono_ms() + timeout_ms + 1000;
-	w->timer.cb = wait_tick;
-	w->timer.data = w;
-	q->r->ctx = w;
-	q->r->on_close = wait_closed;
-	http_suspend(q->r);
-	loop_timer_start(w->loop, &w->timer, CF_WAIT_TICK_MS);
-	return w;
+	session_closed(c);
 }
 
 /* ---- the small routes -------------------------------------------------- */

@@ -68,21 +68,6 @@ void cf_shell_wrap(struct buf *b, const char *command, const char *cwd,
  * run as their own shell (argv bash -c, detached), which never writes
  * state back, so that session never changes. NULL after answering. */
 struct session *cf_session(struct cf_req *q, bool *fresh);
-/* The session's own default timeout (session/create commandTimeoutMs),
- * or 0. */
-
-/* Wait for something the loop will bring (a process's end, a session
- * going idle): poll runs every few ms with the sandbox looked up again
- * (NULL if it is gone); it returns true once it has answered, and must
- * answer when last is set (the time is up). */
-struct cf_wait;
-typedef bool (*cf_poll_fn)(struct cf_wait *w, struct http_req *r,
-			   struct sandbox *sb, bool last);
-struct cf_wait *cf_wait_start(struct cf_req *q, cf_poll_fn poll,
-			      const char *arg, uint64_t timeout_ms);
-/* What cf_wait_start was given, for poll. */
-const char *cf_wait_arg(const struct cf_wait *w);
-long *cf_wait_count(struct cf_wait *w);
 
 /* A path of the protocol (absolute anywhere in the sandbox, or relative
  * to cwd) made absolute and normal ("." and ".." resolved as words, as

@@ -640,20 +640,96 @@ void cf_process_get(struct cf_req *q, const char *id)
 		cf_ok(q->r, json_pack("{s:o}", "process", process_json(p)));
 }
 
-static bool process_dead(struct cf_wait *w, struct http_req *r,
-			 struct sandbox *sb, bool last)
+/* process/kill and process/kill-all are answered once the processes have
+ * ended (their whole trees: TERM, then KILL after the grace), each
+ * followed to its end; or with an error if one outlives its KILL by a
+ * second. The request stays until it is answered. */
+struct cf_kill;
+struct cf_kill_one {
+	struct cf_kill *k;
+	struct process_follower *f; /* NULL once it ended */
+};
+struct cf_kill {
+	struct http_req *r;
+	struct loop *loop;
+	struct loop_timer deadline;
+	char id[129]; /* process/kill: its id; kill-all: "" */
+	size_t n, pending;
+	struct cf_kill_one ones[];
+};
+
+static void kill_answer(struct cf_kill *k, bool in_time)
 {
-	const char *id = cf_wait_arg(w);
-	struct process *p = sb ? process_find(sb, id) : NULL;
-	if (p && !p->ended) {
-		if (!last)
-			return false;
-		cf_error(r, "PROCESS_ERROR", json_pack("{s:s}", "processId", id),
-			 "process %s did not end after SIGKILL", id);
-		return true;
+	loop_timer_stop(k->loop, &k->deadline);
+	for (size_t i = 0; i < k->n; i++)
+		if (k->ones[i].f)
+			process_unfollow(k->ones[i].f);
+	if (!in_time)
+		cf_error(k->r, "PROCESS_ERROR",
+			 json_pack("{s:s}", "processId", k->id),
+			 "process %s did not end after SIGKILL",
+			 *k->id ? k->id : "(one of them)");
+	else if (*k->id)
+		cf_ok(k->r, json_pack("{s:s, s:s}", "processId", k->id, "signal",
+				      "SIGTERM"));
+	else
+		cf_ok(k->r, json_pack("{s:i, s:i, s:s}", "cleanedCount",
+				      (int)k->n, "killedCount", (int)k->n,
+				      "message", "processes killed"));
+	free(k);
+}
+
+static int kill_output(void *ctx, int fd, uint64_t end, const char *data,
+		       size_t len)
+{
+	(void)ctx, (void)fd, (void)end, (void)data, (void)len;
+	return 0;
+}
+
+static void kill_ended(void *ctx, const struct process *p, bool gone)
+{
+	struct cf_kill_one *one = ctx;
+	struct cf_kill *k = one->k;
+	(void)p, (void)gone;
+	one->f = NULL;
+	if (--k->pending == 0)
+		kill_answer(k, true);
+}
+
+static const struct process_follow_ops kill_follow = {
+	.output = kill_output, .ended = kill_ended};
+
+static void kill_late(struct loop_timer *t)
+{
+	kill_answer(t->data, false);
+}
+
+/* Kill procs[0..n) and answer when they have ended. */
+static void kill_and_answer(struct cf_req *q, struct process **procs, size_t n,
+			    const char *id)
+{
+	struct cf_kill *k = calloc(1, sizeof(*k) + n * sizeof(k->ones[0]));
+	if (!k) {
+		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
+		return;
 	}
-	cf_ok(r, json_pack("{s:s, s:s}", "processId", id, "signal", "SIGTERM"));
-	return true;
+	k->r = q->r;
+	k->loop = q->a->m->loop;
+	k->deadline = (struct loop_timer){.cb = kill_late, .data = k};
+	snprintf(k->id, sizeof(k->id), "%s", id);
+	k->n = n;
+	k->pending = n + 1; /* + 1 until every follower is set up */
+	http_suspend(q->r);
+	loop_timer_start(k->loop, &k->deadline, CF_KILL_GRACE_MS + 1000);
+	for (size_t i = 0; i < n; i++) {
+		process_kill(procs[i], CF_KILL_GRACE_MS);
+		k->ones[i].k = k;
+		if (process_follow(procs[i], procs[i]->log_end, &kill_follow,
+				   &k->ones[i], &k->ones[i].f) < 0)
+			k->pending--;
+	}
+	if (--k->pending == 0)
+		kill_answer(k, true);
 }
 
 void cf_process_kill(struct cf_req *q, const char *id)
@@ -665,33 +741,27 @@ void cf_process_kill(struct cf_req *q, const char *id)
 		cf_ok(q->r, json_pack("{s:s}", "processId", p->id));
 		return;
 	}
-	/* the whole tree: TERM, then KILL after the grace; answered once
-	 * it is gone, so that what the client reads next says killed */
-	process_kill(p, CF_KILL_GRACE_MS);
-	cf_wait_start(q, process_dead, p->id, CF_KILL_GRACE_MS);
-}
-
-static bool all_dead(struct cf_wait *w, struct http_req *r,
-		     struct sandbox *sb, bool last)
-{
-	for (struct process *p = sb ? sb->procs : NULL; p && !last; p = p->next)
-		if (p->kill_requested && !p->ended)
-			return false;
-	long n = *cf_wait_count(w);
-	cf_ok(r, json_pack("{s:i, s:i, s:s}", "cleanedCount", (int)n,
-			   "killedCount", (int)n, "message", "processes killed"));
-	return true;
+	/* answered once it is gone, so that what the client reads next
+	 * says killed */
+	kill_and_answer(q, &p, 1, p->id);
 }
 
 void cf_process_kill_all(struct cf_req *q)
 {
-	long n = 0;
+	size_t n = 0;
 	for (struct process *p = q->sb->procs; p; p = p->next)
-		if (!p->ended && process_kill(p, CF_KILL_GRACE_MS) == 0)
-			n++;
-	struct cf_wait *w = cf_wait_start(q, all_dead, NULL, CF_KILL_GRACE_MS);
-	if (w)
-		*cf_wait_count(w) = n;
+		n += !p->ended;
+	struct process **procs = calloc(n + 1, sizeof(*procs));
+	if (!procs) {
+		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
+		return;
+	}
+	n = 0;
+	for (struct process *p = q->sb->procs; p; p = p->next)
+		if (!p->ended)
+			procs[n++] = p;
+	kill_and_answer(q, procs, n, "");
+	free(procs);
 }
 
 void cf_process_logs(struct cf_req *q, const char *id)
