@@ -68,8 +68,16 @@ void api_cf_begin(struct api *a, struct http_req *r, struct route_match *m,
 void api_cf_handle(struct api *a, struct http_req *r, struct route_match *m,
 		   const char *rest);
 
-/* A JSON string of arbitrary bytes: invalid UTF-8 becomes U+FFFD. */
+/* encode.c: a JSON string of arbitrary bytes: invalid UTF-8 becomes
+ * U+FFFD. */
 json_t *json_bytes(const char *data, size_t len);
+/* A background process as the faces show it: id, command, status,
+ * startTime, pid (when it has one, or always), and once it ended endTime,
+ * exitCode (and error, why it could not start). */
+struct process;
+#define API_PROCESS_PID_ALWAYS 1u
+#define API_PROCESS_ERROR 2u
+json_t *api_process_json(const struct process *p, unsigned flags);
 
 /* /v1 shared: {"error": msg, "code": code} with status. */
 void v1_error(struct http_req *r, unsigned status, const char *code,

@@ -41,21 +41,6 @@ const struct route api_routes[] = {
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 
-json_t *json_bytes(const char *data, size_t len)
-{
-	if (!len)
-		return json_string("");
-	if (utf8_valid(data, len))
-		return json_stringn_nocheck(data, len);
-	char *clean = malloc(len * 3 + 1);
-	if (!clean)
-		return NULL;
-	size_t n = utf8_sanitize(data, len, clean);
-	json_t *j = json_stringn_nocheck(clean, n);
-	free(clean);
-	return j;
-}
-
 /* Match path against pattern, filling m->params. */
 static bool match(const char *pattern, const char *path, struct route_match *m)
 {

@@ -546,23 +546,6 @@ void cf_git_checkout(struct cf_req *q)
 
 /* ---- processes --------------------------------------------------------- */
 
-static json_t *process_json(const struct process *p)
-{
-	char st[32], en[32];
-	iso8601_ms(p->start_ms, st, sizeof(st));
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "id", p->id, "command",
-			      p->command, "status", process_status_name(p->status),
-			      "startTime", st);
-	if (p->pid)
-		json_object_set_new(j, "pid", json_integer(p->pid));
-	if (p->ended) {
-		iso8601_ms(p->end_ms, en, sizeof(en));
-		json_object_set_new(j, "endTime", json_string(en));
-		json_object_set_new(j, "exitCode", json_integer(p->exit_code));
-	}
-	return j;
-}
-
 static struct process *find(struct cf_req *q, const char *id)
 {
 	struct process *p = process_find(q->sb, id);
@@ -629,7 +612,7 @@ void cf_process_list(struct cf_req *q)
 	/* oldest first, as the container lists them */
 	for (struct process *p = q->sb->procs; p; p = p->next)
 		if (p->id[0])
-			json_array_insert_new(arr, 0, process_json(p));
+			json_array_insert_new(arr, 0, api_process_json(p, 0));
 	cf_ok(q->r, json_pack("{s:o}", "processes", arr));
 }
 
@@ -637,7 +620,7 @@ void cf_process_get(struct cf_req *q, const char *id)
 {
 	struct process *p = find(q, id);
 	if (p)
-		cf_ok(q->r, json_pack("{s:o}", "process", process_json(p)));
+		cf_ok(q->r, json_pack("{s:o}", "process", api_process_json(p, 0)));
 }
 
 /* process/kill and process/kill-all are answered once the processes have

@@ -12,19 +12,7 @@
 
 static json_t *process_json(const struct process *p)
 {
-	char st[32], en[32];
-	iso8601_ms(p->start_ms, st, sizeof(st));
-	json_t *j = json_pack("{s:s, s:i, s:s, s:s, s:s}", "id", p->id, "pid",
-			      p->pid, "command", p->command, "status",
-			      process_status_name(p->status), "startTime", st);
-	if (p->ended) {
-		iso8601_ms(p->end_ms, en, sizeof(en));
-		json_object_set_new(j, "endTime", json_string(en));
-		json_object_set_new(j, "exitCode", json_integer(p->exit_code));
-		if (p->error[0])
-			json_object_set_new(j, "error", json_string(p->error));
-	}
-	return j;
+	return api_process_json(p, API_PROCESS_PID_ALWAYS | API_PROCESS_ERROR);
 }
 
 static void started(struct process *p, void *ctx)

@@ -1,0 +1,40 @@
+/* Encodings every face shares. */
+#include <stdlib.h>
+
+#include "api/api.h"
+#include "core/process.h"
+#include "lib/util.h"
+
+json_t *json_bytes(const char *data, size_t len)
+{
+	if (!len)
+		return json_string("");
+	if (utf8_valid(data, len))
+		return json_stringn_nocheck(data, len);
+	char *clean = malloc(len * 3 + 1);
+	if (!clean)
+		return NULL;
+	size_t n = utf8_sanitize(data, len, clean);
+	json_t *j = json_stringn_nocheck(clean, n);
+	free(clean);
+	return j;
+}
+
+json_t *api_process_json(const struct process *p, unsigned flags)
+{
+	char st[32], en[32];
+	iso8601_ms(p->start_ms, st, sizeof(st));
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "id", p->id, "command",
+			      p->command, "status", process_status_name(p->status),
+			      "startTime", st);
+	if (p->pid || (flags & API_PROCESS_PID_ALWAYS))
+		json_object_set_new(j, "pid", json_integer(p->pid));
+	if (p->ended) {
+		iso8601_ms(p->end_ms, en, sizeof(en));
+		json_object_set_new(j, "endTime", json_string(en));
+		json_object_set_new(j, "exitCode", json_integer(p->exit_code));
+		if (p->error[0] && (flags & API_PROCESS_ERROR))
+			json_object_set_new(j, "error", json_string(p->error));
+	}
+	return j;
+}
