@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers import JSON_ACCEPT, assert_error, sse_events
+from helpers import JSON_ACCEPT, assert_error, sse_events, wait_until
 
 
 def new_context(v1, sid, **body):
@@ -128,6 +128,30 @@ def test_timeout_interrupts_and_keeps_the_state(v1, sid, ctx):
     res = run(v1, sid, ctx, "await new Promise(() => {})", timeoutMs=800)
     assert res["error"]["name"] == "TimeoutError", res
     assert value(run(v1, sid, ctx, "kept")) == "'yes'"
+
+
+def test_a_cell_cancelled_before_it_began_is_skipped_and_the_state_kept(v1, sid, ctx):
+    run(v1, sid, ctx, "let x = 'kept'")
+    # once this cell is done, the worker's event loop (and so its input)
+    # is held until /workspace/go exists
+    run(v1, sid, ctx, "setImmediate(() => {\n"
+                      "  const nap = new Int32Array(new SharedArrayBuffer(4));\n"
+                      "  while (!require('fs').existsSync('/workspace/go')) Atomics.wait(nap, 0, 0, 20);\n"
+                      "})")
+    r = v1.post(f"/v1/sandbox/{sid}/contexts/{ctx}/run", stream=True,
+                json={"code": "var ran = true; await new Promise((r) => setTimeout(r, 30000))"})
+    assert r.status_code == 200, r.text
+
+    def sent():  # with the worker, no longer queued in the daemon
+        info = v1.get(f"/v1/sandbox/{sid}/contexts/{ctx}").json()
+        return info["status"] == "busy" and info["queued"] == 0
+    assert wait_until(sent, 10)
+    r.close()
+    assert wait_until(lambda: f"event=cell-cancelled id={ctx} " in v1.d.log_text(), 10)
+    assert v1.put(f"/v1/sandbox/{sid}/file/go", data=b"").status_code == 201
+    res = run(v1, sid, ctx, "[x, typeof ran]", timeout=30)
+    assert value(res) == "[ 'kept', 'undefined' ]"
+    assert res["restarted"] is False and res["notice"] is None, res
 
 
 def test_late_errors_do_not_kill_the_worker(v1, sid, ctx):
