@@ -99,6 +99,10 @@ int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
 			struct session **out);
 /* -EBUSY while it runs a command; the default session cannot go. */
 int sandbox_session_delete(struct sandbox *sb, const char *id);
+/* Keep the session's cwd and environment in the registry (when they
+ * changed since it was last kept), so that the session survives a daemon
+ * restart. A failure is logged: the session goes on in memory. */
+void sandbox_session_save(struct sandbox *sb, struct session *s);
 /* Iterate over all sandboxes. */
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data);
