@@ -1,7 +1,12 @@
 #include "daemon/registry.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct registry {
 	sqlite3 *db;
@@ -40,6 +45,32 @@ static int db_err(struct registry *r, struct sbx_err *err, const char *what)
 			   sqlite3_errmsg(r->db));
 }
 
+/* What sandboxes put in their environment (a session's exports, a token)
+ * rests in the registry, and the state dir is 0711: the database and its
+ * WAL and SHM files (which SQLite makes with the database's mode) must be
+ * the daemon's alone, also those of a registry made before this. */
+static int private_files(const char *path, struct sbx_err *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_err_sys(err, errno, "registry %s", path);
+	int r = fchmod(fd, 0600);
+	close(fd);
+	if (r < 0)
+		return sbx_err_sys(err, errno, "chmod %s", path);
+	static const char *const side[] = {"-wal", "-shm"};
+	for (size_t i = 0; i < sizeof(side) / sizeof(side[0]); i++) {
+		char *p;
+		if (asprintf(&p, "%s%s", path, side[i]) < 0)
+			return sbx_err_set(err, ENOMEM, "out of memory");
+		r = chmod(p, 0600) < 0 && errno != ENOENT ? -errno : 0;
+		free(p);
+		if (r < 0)
+			return sbx_err_sys(err, -r, "chmod %s%s", path, side[i]);
+	}
+	return 0;
+}
+
 int registry_open(const char *path, struct registry **out,
 		  struct sbx_err *err)
 {
@@ -47,6 +78,8 @@ int registry_open(const char *path, struct registry **out,
 	int rc;
 	if (!r)
 		return sbx_err_set(err, ENOMEM, "out of memory");
+	if ((rc = private_files(path, err)) < 0)
+		goto fail;
 	if (sqlite3_open_v2(path, &r->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				    SQLITE_OPEN_NOMUTEX,

@@ -1,5 +1,6 @@
 """DELETE /api/rooms/{id}, idle stop and transparent restart, files and the
 session surviving daemon restarts, and processes dying with the daemon."""
+import os
 import time
 
 from helpers import (describe_pids, host_comms, host_pids_with_uid_range,
@@ -107,6 +108,12 @@ def test_session_survives_sigkill_of_the_daemon(make_daemon, room):
     d.run(room, "cd /; unset A")
     d.restart()  # SIGTERM this time
     assert d.run(room, 'pwd; echo "${A-unset}"')["stdout"] == "/\nunset\n"
+    # what a room exports rests in the registry: the daemon's alone (the
+    # state dir itself is 0711)
+    for name in os.listdir(d.state_dir):
+        if name.startswith("registry.db"):
+            mode = os.stat(os.path.join(d.state_dir, name)).st_mode & 0o777
+            assert mode == 0o600, (name, oct(mode))
 
 
 def test_a_deleted_room_leaves_no_session_behind(make_daemon, room):
