@@ -10,12 +10,18 @@
  * pipe. The line protocol is the Python worker's (interp/python_worker.py):
  *
  *   daemon -> worker  {"id": N, "code": "..."}
+ *                     {"cancel": N}
  *   worker -> daemon  {"type": "ready", "language", "version"}
  *                     {"type": "fatal", "message", "unavailable"}
+ *                     {"id": N, "type": "start"}
  *                     {"id": N, "type": "stdout"|"stderr", "text"}
  *                     {"id": N, "type": "result", "data": {mime: value}}
  *                     {"id": N, "type": "error", "ename", "evalue", "traceback"}
- *                     {"id": N, "type": "done", "execution_count": K}
+ *                     {"id": N, "type": "done", "execution_count": K[, "skipped": true]}
+ *
+ * "start" says the cell has begun (the daemon interrupts a cell only after
+ * it); a cell whose cancel came before it began is skipped: a "done" with
+ * "skipped" and nothing else.
  *
  * Cells run in one vm context made once (with the host's globals, as the
  * Node REPL does), so top-level var, let, const, function and class
@@ -278,8 +284,17 @@ function compile(code, filename) {
   return new vm.Script(code, { filename, importModuleDynamically });
 }
 
+const cancelled = new Set(); // cells cancelled before they began
+
 async function runCell(msg) {
   const id = msg.id;
+  if (typeof id === 'number') {
+    for (const n of cancelled) if (n < id) cancelled.delete(n);
+  }
+  if (cancelled.has(id)) {
+    send({ id, type: 'done', execution_count: count, skipped: true });
+    return;
+  }
   current = id;
   count += 1;
   const filename = `<cell-${count}>`;
@@ -301,6 +316,8 @@ async function runCell(msg) {
       }
     }
     const script = compile(code, filename);
+    // as late as can be: a SIGINT before runInContext would be lost
+    send({ id, type: 'start' });
     value = script.runInContext(context, { breakOnSigint: true });
     if (awaited) {
       value = await new Promise((resolve, reject) => {
@@ -353,7 +370,9 @@ input.on('data', (chunk) => {
     } catch {
       continue;
     }
-    if (msg && typeof msg === 'object' && typeof msg.code === 'string') {
+    if (msg && typeof msg === 'object' && typeof msg.cancel === 'number') {
+      cancelled.add(msg.cancel);
+    } else if (msg && typeof msg === 'object' && typeof msg.code === 'string') {
       queue = queue.then(() => runCell(msg));
     }
   }

@@ -5,15 +5,24 @@ sandbox's init; the daemon (src/daemon/interp.c) holds the other ends of its
 stdin, stdout and stderr. It speaks a line protocol, one JSON object a line:
 
   daemon -> worker  {"id": N, "code": "..."}
+                    {"cancel": N}
   worker -> daemon  {"type": "ready", "language": "python", "version": ...}
+                    {"id": N, "type": "start"}
                     {"id": N, "type": "stdout"|"stderr", "text": "..."}
                     {"id": N, "type": "result", "data": {mime type: value}}
                     {"id": N, "type": "error", "ename", "evalue",
                      "traceback": [line, ...]}
-                    {"id": N, "type": "done", "execution_count": K}
+                    {"id": N, "type": "done", "execution_count": K[,
+                     "skipped": true]}
 
 Cells run one at a time, in one namespace (the __main__ module), so state
-carries from cell to cell.
+carries from cell to cell. A cell's messages go out in the order things
+happened: what the cell wrote before a result is sent before the result.
+
+"start" says the cell has begun: from then on a SIGINT interrupts it. A
+cancel that arrives before that makes the worker skip the cell (a "done"
+with "skipped", and nothing else); the daemon sends a SIGINT only after a
+"start", so no interrupt meant for a cell is ever lost between cells.
 
 The protocol owns the original stdin and stdout, moved to private
 descriptors that user code never sees (not inherited by its subprocesses):
@@ -31,6 +40,7 @@ import ast
 import base64
 import builtins
 import codecs
+import collections
 import fcntl
 import io
 import json
@@ -98,7 +108,8 @@ class Channel:
             finally:
                 if main:
                     self.kernel.in_send = False
-        if main and self.kernel.interrupt_pending and self.kernel.executing:
+        if (main and self.kernel.interrupt_pending and self.kernel.executing
+                and not self.kernel.holding):
             self.kernel.interrupt_pending = False
             raise KeyboardInterrupt
 
@@ -260,6 +271,7 @@ class Kernel:
         self.count = 0
         self.executing = False
         self.in_send = False
+        self.holding = False
         self.interrupt_pending = False
         self.loop = None
         self.pumps = []
@@ -302,7 +314,7 @@ class Kernel:
     def on_sigint(self, signum, frame):
         if not self.executing:
             return  # between cells: a late timeout, nothing to stop
-        if self.in_send:
+        if self.in_send or self.holding:
             self.interrupt_pending = True
             return
         raise KeyboardInterrupt
@@ -311,6 +323,21 @@ class Kernel:
         with self.io_lock:
             for p in self.pumps:
                 p.drain()
+
+    def say(self, msg):
+        """Sends a message of the main thread (a result, the worker's own
+        stderr) after what the cell wrote before it: the pumps' output is
+        drained first. An interrupt meanwhile waits until both are out, so
+        it cannot drop output that was read and not yet sent."""
+        self.holding = True
+        try:
+            self.drain()
+            self.chan.send(msg)
+        finally:
+            self.holding = False
+        if self.interrupt_pending and self.executing:
+            self.interrupt_pending = False
+            raise KeyboardInterrupt
 
     def restore_fds(self):
         # a cell that closed fd 1 or 2 gets them back for the next one
@@ -331,6 +358,8 @@ class Kernel:
         try:
             try:
                 self.executing = True
+                # from here a SIGINT interrupts this cell
+                self.chan.send({"id": cid, "type": "start"})
                 value = self.execute(code, filename)
             finally:
                 self.executing = False
@@ -421,7 +450,8 @@ class Kernel:
                     elif isinstance(data, str):
                         b[mime] = data
                 except Exception as e:
-                    self.emit("stderr", f"{type(v).__name__}.{meth}() failed: {e!r}\n")
+                    self.say({"id": self.cell_id, "type": "stderr",
+                              "text": f"{type(v).__name__}.{meth}() failed: {e!r}\n"})
         fig = self.as_figure(v)
         if fig is not None:
             png = self.figure_png(fig)
@@ -435,7 +465,7 @@ class Kernel:
         return b
 
     def send_result(self, v):
-        self.chan.send({"id": self.cell_id, "type": "result", "data": self.bundle(v)})
+        self.say({"id": self.cell_id, "type": "result", "data": self.bundle(v)})
         fig = self.as_figure(v)
         if fig is not None:  # shown as the result: not again at the end
             plt = sys.modules.get("matplotlib.pyplot")
@@ -483,7 +513,8 @@ class Kernel:
             fig.savefig(out, format="png", bbox_inches="tight")
             return _b64(out.getvalue())
         except Exception as e:
-            self.emit("stderr", f"cannot render the figure: {e!r}\n")
+            self.say({"id": self.cell_id, "type": "stderr",
+                      "text": f"cannot render the figure: {e!r}\n"})
             return None
 
     def flush_figures(self):
@@ -503,8 +534,8 @@ class Kernel:
                     text = repr(fig)
                 except Exception:
                     text = "<Figure>"
-                self.chan.send({"id": self.cell_id, "type": "result",
-                                "data": {"text/plain": text, "image/png": png}})
+                self.say({"id": self.cell_id, "type": "result",
+                          "data": {"text/plain": text, "image/png": png}})
         try:
             plt.close("all")
         except Exception:
@@ -537,6 +568,58 @@ def _b64(data):
     return base64.b64encode(bytes(data)).decode("ascii")
 
 
+class Inbox:
+    """The protocol's input: cells to run, and cancels of cells that have
+    not begun. Read on the main thread between cells only (a SIGINT then
+    is ignored, and os.read resumes after it)."""
+
+    def __init__(self, fd):
+        self.fd = fd
+        self.rest = b""
+        self.cells = collections.deque()
+        self.cancelled = set()
+        self.eof = False
+
+    def pull(self, wait):
+        """Takes what has arrived; with wait, first waits for a cell."""
+        while not self.eof:
+            if not (wait and not self.cells):
+                ready, _, _ = select.select([self.fd], [], [], 0)
+                if not ready:
+                    return
+            data = os.read(self.fd, 65536)
+            if not data:
+                self.eof = True
+                return
+            *lines, self.rest = (self.rest + data).split(b"\n")
+            for line in lines:
+                self.take(line)
+
+    def take(self, line):
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(msg, dict):
+            return
+        if isinstance(msg.get("cancel"), int):
+            self.cancelled.add(msg["cancel"])
+        elif isinstance(msg.get("code"), str):
+            self.cells.append(msg)
+
+    def next_cell(self):
+        self.pull(wait=True)
+        return self.cells.popleft() if self.cells else None
+
+    def cancelled_before_start(self, cid):
+        """Whether a cancel of cell cid came before it begins (cancels of
+        earlier cells came too late for them: forgotten)."""
+        self.pull(wait=False)
+        if isinstance(cid, int):
+            self.cancelled = {n for n in self.cancelled if n >= cid}
+        return cid in self.cancelled
+
+
 def main():
     kernel = Kernel()
     in_fd = kernel.setup_fds()
@@ -549,22 +632,18 @@ def main():
     sys.argv = [""]
     kernel.chan.send({"type": "ready", "language": "python",
                       "version": sys.version.split()[0], "pid": os.getpid()})
-    rfile = os.fdopen(in_fd, "rb")
+    inbox = Inbox(in_fd)
     while True:
-        try:
-            line = rfile.readline()
-        except KeyboardInterrupt:
-            continue
-        if not line:
+        msg = inbox.next_cell()
+        if msg is None:
             break
-        try:
-            msg = json.loads(line)
-        except ValueError:
+        cid = msg.get("id")
+        if inbox.cancelled_before_start(cid):
+            kernel.chan.send({"id": cid, "type": "done",
+                              "execution_count": kernel.count, "skipped": True})
             continue
-        if not isinstance(msg, dict) or not isinstance(msg.get("code"), str):
-            continue
         try:
-            kernel.run_cell(msg.get("id"), msg["code"])
+            kernel.run_cell(cid, msg["code"])
         except KeyboardInterrupt:
             pass
     # the daemon closed the protocol: leave at once, even with user

@@ -21,7 +21,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 
-#define STATE_LIMIT (1u << 20)
+#define STATE_LIMIT SESSION_STATE_MAX
 
 struct exec_job {
 	uint64_t id;
@@ -149,10 +149,12 @@ static void finish(struct exec_job *j)
 	close_watch(l, &j->err_w);
 	close_watch(l, &j->st_w);
 	close_watch(l, &j->in_w);
-	/* a background job's cd or export is its own, never the session's */
-	if (j->res.failure == EXEC_OK && j->state.len && !j->p.detached)
-		session_apply_state_except(j->sess, j->state.data, j->state.len,
-					   j->env, j->p.envc);
+	/* a background job's cd or export is its own, never the session's;
+	 * the session's new state is kept, for a daemon restart */
+	if (j->res.failure == EXEC_OK && j->state.len && !j->p.detached &&
+	    session_apply_state_except(j->sess, j->state.data, j->state.len,
+				       j->env, j->p.envc) == 1)
+		sandbox_session_save(sb, j->sess);
 	if (j->cg_idx >= 0 && sb->proc.cg)
 		cgroup_cmd_release(sb->proc.cg, j->cg_idx);
 	j->res.duration_ms = j->start_mono ? now_mono_ms() - j->start_mono : 0;

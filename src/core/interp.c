@@ -5,9 +5,19 @@
  * protocol lines and whose stderr anything the worker could not route
  * through the protocol (a crash, a child process's raw output under
  * node). Lines are parsed here as they arrive and handed to the running
- * cell's callbacks; a cell is sent to the worker only when the previous
- * one is done, so cells of a context run in order while contexts (one
- * process each) run side by side.
+ * cell's owner as events, one callback in the order they came; a cell is
+ * sent to the worker only when the previous one is done, so cells of a
+ * context run in order while contexts (one process each) run side by side.
+ *
+ * Interrupts. The worker says "start" when it begins a cell, after it is
+ * ready to take SIGINT as an interrupt of that cell. Until then a SIGINT
+ * would be lost (between cells a worker ignores it, as a late timeout),
+ * and the cell would then run on until the worker is killed, its state
+ * with it. So a cell cancelled (or timed out) before its start is not
+ * signalled: the daemon writes {"cancel": id} after it, and the worker,
+ * which looks for cancels before it begins a cell, skips it ("done" with
+ * "skipped"). If the two cross (the worker began it before the cancel
+ * came), the "start" that arrives afterwards is answered with the SIGINT.
  *
  * Everything that may call back into a consumer which may in turn delete
  * the context or cancel a cell (sending the next cell, finishing a cell,
@@ -63,9 +73,13 @@ struct interp_cell {
 	char *code;
 	size_t len;
 	uint64_t timeout_ms;
-	const struct interp_cell_cbs *cbs; /* NULL once cancelled */
+	interp_event_cb cb; /* NULL once cancelled */
 	void *arg;
+	bool started;      /* the worker began it ("start") */
+	bool skip_sent;    /* {"cancel"} written: stop it before it starts */
 	bool interrupted;  /* SIGINT sent */
+	bool grace;        /* cell_timer: the kill after an interrupt */
+	bool skipped;      /* the worker skipped it */
 	bool timed_out, errored, done_seen, restarted;
 	bool finishing;    /* detached, its callbacks running */
 	unsigned execution_count;
@@ -126,6 +140,8 @@ static struct loop *sweep_loop;
 static void kick(struct interp_ctx *c);
 static void ctx_delete(struct interp_ctx *c, const char *ename,
 		       const char *why);
+static void interrupt(struct interp_ctx *c, struct interp_cell *cell,
+		      bool timeout);
 
 const char *interp_lang_name(enum interp_lang l)
 {
@@ -272,20 +288,26 @@ static void maybe_free(struct interp_ctx *c)
 
 /* ---- cells: the end ------------------------------------------------------ */
 
+/* One event to the cell's owner (none once it cancelled); its pause flag. */
+static int emit(struct interp_cell *cell, const struct interp_event *ev)
+{
+	return cell->cb ? cell->cb(cell->arg, ev) : 0;
+}
+
 /* A detached cell's last callbacks: an error (when ename), then done. */
 static void cell_finish(struct interp_cell *cell, const char *ename,
 			const char *evalue, bool state_lost)
 {
 	cell->finishing = true;
-	if (cell->cbs && ename && !cell->errored) {
+	if (cell->cb && ename && !cell->errored) {
 		cell->errored = true;
 		json_t *tb = json_array();
 		struct interp_error e = {ename, evalue ? evalue : "", tb};
-		if (cell->cbs->on_error)
-			cell->cbs->on_error(cell->arg, &e);
+		emit(cell, &(struct interp_event){.type = INTERP_EV_ERROR,
+						  .error = &e});
 		json_decref(tb);
 	}
-	if (cell->cbs && cell->cbs->on_done) {
+	if (cell->cb) {
 		struct interp_done d = {
 			.execution_count = cell->execution_count,
 			.error = cell->errored,
@@ -293,7 +315,8 @@ static void cell_finish(struct interp_cell *cell, const char *ename,
 			.restarted = cell->restarted,
 			.state_lost = state_lost,
 		};
-		cell->cbs->on_done(cell->arg, &d);
+		emit(cell, &(struct interp_event){.type = INTERP_EV_END,
+						  .done = &d});
 	}
 	cell_free(cell);
 }
@@ -331,10 +354,24 @@ static void resume_output(struct interp_ctx *c)
 static void complete_cur(struct interp_ctx *c)
 {
 	struct interp_cell *cell = c->cur;
+	char why[200];
 	c->cur = NULL;
 	loop_timer_stop(c->m->loop, &c->cell_timer);
 	resume_output(c);
 	touch(c);
+	if (cell->skipped && c->exec_count)
+		c->exec_count--; /* it never ran */
+	/* a restart's notice that nobody read is the next cell's */
+	if (cell->restarted && (cell->skipped || !cell->cb))
+		c->lost = true;
+	if (cell->skipped && cell->timed_out) {
+		snprintf(why, sizeof(why),
+			 "the cell did not start within its timeout of %" PRIu64
+			 " ms",
+			 cell->timeout_ms);
+		cell_finish(cell, "TimeoutError", why, false);
+		return;
+	}
 	cell_finish(cell, NULL, NULL, false);
 }
 
@@ -345,8 +382,7 @@ static void deliver_output(struct interp_ctx *c, int fd, const char *text,
 			   size_t len, bool check_utf8)
 {
 	struct interp_cell *cell = c->cur;
-	if (!cell || cell->done_seen || !cell->cbs || !cell->cbs->on_output ||
-	    !len)
+	if (!cell || cell->done_seen || !cell->cb || !len)
 		return;
 	char *clean = NULL;
 	if (check_utf8 && !utf8_valid(text, len)) {
@@ -355,7 +391,12 @@ static void deliver_output(struct interp_ctx *c, int fd, const char *text,
 		len = utf8_sanitize(text, len, clean);
 		text = clean;
 	}
-	if (cell->cbs->on_output(cell->arg, fd, text, len))
+	struct interp_event ev = {
+		.type = fd == 1 ? INTERP_EV_STDOUT : INTERP_EV_STDERR,
+		.text = text,
+		.len = len,
+	};
+	if (emit(cell, &ev))
 		c->out_paused = true;
 	free(clean);
 }
@@ -381,7 +422,7 @@ static void on_ready_line(struct interp_ctx *c, json_t *j)
 
 static void on_error_line(struct interp_cell *cell, json_t *j)
 {
-	if (cell->errored || !cell->cbs)
+	if (cell->errored || !cell->cb)
 		return;
 	cell->errored = true;
 	const char *name = json_string_value(json_object_get(j, "ename"));
@@ -404,8 +445,7 @@ static void on_error_line(struct interp_cell *cell, json_t *j)
 		value = msg;
 	}
 	struct interp_error e = {name ? name : "Error", value ? value : "", tb};
-	if (cell->cbs->on_error)
-		cell->cbs->on_error(cell->arg, &e);
+	emit(cell, &(struct interp_event){.type = INTERP_EV_ERROR, .error = &e});
 	json_decref(tb);
 }
 
@@ -438,10 +478,17 @@ static void handle_line(struct interp_ctx *c, const char *data, size_t len)
 				deliver_output(c, type[3] == 'o' ? 1 : 2,
 					       json_string_value(t),
 					       json_string_length(t), false);
+		} else if (!strcmp(type, "start")) {
+			cell->started = true;
+			/* a cancel or timeout that crossed the cell on its way:
+			 * now the interrupt reaches it */
+			if (cell->skip_sent)
+				interrupt(c, cell, false);
 		} else if (!strcmp(type, "result")) {
 			json_t *d = json_object_get(j, "data");
-			if (json_is_object(d) && cell->cbs && cell->cbs->on_result &&
-			    cell->cbs->on_result(cell->arg, d))
+			struct interp_event ev = {.type = INTERP_EV_RESULT,
+						  .bundle = d};
+			if (json_is_object(d) && emit(cell, &ev))
 				c->out_paused = true;
 		} else if (!strcmp(type, "error")) {
 			on_error_line(cell, j);
@@ -450,6 +497,8 @@ static void handle_line(struct interp_ctx *c, const char *data, size_t len)
 				json_object_get(j, "execution_count"));
 			if (n > 0 && n < INT32_MAX)
 				cell->execution_count = (unsigned)n;
+			cell->skipped = json_is_true(json_object_get(j, "skipped")) &&
+					!cell->started;
 			cell->done_seen = true;
 			/* finished from the kick: raw stderr that came with
 			 * the done line is read first */
@@ -562,6 +611,11 @@ static void describe_end(struct interp_ctx *c, const struct exec_result *res,
 	else if (res->failure == EXEC_NOT_STARTED)
 		snprintf(out, cap, "the %s worker could not start: %s", lang,
 			 res->msg);
+	else if (kr == KILL_STUCK && c->cur && !c->cur->started)
+		snprintf(out, cap,
+			 "the %s worker was killed: it did not take its cell "
+			 "within %d s of the cell's timeout",
+			 lang, INTERP_KILL_GRACE_MS / 1000);
 	else if (kr == KILL_STUCK)
 		snprintf(out, cap,
 			 "the %s worker was killed: its cell did not stop "
@@ -733,10 +787,17 @@ static void send_cell(struct interp_ctx *c)
 			 "the context's %s worker was restarted (%s): variables, "
 			 "imports and definitions of earlier cells are gone",
 			 lang_title(c->lang), c->lost_why);
-		if (cell->cbs && cell->cbs->on_notice)
-			cell->cbs->on_notice(cell->arg, note);
-		if (c->cur != cell) /* cancelled from the notice */
+		emit(cell, &(struct interp_event){.type = INTERP_EV_NOTICE,
+						  .text = note,
+						  .len = strlen(note)});
+		if (!cell->cb) { /* cancelled from the notice: never sent */
+			c->cur = NULL;
+			c->exec_count--;
+			c->lost = true;
+			cell_free(cell);
+			kick(c);
 			return;
+		}
 	}
 	json_t *msg = json_pack("{s:I, s:s%}", "id", (json_int_t)cell->seq,
 				"code", cell->code, cell->len);
@@ -784,17 +845,46 @@ static void kick(struct interp_ctx *c)
 	loop_timer_start(c->m->loop, &c->kick, 0);
 }
 
+/* Stop the running cell: SIGINT once the worker began it, else a cancel
+ * that the worker reads before it would begin it (see the top). A
+ * timeout also arms the kill, for a worker that neither starts nor stops
+ * the cell; a cancel of a cell not begun leaves its timeout to do that. */
+static void interrupt(struct interp_ctx *c, struct interp_cell *cell,
+		      bool timeout)
+{
+	if (!c->job || cell->done_seen)
+		return;
+	if (timeout)
+		cell->timed_out = true;
+	if (!cell->started) {
+		if (!cell->skip_sent) {
+			char line[64];
+			int n = snprintf(line, sizeof(line), "{\"cancel\":%" PRIu64
+					 "}\n", cell->seq);
+			cell->skip_sent = true;
+			worker_write(c, line, (size_t)n);
+		}
+	} else if (!cell->interrupted) {
+		cell->interrupted = true;
+		exec_signal(c->job, SIGINT);
+	} else {
+		return; /* the kill is armed already */
+	}
+	if ((timeout || cell->interrupted) && !cell->grace) {
+		cell->grace = true;
+		loop_timer_start(c->m->loop, &c->cell_timer,
+				 INTERP_KILL_GRACE_MS);
+	}
+}
+
 static void on_cell_timer(struct loop_timer *t)
 {
 	struct interp_ctx *c = t->data;
 	struct interp_cell *cell = c->cur;
 	if (!cell || !c->job || cell->done_seen)
 		return;
-	if (!cell->interrupted) {
-		cell->interrupted = true;
-		cell->timed_out = true;
-		exec_signal(c->job, SIGINT);
-		loop_timer_start(c->m->loop, t, INTERP_KILL_GRACE_MS);
+	if (!cell->grace) {
+		interrupt(c, cell, true);
 		return;
 	}
 	c->killing = KILL_STUCK;
@@ -970,8 +1060,8 @@ void interp_get_info(const struct interp_ctx *c, struct interp_info *out)
 }
 
 int interp_run(struct interp_ctx *c, const char *code, size_t len,
-	       uint64_t timeout_ms, const struct interp_cell_cbs *cbs,
-	       void *arg, struct interp_cell **out, struct sbx_err *err)
+	       uint64_t timeout_ms, interp_event_cb cb, void *arg,
+	       struct interp_cell **out, struct sbx_err *err)
 {
 	if (c->deleted)
 		return sbx_err_set(err, ENOENT, "the context was deleted");
@@ -989,7 +1079,7 @@ int interp_run(struct interp_ctx *c, const char *code, size_t len,
 	cell->c = c;
 	cell->seq = ++c->next_seq;
 	cell->timeout_ms = timeout_ms;
-	cell->cbs = cbs;
+	cell->cb = cb;
 	cell->arg = arg;
 	if (c->qtail)
 		c->qtail->next = cell;
@@ -1011,19 +1101,19 @@ void interp_cell_resume(struct interp_cell *cell)
 
 void interp_cell_cancel(struct interp_cell *cell)
 {
-	cell->cbs = NULL;
+	cell->cb = NULL;
 	if (cell->finishing)
 		return; /* freed when its callbacks return */
 	struct interp_ctx *c = cell->c;
+	struct sandbox *sb = group_sandbox(c->g);
+	log_info("sandbox=%s event=cell-cancelled id=%s cell=%" PRIu64 " %s",
+		 sb ? sb->id : "?", c->id, cell->seq,
+		 c->cur != cell ? "queued" : cell->started ? "running" : "sent");
 	if (c->cur == cell) {
-		/* interrupted as at a timeout; killed if it will not stop */
+		/* skipped if not begun, else interrupted as at a timeout
+		 * (and killed if it will not stop) */
 		resume_output(c);
-		if (!cell->interrupted && c->job && !cell->done_seen) {
-			cell->interrupted = true;
-			exec_signal(c->job, SIGINT);
-			loop_timer_start(c->m->loop, &c->cell_timer,
-					 INTERP_KILL_GRACE_MS);
-		}
+		interrupt(c, cell, false);
 		return;
 	}
 	struct interp_cell *prev = NULL;

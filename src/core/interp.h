@@ -10,12 +10,13 @@
  * workers for the protocol). A context has its own cwd and environment.
  * Cells of one context queue and run in order; contexts run in parallel.
  *
- * A cell's timeout sends SIGINT (Python raises KeyboardInterrupt, the
- * node worker interrupts the script); a worker that has not finished the
- * cell INTERP_KILL_GRACE_MS later is killed with its whole tree. A worker
- * that dies (killed, crashed, exited, or its sandbox stopped) fails the
- * cell it was running; the next cell starts a new worker, whose state is
- * empty, and is told so (interp_done.restarted, and on_notice).
+ * A cell's timeout sends SIGINT once the worker has begun the cell
+ * (Python raises KeyboardInterrupt, the node worker interrupts the
+ * script); a worker that has not finished the cell INTERP_KILL_GRACE_MS
+ * later is killed with its whole tree. A worker that dies (killed,
+ * crashed, exited, or its sandbox stopped) fails the cell it was running;
+ * the next cell starts a new worker, whose state is empty, and is told so
+ * (interp_done.restarted, and a NOTICE event).
  *
  * Contexts live in the daemon's memory: they survive idle stops of their
  * sandbox (without their state), not daemon restarts or the sandbox's
@@ -115,12 +116,17 @@ struct interp_info {
 void interp_get_info(const struct interp_ctx *c, struct interp_info *out);
 
 /* ---- cells ---------------------------------------------------------------
- * Callbacks of one cell, in order: on_notice (when the worker was restarted
- * since the context's last cell: its state is gone), on_output and
- * on_result as the cell produces them, on_error at most once, on_done
- * exactly once and last. Strings are valid UTF-8; JSON is borrowed for the
- * call. on_output and on_result may return 1 to stop reading the worker's
- * output until interp_cell_resume (back-pressure for a slow client). */
+ * A cell's events reach its owner through one callback, in the order they
+ * happened: NOTICE first (when the worker was restarted since the
+ * context's last cell: its state is gone), STDOUT, STDERR and RESULT as
+ * the cell produces them, ERROR at most once, END exactly once and last.
+ * Output written before a result comes before it (the workers send what
+ * the cell wrote before they send a result); only what a child process
+ * writes to the raw stderr of a node worker travels apart and may come
+ * late. Strings are valid UTF-8; everything is borrowed for the call. For
+ * STDOUT, STDERR and RESULT the callback may return 1 to stop reading the
+ * worker's output until interp_cell_resume (back-pressure for a slow
+ * client); its answer is ignored for the others. */
 struct interp_error {
 	const char *name;   /* "ZeroDivisionError", "TimeoutError", ... */
 	const char *value;  /* the message */
@@ -129,31 +135,44 @@ struct interp_error {
 
 struct interp_done {
 	unsigned execution_count;
-	bool error;      /* on_error was called */
+	bool error;      /* an ERROR event came */
 	bool timed_out;  /* the cell reached its timeout */
 	bool restarted;  /* it ran on a new worker: earlier state was lost */
 	bool state_lost; /* its worker died under it: the state is gone */
 };
 
-struct interp_cell_cbs {
-	void (*on_notice)(void *arg, const char *message);
-	int (*on_output)(void *arg, int fd, const char *text, size_t len);
-	int (*on_result)(void *arg, json_t *bundle);
-	void (*on_error)(void *arg, const struct interp_error *e);
-	void (*on_done)(void *arg, const struct interp_done *d);
+enum interp_event_type {
+	INTERP_EV_NOTICE, /* text */
+	INTERP_EV_STDOUT, /* text, len */
+	INTERP_EV_STDERR, /* text, len */
+	INTERP_EV_RESULT, /* bundle: a MIME bundle ({"text/plain": ...}) */
+	INTERP_EV_ERROR,  /* error */
+	INTERP_EV_END,    /* done */
 };
 
+struct interp_event {
+	enum interp_event_type type;
+	const char *text;
+	size_t len;
+	json_t *bundle;
+	const struct interp_error *error;
+	const struct interp_done *done;
+};
+
+typedef int (*interp_event_cb)(void *arg, const struct interp_event *ev);
+
 /* Queue code (UTF-8, len bytes) in the context. timeout_ms 0: none.
- * *out (may be NULL) is valid until on_done, or until interp_cell_cancel.
- * -ENOMEM; -EINVAL for code that is not valid UTF-8. cbs must outlive the
- * cell (a static table). */
+ * *out (may be NULL) is valid until END, or until interp_cell_cancel.
+ * -ENOMEM; -EINVAL for code that is not valid UTF-8; -ENOENT when the
+ * context was deleted. No event comes before interp_run returns. */
 int interp_run(struct interp_ctx *c, const char *code, size_t len,
-	       uint64_t timeout_ms, const struct interp_cell_cbs *cbs,
-	       void *arg, struct interp_cell **out, struct sbx_err *err);
+	       uint64_t timeout_ms, interp_event_cb cb, void *arg,
+	       struct interp_cell **out, struct sbx_err *err);
 void interp_cell_resume(struct interp_cell *cell);
-/* The caller no longer wants the cell (its client is gone): no callback
- * runs any more; a queued cell is dropped, a running one is interrupted
- * as at a timeout. */
+/* The caller no longer wants the cell (its client is gone): no event
+ * comes any more. A cell still queued is dropped; one sent to the worker
+ * but not begun is skipped by the worker (no interrupt, the context's
+ * state untouched); a running one is interrupted as at a timeout. */
 void interp_cell_cancel(struct interp_cell *cell);
 
 #endif

@@ -2,7 +2,8 @@
  * loaded from the registry at start. A sandbox's host uid range comes from
  * its slot, which the registry keeps for its whole life: its files on disk
  * are owned by that range, so the range must not change across restarts,
- * and no two live sandboxes ever share one. */
+ * and no two live sandboxes ever share one. Sessions (cwd, environment)
+ * are kept in the registry too, and come back with their sandbox. */
 #include "core/manager.h"
 
 #include <stdio.h>
@@ -256,6 +257,7 @@ int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
 	/* after the default session, which stays first */
 	s->next = sb->sessions->next;
 	sb->sessions->next = s;
+	sandbox_session_save(sb, s);
 	*out = s;
 	return 0;
 nomem:
@@ -263,29 +265,33 @@ nomem:
 	return -ENOMEM;
 }
 
-int sandbox_session_delete(struct sandbox *sb, const char *id)
-{
-	for (struct session **p = &sb->sessions->next; *p; p = &(*p)->next) {
-		struct session *s = *p;
-		if (strcmp(s->id, id))
-			continue;
-		if (s->running || s->queue_head)
-			return -EBUSY;
-		*p = s->next;
-		session_free(s);
-		return 0;
-	}
-	return -ENOENT;
-}
-
+/* Out of the sandbox and the registry, and freed. */
 static void session_unlink(struct sandbox *sb, struct session *s)
 {
+	struct sbx_err err = {0};
 	for (struct session **p = &sb->sessions->next; *p; p = &(*p)->next)
 		if (*p == s) {
 			*p = s->next;
 			break;
 		}
+	if (registry_session_delete(sb->m->reg, sb->tenant, sb->id, s->id,
+				    &err) < 0)
+		log_warn("sandbox=%s event=session-not-forgotten session=%s %s",
+			 sb->id, s->id, err.msg);
 	session_free(s);
+}
+
+int sandbox_session_delete(struct sandbox *sb, const char *id)
+{
+	for (struct session *s = sb->sessions->next; s; s = s->next) {
+		if (strcmp(s->id, id))
+			continue;
+		if (s->running || s->queue_head)
+			return -EBUSY;
+		session_unlink(sb, s);
+		return 0;
+	}
+	return -ENOENT;
 }
 
 int sandbox_session_close(struct sandbox *sb, struct session *s,
@@ -314,6 +320,68 @@ void sandbox_session_idle(struct sandbox *sb, struct session *s)
 	void *ctx = s->closed_ctx;
 	session_unlink(sb, s);
 	done(ctx);
+}
+
+void sandbox_session_save(struct sandbox *sb, struct session *s)
+{
+	struct sbx_err err = {0};
+	char *state;
+	size_t len;
+	int r = session_state_encode(s, &state, &len);
+	if (r < 0) {
+		log_warn("sandbox=%s event=session-not-saved session=%s %s",
+			 sb->id, s->id,
+			 r == -E2BIG ? "its environment is over 1 MiB"
+				     : "out of memory");
+		return;
+	}
+	uint64_t h = session_state_hash(state, len);
+	if (h != s->saved) {
+		struct registry_session row = {
+			.tenant = sb->tenant,
+			.id = sb->id,
+			.session = s->id,
+			.state = state,
+			.state_len = len,
+		};
+		if (registry_session_put(sb->m->reg, &row, &err) < 0)
+			log_warn("sandbox=%s event=session-not-saved session=%s %s",
+				 sb->id, s->id, err.msg);
+		else
+			s->saved = h;
+	}
+	free(state);
+}
+
+/* A session kept in the registry, back into its sandbox's memory. */
+static int load_session(const struct registry_session *row, void *data)
+{
+	struct manager *m = data;
+	struct sandbox *sb = manager_find(m, row->tenant, row->id);
+	if (!sb)
+		return 0; /* a sandbox skipped at load: its sessions with it */
+	struct session *s = sandbox_session(sb, row->session), *made = NULL;
+	if (!s && !(s = made = session_new(row->session, NULL, NULL, 0)))
+		return -ENOMEM;
+	int r = session_state_decode(s, row->state, row->state_len);
+	if (r == -ENOMEM) {
+		session_free(made);
+		return r;
+	}
+	if (r < 0) {
+		log_error("registry: session %s of sandbox %s is damaged; "
+			  "%s",
+			  row->session, row->id,
+			  made ? "skipped" : "it starts afresh");
+		session_free(made);
+		return 0;
+	}
+	s->saved = session_state_hash(row->state, row->state_len);
+	if (made) { /* after the default session, which stays first */
+		made->next = sb->sessions->next;
+		sb->sessions->next = made;
+	}
+	return 0;
 }
 
 void manager_foreach(struct manager *m,
@@ -518,7 +586,8 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
 	if ((r = registry_open(path, &m->reg, err)) ||
-	    (r = registry_load(m->reg, load_row, m, err)))
+	    (r = registry_load(m->reg, load_row, m, err)) ||
+	    (r = registry_load_sessions(m->reg, load_session, m, err)))
 		goto fail;
 	m->cron.cb = cron;
 	m->cron.data = m;

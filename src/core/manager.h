@@ -113,6 +113,10 @@ int sandbox_session_close(struct sandbox *sb, struct session *s,
 			  void (*done)(void *ctx), void *ctx);
 /* From exec: s has finished a command; a closing one goes now. */
 void sandbox_session_idle(struct sandbox *sb, struct session *s);
+/* Keep the session's cwd and environment in the registry (when they
+ * changed since it was last kept), so that the session survives a daemon
+ * restart. A failure is logged: the session goes on in memory. */
+void sandbox_session_save(struct sandbox *sb, struct session *s);
 /* Iterate over all sandboxes. */
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data);

@@ -1,11 +1,17 @@
 #include "core/registry.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct registry {
 	sqlite3 *db;
 	sqlite3_stmt *insert, *del, *touch;
+	sqlite3_stmt *sess_put, *sess_del, *sess_del_all;
 };
 
 static const char schema[] =
@@ -25,12 +31,44 @@ static const char schema[] =
 	"  env BLOB,"
 	"  labels TEXT,"
 	"  disk_bytes INTEGER NOT NULL DEFAULT 0,"
-	"  PRIMARY KEY (tenant, id));";
+	"  PRIMARY KEY (tenant, id));"
+	"CREATE TABLE IF NOT EXISTS sessions ("
+	"  tenant TEXT NOT NULL,"
+	"  id TEXT NOT NULL,"
+	"  session TEXT NOT NULL,"
+	"  state BLOB NOT NULL,"
+	"  PRIMARY KEY (tenant, id, session));";
 
 static int db_err(struct registry *r, struct sbx_err *err, const char *what)
 {
 	return sbx_err_set(err, EIO, "registry: %s: %s", what,
 			   sqlite3_errmsg(r->db));
+}
+
+/* What sandboxes put in their environment (a session's exports, a token)
+ * rests in the registry, and the state dir is 0711: the database and its
+ * WAL and SHM files (which SQLite makes with the database's mode) must be
+ * the daemon's alone, also those of a registry made before this. */
+static int private_files(const char *path, struct sbx_err *err)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return sbx_err_sys(err, errno, "registry %s", path);
+	int r = fchmod(fd, 0600);
+	close(fd);
+	if (r < 0)
+		return sbx_err_sys(err, errno, "chmod %s", path);
+	static const char *const side[] = {"-wal", "-shm"};
+	for (size_t i = 0; i < sizeof(side) / sizeof(side[0]); i++) {
+		char *p;
+		if (asprintf(&p, "%s%s", path, side[i]) < 0)
+			return sbx_err_set(err, ENOMEM, "out of memory");
+		r = chmod(p, 0600) < 0 && errno != ENOENT ? -errno : 0;
+		free(p);
+		if (r < 0)
+			return sbx_err_sys(err, -r, "chmod %s%s", path, side[i]);
+	}
+	return 0;
 }
 
 int registry_open(const char *path, struct registry **out,
@@ -40,6 +78,8 @@ int registry_open(const char *path, struct registry **out,
 	int rc;
 	if (!r)
 		return sbx_err_set(err, ENOMEM, "out of memory");
+	if ((rc = private_files(path, err)) < 0)
+		goto fail;
 	if (sqlite3_open_v2(path, &r->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				    SQLITE_OPEN_NOMUTEX,
@@ -74,7 +114,17 @@ int registry_open(const char *path, struct registry **out,
 	    sqlite3_prepare_v2(r->db,
 			       "UPDATE sandboxes SET last_active_ms=? "
 			       "WHERE tenant=? AND id=?",
-			       -1, &r->touch, NULL) != SQLITE_OK) {
+			       -1, &r->touch, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db,
+			       "INSERT OR REPLACE INTO sessions VALUES (?,?,?,?)",
+			       -1, &r->sess_put, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db,
+			       "DELETE FROM sessions WHERE tenant=? AND id=? "
+			       "AND session=?",
+			       -1, &r->sess_del, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db,
+			       "DELETE FROM sessions WHERE tenant=? AND id=?",
+			       -1, &r->sess_del_all, NULL) != SQLITE_OK) {
 		rc = db_err(r, err, "prepare");
 		goto fail;
 	}
@@ -92,6 +142,9 @@ void registry_close(struct registry *r)
 	sqlite3_finalize(r->insert);
 	sqlite3_finalize(r->del);
 	sqlite3_finalize(r->touch);
+	sqlite3_finalize(r->sess_put);
+	sqlite3_finalize(r->sess_del);
+	sqlite3_finalize(r->sess_del_all);
 	sqlite3_close(r->db);
 	free(r);
 }
@@ -175,9 +228,25 @@ int registry_insert(struct registry *r, const struct registry_row *row,
 int registry_delete(struct registry *r, const char *tenant, const char *id,
 		    struct sbx_err *err)
 {
-	sqlite3_bind_text(r->del, 1, tenant, -1, SQLITE_STATIC);
-	sqlite3_bind_text(r->del, 2, id, -1, SQLITE_STATIC);
-	return step_done(r, r->del, err, "delete");
+	/* one transaction: a sandbox made again under the name never finds
+	 * sessions of the one before */
+	if (sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+		return db_err(r, err, "delete");
+	sqlite3_bind_text(r->sess_del_all, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(r->sess_del_all, 2, id, -1, SQLITE_STATIC);
+	int rc = step_done(r, r->sess_del_all, err, "delete");
+	if (rc == 0) {
+		sqlite3_bind_text(r->del, 1, tenant, -1, SQLITE_STATIC);
+		sqlite3_bind_text(r->del, 2, id, -1, SQLITE_STATIC);
+		rc = step_done(r, r->del, err, "delete");
+	}
+	if (sqlite3_exec(r->db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) !=
+		    SQLITE_OK &&
+	    rc == 0) {
+		rc = db_err(r, err, "delete");
+		sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+	}
+	return rc;
 }
 
 int registry_touch(struct registry *r, const char *tenant, const char *id,
@@ -187,4 +256,55 @@ int registry_touch(struct registry *r, const char *tenant, const char *id,
 	sqlite3_bind_text(r->touch, 2, tenant, -1, SQLITE_STATIC);
 	sqlite3_bind_text(r->touch, 3, id, -1, SQLITE_STATIC);
 	return step_done(r, r->touch, err, "touch");
+}
+
+int registry_session_put(struct registry *r, const struct registry_session *row,
+			 struct sbx_err *err)
+{
+	sqlite3_stmt *st = r->sess_put;
+	sqlite3_bind_text(st, 1, row->tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, row->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, row->session, -1, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 4, row->state, (int)row->state_len, SQLITE_STATIC);
+	return step_done(r, st, err, "session");
+}
+
+int registry_session_delete(struct registry *r, const char *tenant,
+			    const char *id, const char *session,
+			    struct sbx_err *err)
+{
+	sqlite3_bind_text(r->sess_del, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(r->sess_del, 2, id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(r->sess_del, 3, session, -1, SQLITE_STATIC);
+	return step_done(r, r->sess_del, err, "session delete");
+}
+
+int registry_load_sessions(struct registry *r,
+			   int (*cb)(const struct registry_session *row,
+				     void *data),
+			   void *data, struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       "SELECT tenant, id, session, state FROM sessions",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "load sessions");
+	int rc = 0, s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct registry_session row = {
+			.tenant = (const char *)sqlite3_column_text(st, 0),
+			.id = (const char *)sqlite3_column_text(st, 1),
+			.session = (const char *)sqlite3_column_text(st, 2),
+			.state = sqlite3_column_blob(st, 3),
+			.state_len = (size_t)sqlite3_column_bytes(st, 3),
+		};
+		if (!row.tenant || !row.id || !row.session)
+			continue;
+		if ((rc = cb(&row, data)) < 0)
+			break;
+	}
+	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
+		rc = db_err(r, err, "load sessions");
+	sqlite3_finalize(st);
+	return rc;
 }

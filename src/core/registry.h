@@ -1,6 +1,8 @@
-/* The sandbox registry: which sandboxes exist, their uid slot and limits.
- * SQLite in WAL mode under the state dir; survives daemon restarts. Writes
- * happen on create, destroy and stop, never per command. */
+/* The sandbox registry: which sandboxes exist, their uid slot and limits,
+ * and the state (cwd, environment) of their sessions. SQLite in WAL mode
+ * under the state dir; survives daemon restarts. Writes happen on create,
+ * destroy and stop, and for a session when it is made, deleted, or a
+ * command changed its cwd or environment. */
 #ifndef SBX_REGISTRY_H
 #define SBX_REGISTRY_H
 
@@ -36,5 +38,23 @@ int registry_delete(struct registry *r, const char *tenant, const char *id,
 		    struct sbx_err *err);
 int registry_touch(struct registry *r, const char *tenant, const char *id,
 		   uint64_t last_active_ms, struct sbx_err *err);
+
+/* Sessions: one row per (tenant, id, session), its encoded state
+ * (session_state_encode). registry_delete drops a sandbox's sessions with
+ * it. */
+struct registry_session {
+	const char *tenant, *id, *session;
+	const char *state;
+	size_t state_len;
+};
+int registry_session_put(struct registry *r, const struct registry_session *row,
+			 struct sbx_err *err);
+int registry_session_delete(struct registry *r, const char *tenant,
+			    const char *id, const char *session,
+			    struct sbx_err *err);
+int registry_load_sessions(struct registry *r,
+			   int (*cb)(const struct registry_session *row,
+				     void *data),
+			   void *data, struct sbx_err *err);
 
 #endif

@@ -264,3 +264,66 @@ const char **session_env_for(const struct session *s,
 	*count = n;
 	return out;
 }
+
+int session_state_encode(const struct session *s, char **out, size_t *len)
+{
+	size_t n = strlen(s->cwd) + 1;
+	for (size_t i = 0; i < s->envc; i++)
+		n += strlen(s->env[i]) + 1;
+	if (n > SESSION_STATE_MAX)
+		return -E2BIG;
+	char *buf = malloc(n), *p = buf;
+	if (!buf)
+		return -ENOMEM;
+	size_t l = strlen(s->cwd) + 1;
+	memcpy(p, s->cwd, l);
+	p += l;
+	for (size_t i = 0; i < s->envc; i++) {
+		l = strlen(s->env[i]) + 1;
+		memcpy(p, s->env[i], l);
+		p += l;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int session_state_decode(struct session *s, const char *buf, size_t len)
+{
+	if (!buf || !len || len > SESSION_STATE_MAX || buf[len - 1] != '\0' ||
+	    buf[0] != '/')
+		return -EINVAL;
+	const char *end = buf + len, *p = buf + strlen(buf) + 1;
+	size_t n = 0;
+	for (const char *q = p; q < end; q += strlen(q) + 1) {
+		if (key_len(q) == 0 || !strchr(q, '='))
+			return -EINVAL;
+		n++;
+	}
+	char **env = calloc(n + 1, sizeof(char *));
+	char *cwd = strdup(buf);
+	if (!env || !cwd)
+		goto nomem;
+	for (size_t k = 0; k < n; k++, p += strlen(p) + 1)
+		if (!(env[k] = strdup(p)))
+			goto nomem;
+	free_env(s->env, s->envc);
+	free(s->cwd);
+	s->env = env;
+	s->envc = n;
+	s->cwd = cwd;
+	return 0;
+nomem:
+	if (env)
+		free_env(env, n);
+	free(cwd);
+	return -ENOMEM;
+}
+
+uint64_t session_state_hash(const char *buf, size_t len)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+	return h ? h : 1;
+}

@@ -1,7 +1,9 @@
 /* A session: a cwd and an exported environment that carry from one command
  * to the next, and a queue, since a session runs one command at a time.
  * After each shell command, the state record that the image's session hook
- * wrote (session_sh in session.c) replaces the session's cwd and environment. */
+ * wrote (session_sh in session.c) replaces the session's cwd and environment.
+ * The manager keeps that state in the registry too (session_state_encode),
+ * so that it survives a daemon restart. */
 #ifndef SBX_SESSION_H
 #define SBX_SESSION_H
 
@@ -17,6 +19,9 @@
 #define SESSION_STATE_MARK "SBXSTATE"
 /* The hook, as a file of every sandbox's image. */
 extern const struct image_file session_image_file;
+/* The most a shell's state record may hold (exec reads no more), and so
+ * the most a session's saved state (cwd and environment) may be. */
+#define SESSION_STATE_MAX (1u << 20)
 
 struct exec_job;
 
@@ -31,6 +36,7 @@ struct session {
 	/* closing (sandbox_session_close): freed once its command ends */
 	void (*on_closed)(void *ctx);
 	void *closed_ctx;
+	uint64_t saved; /* hash of the state last saved; 0: never saved */
 	struct session *next;
 };
 
@@ -56,5 +62,16 @@ int session_apply_state(struct session *s, const char *buf, size_t len);
 const char **session_env_for(const struct session *s,
 			     const char *const *extra, size_t nextra,
 			     const char *add, size_t *count);
+
+/* The session's cwd and environment as "cwd\0K=V\0K=V\0" (*out malloc'd,
+ * *len bytes). -E2BIG past SESSION_STATE_MAX, -ENOMEM. */
+int session_state_encode(const struct session *s, char **out, size_t *len);
+/* Replace the session's cwd and environment with an encoded state (as
+ * read back from the registry: checked, all or nothing). -EINVAL for a
+ * state that is not one (too big, cut short, a relative cwd, an entry
+ * without '=' or with an empty name), -ENOMEM. */
+int session_state_decode(struct session *s, const char *buf, size_t len);
+/* 64-bit FNV-1a of an encoded state (never 0), for session.saved. */
+uint64_t session_state_hash(const char *buf, size_t len);
 
 #endif

@@ -519,3 +519,19 @@ class RssSampler:
     @property
     def max_kib(self):
         return max(self.samples, default=0)
+
+
+def stream_lines(events, stream="stdout"):
+    """Events (kind, data, time) of a cell, however its output happened to
+    be cut: the kinds with repeats folded, the complete lines of stream,
+    the time the client had each line whole, and what was left unended."""
+    kinds = [k for i, (k, _, _) in enumerate(events) if i == 0 or events[i - 1][0] != k]
+    lines, times, cur = [], [], ""
+    for kind, data, t in events:
+        if kind == stream:
+            cur += data["text"]
+            while "\n" in cur:
+                line, cur = cur.split("\n", 1)
+                lines.append(line + "\n")
+                times.append(t)
+    return kinds, lines, times, cur

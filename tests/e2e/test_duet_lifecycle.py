@@ -1,5 +1,6 @@
-"""DELETE /api/rooms/{id}, idle stop and transparent restart, files surviving
-daemon restarts, and processes dying with the daemon."""
+"""DELETE /api/rooms/{id}, idle stop and transparent restart, files and the
+session surviving daemon restarts, and processes dying with the daemon."""
+import os
 import time
 
 from helpers import (describe_pids, host_comms, host_pids_with_uid_range,
@@ -94,6 +95,36 @@ def test_files_survive_sigkill_and_processes_die_with_daemon(make_daemon, room):
     d.restart()
     res = d.run(room, "cat /workspace/kill.txt /home/u/f")
     assert res["stdout"] == "survived\nh\n", res
+
+
+def test_session_survives_sigkill_of_the_daemon(make_daemon, room):
+    d = make_daemon()
+    d.run(room, "cd /tmp; export A=1")
+    d.kill()
+    d.restart()
+    res = d.run(room, "pwd; echo $A")
+    assert res["stdout"] == "/tmp\n1\n", res
+    # and it goes on from there
+    d.run(room, "cd /; unset A")
+    d.restart()  # SIGTERM this time
+    assert d.run(room, 'pwd; echo "${A-unset}"')["stdout"] == "/\nunset\n"
+    # what a room exports rests in the registry: the daemon's alone (the
+    # state dir itself is 0711)
+    for name in os.listdir(d.state_dir):
+        if name.startswith("registry.db"):
+            mode = os.stat(os.path.join(d.state_dir, name)).st_mode & 0o777
+            assert mode == 0o600, (name, oct(mode))
+
+
+def test_a_deleted_room_leaves_no_session_behind(make_daemon, room):
+    d = make_daemon()
+    d.run(room, "cd /tmp; export A=1")
+    assert d.delete(room).status_code == 200
+    assert d.run(room, "pwd")["stdout"] == "/workspace\n"  # a new sandbox
+    d.kill()
+    d.restart()
+    res = d.run(room, 'pwd; echo "${A-unset}"')
+    assert res["stdout"] == "/workspace\nunset\n", res
 
 
 def test_sigterm_exits_0_stops_sandboxes_keeps_files(make_daemon, room):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import JSON_ACCEPT, assert_error, sse_events, wait_until
+from helpers import JSON_ACCEPT, assert_error, sse_events, stream_lines, wait_until
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -158,11 +158,9 @@ def test_print_streams_before_the_cell_ends(v1, sid, ctx):
     events, t0 = run_sse(v1, sid, ctx,
                          "import time\nfor i in range(3):\n    print('line', i)\n"
                          "    time.sleep(0.6)\n'end'")
-    kinds = [e[0] for e in events]
-    assert kinds == ["stdout", "stdout", "stdout", "result", "done"], events
-    lines = [e[1]["text"] for e in events if e[0] == "stdout"]
-    assert lines == ["line 0\n", "line 1\n", "line 2\n"]
-    t_lines = [e[2] for e in events if e[0] == "stdout"]
+    kinds, lines, t_lines, rest = stream_lines(events)
+    assert kinds == ["stdout", "result", "done"], events
+    assert lines == ["line 0\n", "line 1\n", "line 2\n"] and rest == "", events
     t_done = events[-1][2]
     # each line was in the client's hands while the cell still slept
     assert t_done - t_lines[0] >= 1.4, (t_lines, t_done)
@@ -346,6 +344,70 @@ def test_client_disconnect_interrupts_the_cell(v1, sid, ctx):
     res = run(v1, sid, ctx, "kept", timeout=10)
     assert time.monotonic() - t0 < 3
     assert value(res) == "5" and res["restarted"] is False
+
+
+# A cell after which the worker, once the cell is done and before it reads
+# its next one, waits until /workspace/go exists: the next cell is then
+# with the worker but not begun, for as long as the test wants.
+HOLD_AFTER = (
+    "import os, sys, time\n"
+    "def _hold(frame, event, arg):\n"
+    "    if event == 'return' and frame.f_code.co_name == 'run_cell':\n"
+    "        sys.setprofile(None)\n"
+    "        while not os.path.exists('/workspace/go'):\n"
+    "            time.sleep(0.02)\n"
+    "sys.setprofile(_hold)\n")
+
+
+def test_a_cell_cancelled_before_it_began_is_skipped_and_the_state_kept(v1, sid, ctx):
+    run(v1, sid, ctx, "x = 'kept'")
+    run(v1, sid, ctx, HOLD_AFTER)
+    r = v1.post(f"/v1/sandbox/{sid}/contexts/{ctx}/run", stream=True,
+                json={"code": "ran = True\nimport time\ntime.sleep(30)"})
+    assert r.status_code == 200, r.text
+
+    def sent():  # with the worker, no longer queued in the daemon
+        info = v1.get(f"/v1/sandbox/{sid}/contexts/{ctx}").json()
+        return info["status"] == "busy" and info["queued"] == 0
+    assert wait_until(sent, 10)
+    r.close()  # the client is gone before the worker took the cell
+    assert wait_until(lambda: f"event=cell-cancelled id={ctx} " in v1.d.log_text(), 10)
+    assert v1.put(f"/v1/sandbox/{sid}/file/go", data=b"").status_code == 201
+    res = run(v1, sid, ctx, "(x, 'ran' in dir())", timeout=30)
+    # the cancelled cell never ran, and nothing was interrupted or killed
+    assert value(res) == "('kept', False)"
+    assert res["restarted"] is False and res["notice"] is None, res
+    assert res["executionCount"] == 3, res
+
+
+def test_output_and_results_come_in_the_order_they_happened(v1, sid, ctx):
+    code = ("import sys\n"
+            "for i in range(3):\n"
+            "    print('out', i, end='')\n"
+            "    print('err', i, file=sys.stderr, end='')\n"
+            "    display(i)\n"
+            "'last'")
+    events, _ = run_sse(v1, sid, ctx, code)
+    assert events[-1][0] == "done", events
+    # what the cell wrote to a stream before a result comes before it
+    # (stdout and stderr are two pipes: between them, no order is known)
+    for stream in ("stdout", "stderr"):
+        got = []
+        for e in events:
+            if e[0] == "result":
+                got.append(("result", e[1]["text/plain"]))
+            elif e[0] == stream and got and got[-1][0] == stream:
+                got[-1] = (stream, got[-1][1] + e[1]["text"])  # one write, cut
+            elif e[0] == stream:
+                got.append((stream, e[1]["text"]))
+        want = []
+        for i in range(3):
+            want += [(stream, f"{stream[3:]} {i}"), ("result", f"{i}")]
+        assert got == want + [("result", "'last'")], events
+    # the JSON answer keeps each one's order
+    res = run(v1, sid, ctx, code)
+    assert [b["text/plain"] for b in res["results"]] == ["0", "1", "2", "'last'"]
+    assert "".join(res["logs"]["stdout"]) == "out 0out 1out 2"
 
 
 # --- the context API ----------------------------------------------------------------

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from helpers import (JSON_ACCEPT, assert_error, describe_pids, host_pids_with_uid_range,
+from helpers import (JSON_ACCEPT, V1, assert_error, describe_pids, host_pids_with_uid_range,
                      sse_events, sse_final, sse_output, wait_no_pids)
 
 JSON_KEYS = {"exitCode", "stdout", "stderr", "timedOut", "truncated", "durationMs", "signal"}
@@ -257,6 +257,35 @@ def test_session_delete(v1, sid):
     assert_error(v1.delete(f"/v1/sandbox/{sid}/session/{s}"), 404, "session_not_found")
     assert_error(v1.exec_json(sid, command="true", session=s), 404, "session_not_found")
     assert_error(v1.delete(f"/v1/sandbox/{sid}/session/sess_nope"), 404, "session_not_found")
+
+
+def test_sessions_survive_a_daemon_restart(make_daemon, new_sid):
+    d = make_daemon()
+    api = V1(d)
+    sid = new_sid()
+    api.create(sid)
+    a = api.post(f"/v1/sandbox/{sid}/session", json={"env": {"S": "v"}}).json()["id"]
+    b = api.post(f"/v1/sandbox/{sid}/session", json={}).json()["id"]
+    gone = api.post(f"/v1/sandbox/{sid}/session", json={}).json()["id"]
+    api.sh(sid, "cd /tmp; export X=1", session=a)
+    api.sh(sid, "mkdir -p /workspace/d; cd d; export Y=2")  # the default session
+    assert api.delete(f"/v1/sandbox/{sid}/session/{gone}").status_code == 204
+
+    d.kill()  # as a crash: nothing is written on the way out
+    d.restart()
+    assert api.sh(sid, 'pwd; echo "$S $X"', session=a) == "/tmp\nv 1\n"
+    assert api.sh(sid, 'pwd; echo "${S-unset} ${X-unset}"', session=b) == \
+        "/workspace\nunset unset\n"
+    assert api.sh(sid, 'pwd; echo "$Y ${X-unset}"') == "/workspace/d\n2 unset\n"
+    assert_error(api.exec_json(sid, command="true", session=gone), 404, "session_not_found")
+
+    # a sandbox made again under the name has none of the old one's sessions
+    assert api.delete(f"/v1/sandbox/{sid}").status_code == 204
+    api.create(sid)
+    d.kill()
+    d.restart()
+    assert_error(api.exec_json(sid, command="true", session=a), 404, "session_not_found")
+    assert api.sh(sid, 'pwd; echo "${Y-unset}"') == "/workspace\nunset\n"
 
 
 def test_session_delete_in_unknown_sandbox_is_404(v1, sid):

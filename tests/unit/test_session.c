@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,96 @@ static void test_setenv_replaces(void **state)
 	session_free(s);
 }
 
+static void test_state_round_trip(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", "/tmp/d", NULL, 0);
+	assert_int_equal(session_setenv(s, "A=1"), 0);
+	assert_int_equal(session_setenv(s, "B=has=equals"), 0);
+	assert_int_equal(session_setenv(s, "EMPTY="), 0);
+	char *buf;
+	size_t len;
+	assert_int_equal(session_state_encode(s, &buf, &len), 0);
+	assert_int_equal(buf[len - 1], '\0');
+	assert_string_equal(buf, "/tmp/d");
+
+	struct session *t = session_new("y", NULL, NULL, 0);
+	assert_int_equal(session_state_decode(t, buf, len), 0);
+	assert_string_equal(t->cwd, "/tmp/d");
+	assert_int_equal(t->envc, s->envc);
+	for (size_t i = 0; i < s->envc; i++)
+		assert_string_equal(t->env[i], s->env[i]);
+	assert_null(t->env[t->envc]);
+	assert_string_equal(getenv_s(t, "B"), "has=equals");
+	assert_string_equal(getenv_s(t, "EMPTY"), "");
+	/* the same state, the same hash; another state, another */
+	char *again;
+	size_t alen;
+	assert_int_equal(session_state_encode(t, &again, &alen), 0);
+	assert_int_equal(alen, len);
+	assert_true(session_state_hash(buf, len) == session_state_hash(again, alen));
+	assert_int_equal(session_setenv(t, "A=2"), 0);
+	free(again);
+	assert_int_equal(session_state_encode(t, &again, &alen), 0);
+	assert_true(session_state_hash(buf, len) != session_state_hash(again, alen));
+	free(again);
+	free(buf);
+	session_free(t);
+	session_free(s);
+}
+
+static void test_state_decode_refuses_damage(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", "/w", NULL, 0);
+	size_t envc = s->envc;
+	static const char cut[] = "/tmp\0A=1"; /* no final NUL */
+	static const char rel[] = "tmp\0A=1\0";
+	static const char noeq[] = "/tmp\0A=1\0JUNK\0";
+	static const char noname[] = "/tmp\0=1\0";
+	assert_int_equal(session_state_decode(s, cut, sizeof(cut) - 1), -EINVAL);
+	assert_int_equal(session_state_decode(s, rel, sizeof(rel) - 1), -EINVAL);
+	assert_int_equal(session_state_decode(s, noeq, sizeof(noeq) - 1), -EINVAL);
+	assert_int_equal(session_state_decode(s, noname, sizeof(noname) - 1),
+			 -EINVAL);
+	assert_int_equal(session_state_decode(s, "", 0), -EINVAL);
+	assert_int_equal(session_state_decode(s, NULL, 0), -EINVAL);
+	/* nothing of it was taken */
+	assert_string_equal(s->cwd, "/w");
+	assert_int_equal(s->envc, envc);
+	/* a cwd alone is a state: no variables */
+	assert_int_equal(session_state_decode(s, "/", 2), 0);
+	assert_string_equal(s->cwd, "/");
+	assert_int_equal(s->envc, 0);
+	session_free(s);
+}
+
+static void test_state_is_bounded(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", "/w", NULL, 0);
+	size_t big = SESSION_STATE_MAX;
+	char *kv = malloc(big + 3);
+	assert_non_null(kv);
+	memset(kv, 'v', big + 2);
+	memcpy(kv, "K=", 2);
+	kv[big + 2] = '\0';
+	assert_int_equal(session_setenv(s, kv), 0);
+	char *buf = NULL;
+	size_t len = 0;
+	assert_int_equal(session_state_encode(s, &buf, &len), -E2BIG);
+	assert_null(buf);
+	/* and a state over the bound is refused when read back */
+	char *over = calloc(1, SESSION_STATE_MAX + 1);
+	assert_non_null(over);
+	over[0] = '/';
+	assert_int_equal(session_state_decode(s, over, SESSION_STATE_MAX + 1),
+			 -EINVAL);
+	free(over);
+	free(kv);
+	session_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -124,6 +215,9 @@ int main(void)
 		cmocka_unit_test(test_no_or_cut_record),
 		cmocka_unit_test(test_env_for_overrides),
 		cmocka_unit_test(test_setenv_replaces),
+		cmocka_unit_test(test_state_round_trip),
+		cmocka_unit_test(test_state_decode_refuses_damage),
+		cmocka_unit_test(test_state_is_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

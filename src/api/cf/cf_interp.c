@@ -226,23 +226,6 @@ static json_t *output(const char *type, const char *text, size_t len)
 			 "timestamp", (json_int_t)now_wall_ms());
 }
 
-/* The worker was restarted since the context's last cell: its state is
- * gone. The protocol has no frame for that; the SDK shows stderr. */
-static void run_notice(void *arg, const char *msg)
-{
-	struct cf_run *e = arg;
-	char *text;
-	if (asprintf(&text, "[sandboxd] %s\n", msg) < 0)
-		return;
-	frame(e, output("stderr", text, strlen(text)));
-	free(text);
-}
-
-static int run_output(void *arg, int fd, const char *text, size_t len)
-{
-	return frame(arg, output(fd == 1 ? "stdout" : "stderr", text, len));
-}
-
 /* MIME type -> the protocol's name for it (the SDK's Result fields). */
 static const struct {
 	const char *mime, *key;
@@ -258,7 +241,7 @@ static const struct {
 	{"application/javascript", "javascript"},
 };
 
-static int run_result(void *arg, json_t *bundle)
+static json_t *result(json_t *bundle)
 {
 	json_t *ev = json_pack("{s:s}", "type", "result"), *rest = NULL;
 	const char *mime;
@@ -280,19 +263,23 @@ static int run_result(void *arg, json_t *bundle)
 	if (rest)
 		json_object_set_new(ev, "data", rest);
 	json_object_set_new(ev, "metadata", json_object());
-	return frame(arg, ev);
+	return ev;
 }
 
-static void run_error(void *arg, const struct interp_error *er)
+/* The worker was restarted since the context's last cell: its state is
+ * gone. The protocol has no frame for that; the SDK shows stderr. */
+static json_t *notice(const char *msg)
 {
-	frame(arg, json_pack("{s:s, s:s, s:s, s:O}", "type", "error", "ename",
-			     er->name, "evalue", er->value, "traceback",
-			     er->traceback));
+	char *text;
+	if (asprintf(&text, "[sandboxd] %s\n", msg) < 0)
+		return NULL;
+	json_t *ev = output("stderr", text, strlen(text));
+	free(text);
+	return ev;
 }
 
-static void run_done(void *arg, const struct interp_done *d)
+static void run_done(struct cf_run *e, const struct interp_done *d)
 {
-	struct cf_run *e = arg;
 	e->done = true;
 	e->cell = NULL;
 	if (!d->error)
@@ -303,13 +290,33 @@ static void run_done(void *arg, const struct interp_done *d)
 		http_stream_end(e->s); /* e is freed when the stream closes */
 }
 
-static const struct interp_cell_cbs run_cbs = {
-	.on_notice = run_notice,
-	.on_output = run_output,
-	.on_result = run_result,
-	.on_error = run_error,
-	.on_done = run_done,
-};
+/* The cell's events, in their order, each as one frame. */
+static int run_event(void *arg, const struct interp_event *ev)
+{
+	struct cf_run *e = arg;
+	switch (ev->type) {
+	case INTERP_EV_NOTICE:
+		frame(e, notice(ev->text));
+		return 0;
+	case INTERP_EV_STDOUT:
+	case INTERP_EV_STDERR:
+		return frame(e, output(ev->type == INTERP_EV_STDOUT ? "stdout"
+								     : "stderr",
+				       ev->text, ev->len));
+	case INTERP_EV_RESULT:
+		return frame(e, result(ev->bundle));
+	case INTERP_EV_ERROR:
+		frame(e, json_pack("{s:s, s:s, s:s, s:O}", "type", "error",
+				   "ename", ev->error->name, "evalue",
+				   ev->error->value, "traceback",
+				   ev->error->traceback));
+		return 0;
+	case INTERP_EV_END:
+		run_done(e, ev->done);
+		return 0;
+	}
+	return 0;
+}
 
 static void run_drained(void *arg)
 {
@@ -380,7 +387,7 @@ void cf_execute_code(struct cf_req *q)
 	 * here), so that a cell refused is a plain error answer */
 	if (interp_run(c, json_string_value(code), json_string_length(code),
 		       timeout ? timeout : q->a->m->cfg->exec_timeout_ms,
-		       &run_cbs, e, &e->cell, &err) < 0) {
+		       run_event, e, &e->cell, &err) < 0) {
 		if (err.code == EINVAL)
 			cf_error(q->r, "VALIDATION_FAILED",
 				 json_pack("{s:s}", "field", "code"), "%s",

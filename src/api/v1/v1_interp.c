@@ -265,18 +265,16 @@ static int event(struct v1_run *e, const char *name, json_t *j)
 	return paused;
 }
 
-static void run_notice(void *arg, const char *msg)
+static void run_notice(struct v1_run *e, const char *msg)
 {
-	struct v1_run *e = arg;
 	if (e->sse)
 		event(e, "notice", json_pack("{s:s}", "message", msg));
 	else
 		json_object_set_new(e->doc, "notice", json_string(msg));
 }
 
-static int run_output(void *arg, int fd, const char *text, size_t len)
+static int run_output(struct v1_run *e, int fd, const char *text, size_t len)
 {
-	struct v1_run *e = arg;
 	const char *name = fd == 1 ? "stdout" : "stderr";
 	if (e->sse)
 		return event(e, name, json_pack("{s:s%}", "text", text, len));
@@ -296,18 +294,16 @@ static int run_output(void *arg, int fd, const char *text, size_t len)
 	return 0;
 }
 
-static int run_result(void *arg, json_t *bundle)
+static int run_result(struct v1_run *e, json_t *bundle)
 {
-	struct v1_run *e = arg;
 	if (e->sse)
 		return event(e, "result", json_incref(bundle));
 	json_array_append(json_object_get(e->doc, "results"), bundle);
 	return 0;
 }
 
-static void run_error(void *arg, const struct interp_error *er)
+static void run_error(struct v1_run *e, const struct interp_error *er)
 {
-	struct v1_run *e = arg;
 	json_t *j = json_pack("{s:s, s:s, s:O}", "name", er->name, "value",
 			      er->value, "traceback", er->traceback);
 	if (e->sse)
@@ -316,9 +312,8 @@ static void run_error(void *arg, const struct interp_error *er)
 		json_object_set_new(e->doc, "error", j);
 }
 
-static void run_done(void *arg, const struct interp_done *d)
+static void run_done(struct v1_run *e, const struct interp_done *d)
 {
-	struct v1_run *e = arg;
 	e->done = true;
 	e->cell = NULL;
 	json_t *j = json_pack("{s:i, s:b, s:b, s:b}", "executionCount",
@@ -338,13 +333,30 @@ static void run_done(void *arg, const struct interp_done *d)
 	run_free(e);
 }
 
-static const struct interp_cell_cbs run_cbs = {
-	.on_notice = run_notice,
-	.on_output = run_output,
-	.on_result = run_result,
-	.on_error = run_error,
-	.on_done = run_done,
-};
+/* The cell's events, in their order, each as one SSE event (or a part of
+ * the JSON answer). */
+static int run_event(void *arg, const struct interp_event *ev)
+{
+	struct v1_run *e = arg;
+	switch (ev->type) {
+	case INTERP_EV_NOTICE:
+		run_notice(e, ev->text);
+		return 0;
+	case INTERP_EV_STDOUT:
+	case INTERP_EV_STDERR:
+		return run_output(e, ev->type == INTERP_EV_STDOUT ? 1 : 2,
+				  ev->text, ev->len);
+	case INTERP_EV_RESULT:
+		return run_result(e, ev->bundle);
+	case INTERP_EV_ERROR:
+		run_error(e, ev->error);
+		return 0;
+	case INTERP_EV_END:
+		run_done(e, ev->done);
+		return 0;
+	}
+	return 0;
+}
 
 static void run_drained(void *arg)
 {
@@ -414,7 +426,7 @@ void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 		http_suspend(r);
 	}
 	if (interp_run(c, json_string_value(code), json_string_length(code),
-		       timeout, &run_cbs, e, &e->cell, &err) < 0) {
+		       timeout, run_event, e, &e->cell, &err) < 0) {
 		if (e->sse) {
 			event(e, "error",
 			      json_pack("{s:s, s:s, s:[]}", "name",
