@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "api/cf/cf.h"
-#include "api/follow.h"
+#include "api/source.h"
 #include "core/process.h"
 #include "http/sse.h"
 #include "lib/util.h"

@@ -20,13 +20,12 @@
 #include <string.h>
 
 #include "api/cf/cf.h"
+#include "api/source.h"
 #include "core/interp.h"
-#include "http/sse.h"
 #include "lib/util.h"
 
 /* A comment after this much silence (as execute/stream): a reader that
  * went away is noticed by the write after it left at the latest. */
-#define KEEPALIVE_MS 5000
 
 static const char *unavailable_code(enum interp_lang l)
 {
@@ -188,36 +187,13 @@ void cf_context_delete(struct cf_req *q, const char *id)
 /* ---- execute/code ---------------------------------------------------------- */
 
 struct cf_run {
-	struct http_stream *s; /* NULL once the reader is gone */
-	struct interp_cell *cell;
-	struct loop *loop;
-	struct loop_timer keepalive;
-	bool done;
+	struct api_cell c; /* first */
 };
-
-static void run_free(struct cf_run *e)
-{
-	loop_timer_stop(e->loop, &e->keepalive);
-	free(e);
-}
-
-static void keepalive(struct loop_timer *t)
-{
-	struct cf_run *e = t->data;
-	if (e->s)
-		sse_comment(e->s, "keepalive");
-	loop_timer_start(e->loop, t, KEEPALIVE_MS);
-}
 
 /* One frame (takes ev); the stream's pause flag. */
 static int frame(struct cf_run *e, json_t *ev)
 {
-	if (!e->s || !ev) {
-		json_decref(ev);
-		return 0;
-	}
-	loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
-	return cf_sse(e->s, ev);
+	return ev ? cf_event(e->c.rl, ev) : 0;
 }
 
 static json_t *output(const char *type, const char *text, size_t len)
@@ -280,14 +256,12 @@ static json_t *notice(const char *msg)
 
 static void run_done(struct cf_run *e, const struct interp_done *d)
 {
-	e->done = true;
-	e->cell = NULL;
+	e->c.cell = NULL;
 	if (!d->error)
 		frame(e, json_pack("{s:s, s:i}", "type", "execution_complete",
 				   "execution_count", (int)d->execution_count));
-	loop_timer_stop(e->loop, &e->keepalive);
-	if (e->s)
-		http_stream_end(e->s); /* e is freed when the stream closes */
+	relay_end(e->c.rl);
+	free(e);
 }
 
 /* The cell's events, in their order, each as one frame. */
@@ -316,22 +290,6 @@ static int run_event(void *arg, const struct interp_event *ev)
 		return 0;
 	}
 	return 0;
-}
-
-static void run_drained(void *arg)
-{
-	struct cf_run *e = arg;
-	if (e->cell)
-		interp_cell_resume(e->cell);
-}
-
-static void run_closed(void *arg)
-{
-	struct cf_run *e = arg;
-	e->s = NULL;
-	if (!e->done && e->cell)
-		interp_cell_cancel(e->cell); /* nobody to tell: interrupted */
-	run_free(e);
 }
 
 void cf_execute_code(struct cf_req *q)
@@ -381,13 +339,11 @@ void cf_execute_code(struct cf_req *q)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		return;
 	}
-	e->loop = q->a->m->loop;
-	e->keepalive = (struct loop_timer){.cb = keepalive, .data = e};
 	/* queued first (its callbacks come from the loop, never from in
 	 * here), so that a cell refused is a plain error answer */
 	if (interp_run(c, json_string_value(code), json_string_length(code),
 		       timeout ? timeout : q->a->m->cfg->exec_timeout_ms,
-		       run_event, e, &e->cell, &err) < 0) {
+		       run_event, e, &e->c.cell, &err) < 0) {
 		if (err.code == EINVAL)
 			cf_error(q->r, "VALIDATION_FAILED",
 				 json_pack("{s:s}", "field", "code"), "%s",
@@ -403,13 +359,10 @@ void cf_execute_code(struct cf_req *q)
 		free(e);
 		return;
 	}
-	e->s = http_respond_stream(q->r, 200, "text/event-stream",
-				   HTTP_SIZE_UNKNOWN, sse_headers);
-	if (!e->s) {
-		interp_cell_cancel(e->cell);
+	e->c.rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts,
+			     &api_cell_relay, e);
+	if (!e->c.rl) {
+		interp_cell_cancel(e->c.cell);
 		free(e);
-		return;
 	}
-	http_stream_set_cbs(e->s, run_drained, run_closed, e);
-	loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
 }

@@ -17,12 +17,11 @@
 
 #include "api/api.h"
 #include "core/interp.h"
-#include "http/sse.h"
+#include "api/source.h"
 #include "lib/log.h"
 #include "lib/path.h"
 #include "lib/util.h"
 
-#define KEEPALIVE_MS 15000
 
 static json_t *context_json(struct interp_ctx *c)
 {
@@ -225,49 +224,27 @@ void v1_context_delete(struct api *a, struct http_req *r, struct route_match *m)
 /* ---- run ------------------------------------------------------------------ */
 
 struct v1_run {
+	struct api_cell c;         /* first; c.rl NULL: one JSON answer */
 	struct http_req *r;
-	struct http_stream *s; /* SSE; NULL once the client is gone */
-	struct interp_cell *cell;
-	struct loop *loop;
-	struct loop_timer keepalive;
-	bool sse, done;
 	uint64_t cap, logged[3];
 	json_t *doc; /* the JSON answer, while it is built */
 };
 
 static void run_free(struct v1_run *e)
 {
-	loop_timer_stop(e->loop, &e->keepalive);
 	json_decref(e->doc);
 	free(e);
-}
-
-static void keepalive(struct loop_timer *t)
-{
-	struct v1_run *e = t->data;
-	if (e->s)
-		sse_comment(e->s, "keepalive");
-	loop_timer_start(e->loop, t, KEEPALIVE_MS);
 }
 
 /* One SSE event with data j (taken); returns the stream's pause flag. */
 static int event(struct v1_run *e, const char *name, json_t *j)
 {
-	char *data = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	json_decref(j);
-	if (!e->s || !data) {
-		free(data);
-		return 0;
-	}
-	loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
-	int paused = sse_event(e->s, name, NULL, data);
-	free(data);
-	return paused;
+	return relay_event_json(e->c.rl, name, j);
 }
 
 static void run_notice(struct v1_run *e, const char *msg)
 {
-	if (e->sse)
+	if (e->c.rl)
 		event(e, "notice", json_pack("{s:s}", "message", msg));
 	else
 		json_object_set_new(e->doc, "notice", json_string(msg));
@@ -276,7 +253,7 @@ static void run_notice(struct v1_run *e, const char *msg)
 static int run_output(struct v1_run *e, int fd, const char *text, size_t len)
 {
 	const char *name = fd == 1 ? "stdout" : "stderr";
-	if (e->sse)
+	if (e->c.rl)
 		return event(e, name, json_pack("{s:s%}", "text", text, len));
 	/* JSON: the logs keep up to the daemon's output cap per stream */
 	if (e->logged[fd] + len > e->cap) {
@@ -296,7 +273,7 @@ static int run_output(struct v1_run *e, int fd, const char *text, size_t len)
 
 static int run_result(struct v1_run *e, json_t *bundle)
 {
-	if (e->sse)
+	if (e->c.rl)
 		return event(e, "result", json_incref(bundle));
 	json_array_append(json_object_get(e->doc, "results"), bundle);
 	return 0;
@@ -306,7 +283,7 @@ static void run_error(struct v1_run *e, const struct interp_error *er)
 {
 	json_t *j = json_pack("{s:s, s:s, s:O}", "name", er->name, "value",
 			      er->value, "traceback", er->traceback);
-	if (e->sse)
+	if (e->c.rl)
 		event(e, "error", j);
 	else
 		json_object_set_new(e->doc, "error", j);
@@ -314,22 +291,20 @@ static void run_error(struct v1_run *e, const struct interp_error *er)
 
 static void run_done(struct v1_run *e, const struct interp_done *d)
 {
-	e->done = true;
-	e->cell = NULL;
+	e->c.cell = NULL;
 	json_t *j = json_pack("{s:i, s:b, s:b, s:b}", "executionCount",
 			      (int)d->execution_count, "timedOut", d->timed_out,
 			      "restarted", d->restarted, "stateLost",
 			      d->state_lost);
-	if (e->sse) {
+	if (e->c.rl) {
 		json_object_set_new(j, "error", json_boolean(d->error));
 		event(e, "done", j);
-		if (e->s)
-			http_stream_end(e->s);
-		return; /* freed when the stream closes */
+		relay_end(e->c.rl);
+	} else {
+		json_object_update(e->doc, j);
+		json_decref(j);
+		http_respond_json(e->r, 200, json_incref(e->doc));
 	}
-	json_object_update(e->doc, j);
-	json_decref(j);
-	http_respond_json(e->r, 200, json_incref(e->doc));
 	run_free(e);
 }
 
@@ -358,21 +333,7 @@ static int run_event(void *arg, const struct interp_event *ev)
 	return 0;
 }
 
-static void run_drained(void *arg)
-{
-	struct v1_run *e = arg;
-	if (e->cell)
-		interp_cell_resume(e->cell);
-}
 
-static void run_closed(void *arg)
-{
-	struct v1_run *e = arg;
-	e->s = NULL;
-	if (!e->done && e->cell)
-		interp_cell_cancel(e->cell); /* nobody to tell: interrupted */
-	run_free(e);
-}
 
 void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 {
@@ -404,18 +365,13 @@ void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 		goto out;
 	}
 	e->r = r;
-	e->loop = a->m->loop;
-	e->sse = !v1_wants_json(r);
 	e->cap = a->m->cfg->max_output;
-	e->keepalive = (struct loop_timer){.cb = keepalive, .data = e};
-	if (e->sse) {
-		e->s = http_respond_stream(r, 200, "text/event-stream",
-					   HTTP_SIZE_UNKNOWN, sse_headers);
-		if (!e->s) {
+	if (!v1_wants_json(r)) {
+		e->c.rl = relay_open(r, a->m->loop, NULL, &api_cell_relay, e);
+		if (!e->c.rl) {
 			free(e);
 			goto out;
 		}
-		loop_timer_start(e->loop, &e->keepalive, KEEPALIVE_MS);
 	} else {
 		e->doc = json_pack("{s:[], s:{s:[], s:[]}, s:n, s:i, s:b, s:b, "
 				   "s:b, s:n, s:b}",
@@ -426,25 +382,20 @@ void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 		http_suspend(r);
 	}
 	if (interp_run(c, json_string_value(code), json_string_length(code),
-		       timeout, run_event, e, &e->cell, &err) < 0) {
-		if (e->sse) {
+		       timeout, run_event, e, &e->c.cell, &err) < 0) {
+		if (e->c.rl) {
 			event(e, "error",
 			      json_pack("{s:s, s:s, s:[]}", "name",
 					"InvalidRequest", "value", err.msg,
 					"traceback"));
-			e->done = true;
-			http_stream_end(e->s);
-			http_stream_set_cbs(e->s, NULL, run_closed, e);
+			relay_end(e->c.rl);
 		} else {
 			v1_error(r, err.code == EINVAL ? 400 : 500,
 				 err.code == EINVAL ? "invalid_request" : "internal",
 				 "%s", err.msg);
-			run_free(e);
 		}
-		goto out;
+		run_free(e);
 	}
-	if (e->sse)
-		http_stream_set_cbs(e->s, run_drained, run_closed, e);
 out:
 	json_decref(body);
 }

@@ -5,7 +5,7 @@
 
 #include "api/api.h"
 #include "core/process.h"
-#include "api/follow.h"
+#include "api/source.h"
 #include "lib/util.h"
 
 #define KILL_GRACE_MS 5000

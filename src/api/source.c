@@ -1,4 +1,4 @@
-#include "api/follow.h"
+#include "api/source.h"
 
 #include <stdlib.h>
 
@@ -40,3 +40,20 @@ void api_follow_end(struct api_follow *fw)
 	relay_end(fw->rl);
 	free(fw);
 }
+
+static void cell_resume(void *ctx)
+{
+	struct api_cell *c = ctx;
+	interp_cell_resume(c->cell);
+}
+
+/* nobody to tell: no event comes after the cancel */
+static void cell_abandoned(void *ctx)
+{
+	struct api_cell *c = ctx;
+	interp_cell_cancel(c->cell);
+	relay_end(c->rl);
+	free(c);
+}
+
+const struct relay_ops api_cell_relay = {cell_resume, cell_abandoned};
