@@ -57,3 +57,19 @@ static void cell_abandoned(void *ctx)
 }
 
 const struct relay_ops api_cell_relay = {cell_resume, cell_abandoned};
+
+static void exec_resume(void *ctx)
+{
+	struct api_exec *x = ctx;
+	if (x->job)
+		exec_resume_output(x->job);
+}
+
+static void exec_abandoned(void *ctx)
+{
+	struct api_exec *x = ctx;
+	if (x->job)
+		exec_cancel(x->job);
+}
+
+const struct relay_ops api_exec_relay = {exec_resume, exec_abandoned};

@@ -4,13 +4,17 @@
  * - api_follow: a process's output (resume the follower when the client
  *   caught up; when the client leaves, stop following and let go);
  * - api_cell: an interpreter cell (resume it; when the client leaves,
- *   cancel it and let go).
+ *   cancel it and let go);
+ * - api_exec: a streamed command (resume reading its output; when the
+ *   client leaves, kill it: a streamed command lives for its reader, and
+ *   its exec_done callback then ends the relay).
  *
  * A face embeds the struct as the FIRST member of its own heap-allocated
  * context, which is freed when the client leaves or by api_*_end. */
 #ifndef SBX_API_SOURCE_H
 #define SBX_API_SOURCE_H
 
+#include "core/exec.h"
 #include "core/interp.h"
 #include "core/process.h"
 #include "http/relay.h"
@@ -38,5 +42,11 @@ struct api_cell {
 /* Open the relay with these ops (ctx = the face's context); after the
  * cell's END the face calls relay_end and frees its context itself. */
 extern const struct relay_ops api_cell_relay;
+
+struct api_exec {
+	struct relay *rl;     /* NULL: not streamed */
+	struct exec_job *job; /* NULL once done */
+};
+extern const struct relay_ops api_exec_relay;
 
 #endif

@@ -95,10 +95,9 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 enum cf_exec_kind { RUN, COMMANDS, GIT };
 
 struct cf_exec {
+	struct api_exec x; /* first; x.rl NULL: one answer */
 	struct api *a;
 	struct http_req *r;
-	struct relay *rl;     /* streamed; NULL: one answer */
-	struct exec_job *job; /* NULL once done */
 	enum cf_exec_kind kind;
 	char *command, *sid;
 	uint64_t timeout_ms;
@@ -148,14 +147,14 @@ static void exec_started(void *ctx, int pid)
 	json_object_set_new(ev, "pid", json_integer(pid));
 	if (e->sid)
 		json_object_set_new(ev, "sessionId", json_string(e->sid));
-	cf_event(e->rl, ev);
+	cf_event(e->x.rl, ev);
 }
 
 /* Streamed output: text events, the stream's back-pressure passed on. */
 static int exec_output(void *ctx, int fd, const char *data, size_t len)
 {
 	struct cf_exec *e = ctx;
-	if (!relay_live(e->rl))
+	if (!relay_live(e->x.rl))
 		return 0; /* the client is gone: the command is being killed */
 	json_t *text = cf_text(&e->u[fd], data, len, false);
 	if (!text)
@@ -163,25 +162,9 @@ static int exec_output(void *ctx, int fd, const char *data, size_t len)
 	json_t *ev = event(fd == 1 ? "stdout" : "stderr");
 	json_object_set_new(ev, "data", text);
 	e->a->metrics.bytes_streamed += len;
-	return cf_event(e->rl, ev);
+	return cf_event(e->x.rl, ev);
 }
 
-static void stream_resume(void *ctx)
-{
-	struct cf_exec *e = ctx;
-	if (e->job)
-		exec_resume_output(e->job);
-}
-
-/* as /v1: a streamed command lives for its reader */
-static void stream_abandoned(void *ctx)
-{
-	struct cf_exec *e = ctx;
-	if (e->job)
-		exec_cancel(e->job);
-}
-
-static const struct relay_ops stream_relay = {stream_resume, stream_abandoned};
 
 static void stream_end(struct cf_exec *e, const struct exec_result *res)
 {
@@ -190,7 +173,7 @@ static void stream_end(struct cf_exec *e, const struct exec_result *res)
 		if (text) {
 			json_t *ev = event(fd == 1 ? "stdout" : "stderr");
 			json_object_set_new(ev, "data", text);
-			cf_event(e->rl, ev);
+			cf_event(e->x.rl, ev);
 		}
 	}
 	json_t *ev;
@@ -211,8 +194,8 @@ static void stream_end(struct cf_exec *e, const struct exec_result *res)
 		ev = event("complete");
 		json_object_set_new(ev, "exitCode", json_integer(res->exit_code));
 	}
-	cf_event(e->rl, ev);
-	relay_end(e->rl);
+	cf_event(e->x.rl, ev);
+	relay_end(e->x.rl);
 }
 
 static json_t *output_context(const struct cf_exec *e,
@@ -347,10 +330,10 @@ static void git_done(struct cf_exec *e, const struct exec_result *res)
 static void exec_done(const struct exec_result *res, void *ctx)
 {
 	struct cf_exec *e = ctx;
-	e->job = NULL;
+	e->x.job = NULL;
 	metrics_exec_done(e->a, res->duration_ms,
 			  res->failure != EXEC_OK && res->failure != EXEC_TIMEOUT);
-	if (e->rl) {
+	if (e->x.rl) {
 		stream_end(e, res);
 	} else if (e->kind == COMMANDS) {
 		commands_done(e, res);
@@ -367,9 +350,9 @@ static void submit(struct cf_req *q, struct cf_exec *e, struct cf_cmd *c)
 	struct sbx_err err = {0};
 	e->timeout_ms = exec_timeout_for(q->sb, c->sess, c->p.timeout_ms);
 	q->a->metrics.execs++;
-	if (!e->rl)
+	if (!e->x.rl)
 		http_suspend(q->r);
-	if (exec_submit(q->sb, c->sess, &c->p, exec_done, e, &e->job, &err) < 0) {
+	if (exec_submit(q->sb, c->sess, &c->p, exec_done, e, &e->x.job, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, e);
@@ -390,9 +373,9 @@ static void execute(struct cf_req *q, bool stream)
 	if (stream) {
 		c.p.on_output = exec_output;
 		c.p.on_started = exec_started;
-		e->rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts,
-				   &stream_relay, e);
-		if (!e->rl) {
+		e->x.rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts,
+				   &api_exec_relay, e);
+		if (!e->x.rl) {
 			exec_free(e);
 			goto out;
 		}

@@ -15,7 +15,7 @@
 #include "api/api.h"
 #include "core/exec.h"
 #include "core/process.h"
-#include "http/relay.h"
+#include "api/source.h"
 #include "lib/base64.h"
 #include "lib/log.h"
 #include "lib/path.h"
@@ -526,10 +526,9 @@ bad:
 }
 
 struct v1_exec {
+	struct api_exec x; /* first; x.rl NULL: one JSON answer */
 	struct api *a;
 	struct http_req *r;
-	struct relay *rl;      /* SSE; NULL: one JSON answer */
-	struct exec_job *job;  /* NULL once done */
 	uint64_t max_output, sent[3];
 	bool truncated[3];
 };
@@ -543,35 +542,18 @@ static int exec_output(void *ctx, int fd, const char *data, size_t len)
 	}
 	e->sent[fd] += len;
 	e->a->metrics.bytes_streamed += len;
-	return len ? relay_event_b64(e->rl, fd == 1 ? "stdout" : "stderr",
+	return len ? relay_event_b64(e->x.rl, fd == 1 ? "stdout" : "stderr",
 				     UINT64_MAX, data, len)
 		   : 0;
 }
 
-static void exec_resume(void *ctx)
-{
-	struct v1_exec *e = ctx;
-	if (e->job)
-		exec_resume_output(e->job);
-}
-
-/* documented: an exec lives for its stream; without a reader its output
- * has nowhere to go, so its tree is killed */
-static void exec_abandoned(void *ctx)
-{
-	struct v1_exec *e = ctx;
-	if (e->job)
-		exec_cancel(e->job);
-}
-
-static const struct relay_ops exec_relay = {exec_resume, exec_abandoned};
 
 static void exec_done(const struct exec_result *res, void *ctx)
 {
 	struct v1_exec *e = ctx;
 	bool timed_out = res->failure == EXEC_TIMEOUT;
 	int code = timed_out ? 124 : res->exit_code;
-	e->job = NULL;
+	e->x.job = NULL;
 	metrics_exec_done(e->a, res->duration_ms,
 			  res->failure != EXEC_OK && !timed_out);
 	bool failed = res->failure == EXEC_NOT_STARTED ||
@@ -579,7 +561,7 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	json_t *sig = res->signo && !timed_out
 			      ? json_string(sigabbrev_np(res->signo))
 			      : json_null();
-	if (!e->rl) {
+	if (!e->x.rl) {
 		if (failed) {
 			json_decref(sig);
 			v1_error(e->r, 500, "exec_failed", "%s", res->msg);
@@ -598,18 +580,18 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	} else {
 		if (failed) {
 			json_decref(sig);
-			relay_event_json(e->rl, "error",
+			relay_event_json(e->x.rl, "error",
 					 json_pack("{s:s, s:s}", "error", res->msg,
 						   "code", "exec_failed"));
 		} else {
 			relay_event_json(
-				e->rl, "exit",
+				e->x.rl, "exit",
 				json_pack("{s:i, s:b, s:b, s:o}", "exit_code", code,
 					  "timed_out", timed_out, "truncated",
 					  e->truncated[1] || e->truncated[2],
 					  "signal", sig));
 		}
-		relay_end(e->rl);
+		relay_end(e->x.rl);
 	}
 	free(e);
 }
@@ -659,15 +641,15 @@ void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 	if (!v1_wants_json(r)) {
 		e->max_output = p.max_output ? p.max_output : UINT64_MAX;
 		p.on_output = exec_output;
-		e->rl = relay_open(r, a->m->loop, NULL, &exec_relay, e);
-		if (!e->rl) {
+		e->x.rl = relay_open(r, a->m->loop, NULL, &api_exec_relay, e);
+		if (!e->x.rl) {
 			free(e);
 			goto out;
 		}
 	} else {
 		http_suspend(r);
 	}
-	if (exec_submit(sb, sess, &p, exec_done, e, &e->job, &err) < 0) {
+	if (exec_submit(sb, sess, &p, exec_done, e, &e->x.job, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, e);
