@@ -4,7 +4,7 @@
  *   1. by number: the calls in allowed[] pass, the ones in deny_eperm[]
  *      fail with EPERM, and every other number -- a call this list does
  *      not know, one the kernel added after it was written (listmount,
- *      statmount, open_tree_attr, ...), one that does not exist -- fails
+ *      statmount, file_getattr, ...), one that does not exist -- fails
  *      with ENOSYS, which programs take as "this kernel is too old" and
  *      fall back from (clone3 -> clone, io_uring/AIO -> threads, ...);
  *   2. by argument: the few allowed calls that are harmful with some
@@ -120,7 +120,8 @@ static const char *const deny_eperm[] = {
 	"fsconfig", "fsmount", "fsopen", "fspick", "init_module",
 	"kcmp", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie",
 	"mount", "mount_setattr", "move_mount", "nfsservctl",
-	"open_by_handle_at", "open_tree", "perf_event_open", "pidfd_getfd",
+	"open_by_handle_at", "open_tree", "open_tree_attr", "perf_event_open",
+	"pidfd_getfd",
 	"pivot_root", "process_vm_readv", "process_vm_writev", "ptrace",
 	"quotactl", "quotactl_fd", "reboot", "request_key", "setns",
 	"swapoff", "swapon", "syslog", "umount", "umount2", "unshare",
@@ -148,7 +149,8 @@ static int raw_number(const char *name)
 		int nr;
 	} table[] = {{"fchmodat2", 452},	 {"map_shadow_stack", 453},
 		     {"lsm_get_self_attr", 459}, {"lsm_set_self_attr", 460},
-		     {"lsm_list_modules", 461},	 {"mseal", 462}};
+		     {"lsm_list_modules", 461},	 {"mseal", 462},
+		     {"open_tree_attr", 467}};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (!strcmp(table[i].name, name))
 			return table[i].nr;

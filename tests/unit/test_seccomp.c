@@ -276,7 +276,7 @@ static void test_new_and_unknown_calls_refused(void **state)
 		206, 209, 207, 208, 210, 333, /* io_setup io_submit io_destroy
 					       * io_getevents io_cancel io_pgetevents */
 		435,			      /* clone3 */
-		457, 458, 467,		      /* statmount listmount open_tree_attr */
+		457, 458,		      /* statmount listmount */
 		470, 471, 500, 1023,	      /* not allocated yet */
 	};
 	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++) {
