@@ -565,6 +565,8 @@ void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
 	if (!j)
 		return;
 	j->exited = true;
+	/* a kill of any process the command ran is logged before its end */
+	bool named = manager_poll_exits(sb->m);
 	if (err) {
 		fail(j, EXEC_NOT_STARTED, "cannot run %s: %s", what,
 		     strerror(err));
@@ -573,7 +575,7 @@ void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
 	if (WIFSIGNALED(status)) {
 		j->res.signo = WTERMSIG(status);
 		j->res.exit_code = 128 + j->res.signo;
-		if (j->res.signo == SIGSYS) /* a call the policy kills for */
+		if (j->res.signo == SIGSYS && !named) /* a call the policy kills for */
 			log_warn("sandbox=%s event=seccomp-kill pid=%d signal=SIGSYS",
 				 sb->id, j->res.pid);
 	} else {

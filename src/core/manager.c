@@ -6,11 +6,13 @@
  * are kept in the registry too, and come back with their sandbox. */
 #include "core/manager.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/exec.h"
@@ -20,6 +22,7 @@
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
+#include "runtime/taskstats.h"
 #include "runtime/userns.h"
 
 #define NBUCKETS 16384
@@ -453,6 +456,70 @@ static void on_init_msg(struct loop_watch *w, uint32_t events)
 	}
 }
 
+/* A seccomp kill is a death by SIGSYS (init's own status reports say the
+ * same for a command's main process; a SIGSYS the sandbox sends itself
+ * looks alike, and is logged alike). The uid says whose: each sandbox owns
+ * its range of host uids. */
+static void on_task_exit(const struct taskstats_exit *x, void *data)
+{
+	struct manager *m = data;
+	if (!WIFSIGNALED(x->status) || WTERMSIG(x->status) != SIGSYS)
+		return;
+	if (x->tgid > 0 && x->tgid != x->pid)
+		return; /* one line per process: its leader's */
+	for (size_t b = 0; b < m->nbuckets; b++) {
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext) {
+			if (sb->state == SB_STOPPED || x->uid < sb->base ||
+			    x->uid - sb->base >= USERNS_RANGE)
+				continue;
+			/* comm is the sandbox's to set (PR_SET_NAME): only
+			 * plain characters reach the log */
+			char comm[sizeof(x->comm)];
+			size_t i = 0;
+			for (; x->comm[i] && i < sizeof(comm) - 1; i++) {
+				char c = x->comm[i];
+				comm[i] = (c >= 'a' && c <= 'z') ||
+						  (c >= 'A' && c <= 'Z') ||
+						  (c >= '0' && c <= '9') ||
+						  c == '.' || c == '-' || c == '_'
+					  ? c
+					  : '?';
+			}
+			comm[i] = '\0';
+			log_warn("sandbox=%s event=seccomp-kill host_pid=%d "
+				 "uid=%u comm=%s signal=SIGSYS",
+				 sb->id, (int)x->pid, (unsigned)(x->uid - sb->base),
+				 comm);
+			return;
+		}
+	}
+}
+
+bool manager_poll_exits(struct manager *m)
+{
+	if (m->exits_fd < 0)
+		return false;
+	int r = taskstats_read(m->exits_fd, on_task_exit, m);
+	if (r < 0) {
+		/* a busy host overran the socket: say so, at most once a
+		 * minute */
+		uint64_t now = now_mono_ms();
+		if (!m->exits_lost_ms || now - m->exits_lost_ms >= 60000) {
+			m->exits_lost_ms = now;
+			log_warn("event=exit-reports-lost error=\"%s\" (seccomp "
+				 "kills in sandboxes may go unnamed)",
+				 strerror(-r));
+		}
+	}
+	return true;
+}
+
+static void on_exits(struct loop_watch *w, uint32_t events)
+{
+	(void)events;
+	manager_poll_exits(w->data);
+}
+
 static void on_init_exit(struct loop_watch *w, uint32_t events)
 {
 	struct sandbox *sb = w->data;
@@ -566,6 +633,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	m->cfg = cfg;
 	m->loop = loop;
+	m->exits_fd = -1;
 	m->nbuckets = NBUCKETS;
 	m->nslots = (uint32_t)((0xfffffffeull - cfg->uid_base) / USERNS_RANGE);
 	if (m->nslots > MAX_SLOTS)
@@ -592,6 +660,17 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);
+	struct sbx_err terr = {0};
+	m->exits_fd = taskstats_open(&terr);
+	if (m->exits_fd < 0) {
+		log_warn("event=no-exit-reports %s (a seccomp kill is named "
+			 "only when it ends a command's main process)",
+			 terr.msg);
+	} else {
+		m->exits_w = (struct loop_watch){
+			.fd = m->exits_fd, .cb = on_exits, .data = m};
+		loop_add(loop, &m->exits_w, EPOLLIN);
+	}
 	*out = m;
 	return 0;
 fail:
@@ -604,6 +683,10 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	loop_timer_stop(m->loop, &m->cron);
+	if (m->exits_fd >= 0) {
+		loop_del(m->loop, &m->exits_w);
+		close(m->exits_fd);
+	}
 	for (size_t b = 0; m->buckets && b < m->nbuckets; b++) {
 		while (m->buckets[b]) {
 			struct sandbox *sb = m->buckets[b];

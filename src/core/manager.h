@@ -66,6 +66,9 @@ struct manager {
 	uint32_t nslots;
 	uint64_t next_job_id;
 	struct loop_timer cron;
+	int exits_fd;                /* taskstats exit reports, or -1 */
+	struct loop_watch exits_w;
+	uint64_t exits_lost_ms;      /* when a loss was last logged */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,
@@ -78,6 +81,12 @@ void manager_free(struct manager *m);
 bool sandbox_id_valid(const char *id);
 struct sandbox *manager_find(struct manager *m, const char *tenant,
 			     const char *id);
+/* Handle the host's queued exit reports now (each SIGSYS death in a
+ * sandbox is logged as event=seccomp-kill). Called before a command's end
+ * is reported, so that the kills it saw are logged first. False when the
+ * daemon has no exit reports (then only a command's main process is
+ * named, from init's status). */
+bool manager_poll_exits(struct manager *m);
 /* Register a new sandbox (not started). -EEXIST if it exists. */
 int manager_create(struct manager *m, const char *tenant, const char *id,
 		   const struct sandbox_opts *opts, struct sandbox **out,

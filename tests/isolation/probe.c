@@ -1399,16 +1399,78 @@ static int check_i386(int argc, char **argv)
 	return 0;
 }
 
-/* The main process itself makes an i386 syscall: with the policy it is
- * killed by SIGSYS, and the daemon should say so. */
+/* The main process itself makes a call of another ABI: with the policy it
+ * is killed by SIGSYS, and the daemon should say so. An x32 call (getpid
+ * with bit 30), not int 0x80: a kernel without IA32 emulation, or a guest
+ * that does not route int 0x80, answers that with SIGSEGV before seccomp
+ * sees it, while every x86_64 kernel passes x32 numbers to seccomp. */
 static int check_sigsys(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
 	kv("BEFORE", "1");
-	long r;
-	__asm__ volatile("int $0x80" : "=a"(r) : "a"(20) : "memory");
+	long r = syscall(0x40000000L | SYS_getpid);
 	kv("SURVIVED", "%ld", r);
+	return 0;
+}
+
+/* Device events: a NETLINK_KOBJECT_UEVENT socket would receive the host's
+ * uevents (other sandboxes' store mounts among them). NETLINK_ROUTE is the
+ * control (ip(8) needs it). */
+static int check_uevent(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	static const struct {
+		const char *key;
+		long fam, type, proto;
+	} c[] = {
+		{"UEVENT_RAW", AF_NETLINK, SOCK_RAW, 15 /* KOBJECT_UEVENT */},
+		{"UEVENT_DGRAM", AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, 15},
+		/* the kernel reads ints: bits 32-63 must not get past a filter */
+		{"UEVENT_HIGHBITS", AF_NETLINK | (1L << 32), SOCK_RAW,
+		 15 | (1L << 32)},
+		{"ROUTE", AF_NETLINK, SOCK_RAW, 0 /* NETLINK_ROUTE */},
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		long fd = syscall(SYS_socket, c[i].fam, c[i].type, c[i].proto);
+		res(c[i].key, fd);
+		if (fd < 0)
+			continue;
+		if ((c[i].proto & 0xffffffff) == 15) {
+			/* group 1: the kernel's broadcast of device events */
+			struct {
+				unsigned short family, pad;
+				unsigned pid, groups;
+			} sa = {AF_NETLINK, 0, 0, 1};
+			char key[64];
+			snprintf(key, sizeof(key), "%s_BIND", c[i].key);
+			res(key, bind((int)fd, (struct sockaddr *)&sa, sizeof(sa)));
+		}
+		close((int)fd);
+	}
+	return 0;
+}
+
+/* Kernel AIO contexts come from one host-wide pool (fs.aio-max-nr): take
+ * as many as we can, say how many and what stopped us, then hold them for
+ * argv[2] seconds. */
+static int check_aio_hog(int argc, char **argv)
+{
+	int hold = argc > 2 ? atoi(argv[2]) : 0;
+	long n = 0;
+	int err = 0;
+	for (; n < 100000; n++) {
+		unsigned long ctx = 0;
+		if (syscall(SYS_io_setup, 4096, &ctx) < 0) {
+			err = errno;
+			break;
+		}
+	}
+	kv("AIO_CONTEXTS", "%ld", n);
+	kv("AIO_ERR", "%s", err ? errname(err) : "none");
+	if (hold > 0)
+		sleep((unsigned)hold);
 	return 0;
 }
 
@@ -2258,6 +2320,8 @@ static const struct {
 	{"spot", check_spot},
 	{"i386", check_i386},
 	{"sigsys", check_sigsys},
+	{"uevent", check_uevent},
+	{"aio-hog", check_aio_hog},
 	{"aslr", check_aslr},
 	{"personality", check_personality},
 	{"lock-hold", check_lock_hold},
