@@ -26,18 +26,16 @@
  * under its feet, and a context is freed only when no call is on its stack
  * (busy) and its worker is gone.
  *
- * Contexts are grouped per sandbox. There is no hook in the manager for a
- * sandbox's end, and none is needed: a group remembers the sandbox by
- * (tenant, id, pointer, creation time) and checks that it is still the one
- * manager_find returns before every use; a periodic sweep drops the groups
- * of destroyed sandboxes. When a sandbox stops, exec fails every job,
- * including the workers, whose contexts then restart lazily on their next
- * cell.
+ * Contexts are grouped per sandbox (sb->interp); the manager tells us when
+ * a sandbox goes (interp_sandbox_gone), and its contexts go with it. When
+ * a sandbox stops, exec fails every job, including the workers, whose
+ * contexts then restart lazily on their next cell.
  *
- * Idleness: a live worker is a running job, which keeps the manager from
- * idling the sandbox out. The sweep does that job for it: a sandbox whose
- * only jobs are workers of idle contexts is stopped once its sleepAfter has
- * passed, as if they were not there. */
+ * Idleness: a live worker is a running job, which would keep the manager
+ * from idling the sandbox out. The manager asks how many of its jobs are
+ * workers of idle contexts (interp_idle_workers) and stops a sandbox whose
+ * only jobs they are once its sleepAfter has passed, as if they were not
+ * there. */
 #include "core/interp.h"
 
 #include <inttypes.h>
@@ -54,7 +52,6 @@
 
 #define LINE_MAX_BYTES (32u << 20) /* one protocol line (a big image) */
 #define RAW_KEEP 2048              /* a failed start's stderr, for its message */
-#define SWEEP_MS 1000
 
 /* node cannot dup2, so a shell moves the protocol pipes off fds 0-2
  * before node starts (see interp/node_worker.js). */
@@ -88,12 +85,9 @@ struct interp_cell {
 
 struct interp_group {
 	struct manager *m;
-	struct sandbox *sb; /* not dereferenced before group_sandbox() */
-	char *tenant, *id;
-	uint64_t created_ms;
+	struct sandbox *sb;
 	struct interp_ctx *head, *tail;
 	unsigned n;
-	struct interp_group *next;
 };
 
 struct interp_ctx {
@@ -133,9 +127,6 @@ struct interp_ctx {
 	struct interp_ctx *next;
 };
 
-static struct interp_group *groups;
-static struct loop_timer sweep_timer;
-static struct loop *sweep_loop;
 
 static void kick(struct interp_ctx *c);
 static void ctx_delete(struct interp_ctx *c, const char *ename,
@@ -184,71 +175,33 @@ int interp_lang_parse(const char *s, enum interp_lang *out)
 
 /* ---- groups ------------------------------------------------------------- */
 
-/* The group's sandbox if it still exists (the same one), else NULL. */
+/* The group's sandbox; NULL once the context was deleted. */
 static struct sandbox *group_sandbox(struct interp_group *g)
 {
-	if (!g)
-		return NULL;
-	struct sandbox *sb = manager_find(g->m, g->tenant, g->id);
-	return sb && sb == g->sb && sb->created_ms == g->created_ms ? sb : NULL;
+	return g ? g->sb : NULL;
 }
-
-static void group_free(struct interp_group *g)
-{
-	for (struct interp_group **p = &groups; *p; p = &(*p)->next)
-		if (*p == g) {
-			*p = g->next;
-			break;
-		}
-	free(g->tenant);
-	free(g->id);
-	free(g);
-	if (!groups && sweep_loop)
-		loop_timer_stop(sweep_loop, &sweep_timer);
-}
-
-/* The sandbox is gone: so are its contexts (their workers ended with it). */
-static void group_drop(struct interp_group *g)
-{
-	while (g->head)
-		ctx_delete(g->head, "SandboxDestroyed", "the sandbox was destroyed");
-	group_free(g);
-}
-
-static void sweep(struct loop_timer *t);
 
 static struct interp_group *group_of(struct sandbox *sb, bool create)
 {
-again:
-	for (struct interp_group *g = groups; g; g = g->next) {
-		if (g->m != sb->m || strcmp(g->id, sb->id) ||
-		    strcmp(g->tenant, sb->tenant))
-			continue;
-		if (g->sb == sb && g->created_ms == sb->created_ms)
-			return g;
-		group_drop(g); /* an earlier sandbox of that name */
-		goto again;    /* the list may have changed under us */
-	}
-	if (!create)
-		return NULL;
+	if (sb->interp || !create)
+		return sb->interp;
 	struct interp_group *g = calloc(1, sizeof(*g));
-	if (!g || !(g->tenant = strdup(sb->tenant)) || !(g->id = strdup(sb->id))) {
-		if (g)
-			free(g->tenant);
-		free(g);
+	if (!g)
 		return NULL;
-	}
 	g->m = sb->m;
 	g->sb = sb;
-	g->created_ms = sb->created_ms;
-	g->next = groups;
-	groups = g;
-	if (!sweep_timer.heap_idx) {
-		sweep_loop = sb->m->loop;
-		sweep_timer.cb = sweep;
-		loop_timer_start(sweep_loop, &sweep_timer, SWEEP_MS);
-	}
-	return g;
+	return sb->interp = g;
+}
+
+void interp_sandbox_gone(struct sandbox *sb)
+{
+	struct interp_group *g = sb->interp;
+	if (!g)
+		return;
+	while (g->head)
+		ctx_delete(g->head, "SandboxDestroyed", "the sandbox was destroyed");
+	sb->interp = NULL;
+	free(g);
 }
 
 static void touch(struct interp_ctx *c)
@@ -1131,47 +1084,16 @@ void interp_cell_cancel(struct interp_cell *cell)
 		}
 }
 
-/* ---- the sweep ------------------------------------------------------------ */
+/* ---- idleness ------------------------------------------------------------ */
 
-/* Stop a sandbox that only idle contexts keep up (see the top). */
-static bool idle_check(struct interp_group *g, struct sandbox *sb)
+unsigned interp_idle_workers(struct sandbox *sb)
 {
-	if (sb->state == SB_STOPPED || sb->keep_alive)
-		return false;
 	unsigned workers = 0;
-	for (struct interp_ctx *c = g->head; c; c = c->next) {
+	for (struct interp_ctx *c = sb->interp ? sb->interp->head : NULL; c;
+	     c = c->next) {
 		if (c->cur || c->qhead || c->ws == W_STARTING)
-			return false;
+			return 0;
 		workers += c->job != NULL;
 	}
-	uint64_t idle = sb->sleep_after_ms ? sb->sleep_after_ms
-					   : sb->m->cfg->sleep_after_ms;
-	if (!workers || sb->busy != workers ||
-	    now_wall_ms() - sb->last_active_ms < idle)
-		return false;
-	log_info("sandbox=%s event=idle-with-contexts workers=%u", sb->id,
-		 workers);
-	sandbox_stop(sb, "idle");
-	return true;
-}
-
-static void sweep(struct loop_timer *t)
-{
-	/* dropping a group tells its cells' owners, who may change the
-	 * list: start over after each */
-again:
-	for (struct interp_group *g = groups; g; g = g->next)
-		if (!group_sandbox(g) || !g->head) {
-			if (g->head)
-				group_drop(g);
-			else
-				group_free(g);
-			goto again;
-		}
-idle:
-	for (struct interp_group *g = groups; g; g = g->next)
-		if (group_sandbox(g) && idle_check(g, group_sandbox(g)))
-			goto idle; /* stopping it told owners of cells too */
-	if (groups)
-		loop_timer_start(sweep_loop, t, SWEEP_MS);
+	return workers;
 }

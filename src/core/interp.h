@@ -40,6 +40,12 @@
 #define INTERP_KILL_GRACE_MS 2000         /* after SIGINT, before KILL */
 #define INTERP_START_TIMEOUT_MS 30000     /* for a worker's "ready" */
 
+/* From the manager: sb is going away, and its contexts with it. */
+void interp_sandbox_gone(struct sandbox *sb);
+/* How many of sb's jobs are workers of contexts that have nothing to do
+ * (0 when any context has): they do not keep the sandbox from idling. */
+unsigned interp_idle_workers(struct sandbox *sb);
+
 /* The workers as files of every sandbox's image (interp_files.c), into
  * out (room for cap); how many were written. */
 size_t interp_image_files(struct image_file *out, size_t cap);

@@ -88,6 +88,7 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 		}
 	m->slots[sb->slot] = 0;
 	m->count--;
+	interp_sandbox_gone(sb);
 	process_free_all(sb);
 	for (size_t i = 0; i < sb->envc; i++)
 		free(sb->env[i]);
@@ -597,8 +598,9 @@ static void cron(struct loop_timer *t)
 				continue;
 			uint64_t idle_ms = sb->sleep_after_ms ? sb->sleep_after_ms
 							       : m->cfg->sleep_after_ms;
-			if (!sb->busy && !sb->keep_alive &&
-			    now - sb->last_active_ms >= idle_ms) {
+			/* idle interpreter workers keep nobody awake */
+			if (sb->busy == (sb->busy ? interp_idle_workers(sb) : 0) &&
+			    !sb->keep_alive && now - sb->last_active_ms >= idle_ms) {
 				sandbox_stop(sb, "idle");
 				continue;
 			}

@@ -47,6 +47,7 @@ struct sandbox {
 	size_t envc;
 	char *labels;                         /* JSON text, or NULL */
 	struct process *procs;                /* background processes */
+	struct interp_group *interp;          /* its interpreter contexts */
 	unsigned nprocs;
 	uint64_t created_ms, last_active_ms; /* wall clock */
 	struct session *sessions;            /* first: the default session */
