@@ -199,11 +199,30 @@ def _cgroup_mounts():
     return out
 
 
+V1_CONTROLLERS = ("freezer", "memory", "pids", "cpu", "cpuacct", "devices")
+
+
+def cgroup_dirs_of(pid, controllers=V1_CONTROLLERS):
+    """{controller: host directory} of pid's v1 cgroups (the path in
+    /proc/<pid>/cgroup, minus the mount's root, joined to its mountpoint)."""
+    mounts = _cgroup_mounts()
+    out = {}
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for c in ctrls.split(","):
+                if c not in controllers or c not in mounts:
+                    continue
+                root, mp = mounts[c]
+                rel = path[len(root):] if root != "/" and path.startswith(root) else path
+                out[c] = mp + (rel if rel != "/" else "")
+    return out
+
+
 def daemon_cgroup_dirs(daemon_pid, state_dir):
     """{controller: <own cgroup>/sandboxd-<hash of state dir>} on the host,
     found the way the daemon finds its own (cgroup.c): the v1 hierarchies
     it uses, or {"unified": ...} when it runs on cgroup v2."""
-    mounts = _cgroup_mounts()
     name = "sandboxd-%08x" % fnv1a(state_dir)
     out, unified = {}, None
     with open(f"/proc/{daemon_pid}/cgroup") as f:
@@ -211,17 +230,10 @@ def daemon_cgroup_dirs(daemon_pid, state_dir):
             hid, ctrls, path = line.rstrip("\n").split(":", 2)
             if hid == "0" and not ctrls:
                 unified = path
-            for c in ctrls.split(","):
-                if c not in ("freezer", "memory", "pids", "cpu", "cpuacct"):
-                    continue
-                if c not in mounts:
-                    continue
-                root, mp = mounts[c]
-                rel = path[len(root):] if root != "/" and path.startswith(root) else path
-                own = mp + (rel if rel != "/" else "")
-                d = os.path.join(own, name)
-                if os.path.isdir(d):
-                    out[c] = d
+    for c, own in cgroup_dirs_of(daemon_pid).items():
+        d = os.path.join(own, name)
+        if os.path.isdir(d):
+            out[c] = d
     if not out and unified is not None:
         # v2: the daemon moved itself into <own>/daemon
         own = unified[:-len("/daemon")] if unified.endswith("/daemon") else unified
@@ -250,6 +262,20 @@ def read_int(path, default=None):
             return int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return default
+
+
+def memory_limit_over(path, top):
+    """The smallest v1 memory.limit_in_bytes from cgroup dir path up to and
+    including top: the limit that applies to a task in path, below top."""
+    best = None
+    d = path
+    while True:
+        v = read_int(os.path.join(d, "memory.limit_in_bytes"))
+        if v is not None and (best is None or v < best):
+            best = v
+        if d == top or len(d) <= len(top):
+            return best
+        d = os.path.dirname(d)
 
 
 def oom_kills_under(path):

@@ -203,6 +203,11 @@ static pid_t read_pid(int fd)
 	return pid;
 }
 
+/* devices.list of a sandbox's cgroup: its /dev nodes, ptmx, the ptys. */
+#define DEVICE_RULES                                                          \
+	"c 1:3 rwm\nc 1:5 rwm\nc 1:7 rwm\nc 1:8 rwm\nc 1:9 rwm\nc 5:0 rwm\n" \
+	"c 5:2 rwm\nc 136:* rwm"
+
 #define NEED_V1()                                                             \
 	do {                                                                  \
 		if (!M) {                                                     \
@@ -230,13 +235,13 @@ static void test_limits_read_back(void **state)
 	NEED_V1();
 	struct cgroup_sandbox *s = sandbox("lim", 64 << 20, 16, 500);
 	const char *mem = hpath(CGROUP_CTRL_MEMORY);
-	bool memsw = existsf("%s/lim/memory.memsw.limit_in_bytes", mem);
+	bool memsw = existsf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem);
 
-	assert_string_equal(readf("%s/lim/memory.limit_in_bytes", mem),
+	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
 			    "67108864");
 	if (memsw)
 		assert_string_equal(
-			readf("%s/lim/memory.memsw.limit_in_bytes", mem),
+			readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
 			"67108864");
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
 			    "16");
@@ -246,8 +251,30 @@ static void test_limits_read_back(void **state)
 	assert_string_equal(
 		readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)),
 		"50000");
-	for (int i = 0; i < M->nh; i++)
+	for (int i = 0; i < M->nh; i++) {
 		assert_true(existsf("%s/lim/init", M->h[i].path));
+		assert_int_equal(existsf("%s/lim/cmds", M->h[i].path),
+				 M->h[i].leaves);
+	}
+	/* The memory limit is the commands' alone: neither the sandbox's
+	 * cgroup nor init's beside cmds has one (an OOM never picks init). */
+	assert_true(strtoull(readf("%s/lim/memory.limit_in_bytes", mem), NULL,
+			     10) >= (1ull << 62));
+	assert_true(strtoull(readf("%s/lim/init/memory.limit_in_bytes", mem),
+			     NULL, 10) >= (1ull << 62));
+	/* pids and CPU cover init and the commands together */
+	assert_string_equal(
+		readf("%s/lim/cmds/pids.max", hpath(CGROUP_CTRL_PIDS)), "max");
+	int hd = cgroup_hier_find(M, CGROUP_CTRL_DEVICES);
+	if (hd >= 0) {
+		assert_string_equal(readf("%s/lim/devices.list", M->h[hd].path),
+				    DEVICE_RULES);
+		assert_string_equal(
+			readf("%s/lim/init/devices.list", M->h[hd].path),
+			DEVICE_RULES);
+	} else {
+		print_message("no v1 devices hierarchy: rules not checked\n");
+	}
 
 	/* Raising the memory limit past the memsw limit is the order the
 	 * kernel refuses unless memsw goes first. */
@@ -255,7 +282,7 @@ static void test_limits_read_back(void **state)
 	struct sbx_err err = { 0 };
 	if (cgroup_sandbox_set_limits(s, &up, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
-	const char *v = readf("%s/lim/memory.limit_in_bytes", mem);
+	const char *v = readf("%s/lim/cmds/memory.limit_in_bytes", mem);
 	assert_true(strtoull(v, NULL, 10) >= (1ull << 62)); /* "unlimited" */
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
 			    "max");
@@ -266,11 +293,11 @@ static void test_limits_read_back(void **state)
 	struct cgroup_limits down = { 32 << 20, 8, 2000 };
 	if (cgroup_sandbox_set_limits(s, &down, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
-	assert_string_equal(readf("%s/lim/memory.limit_in_bytes", mem),
+	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
 			    "33554432");
 	if (memsw)
 		assert_string_equal(
-			readf("%s/lim/memory.memsw.limit_in_bytes", mem),
+			readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
 			"33554432");
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
 			    "8");
@@ -281,7 +308,7 @@ static void test_limits_read_back(void **state)
 	struct cgroup_limits up2 = { 256 << 20, 8, 2000 };
 	if (cgroup_sandbox_set_limits(s, &up2, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
-	assert_string_equal(readf("%s/lim/memory.limit_in_bytes", mem),
+	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
 			    "268435456");
 	destroy(s);
 }
@@ -322,7 +349,7 @@ static void test_daemonized_escaper_killed(void **state)
 	close(p[0]);
 
 	char leaf[64];
-	snprintf(leaf, sizeof(leaf), "esc/c%d", idx);
+	snprintf(leaf, sizeof(leaf), "esc/cmds/c%d", idx);
 	for (int i = 0; i < M->nh; i++) {
 		if (!M->h[i].leaves)
 			continue;
@@ -377,7 +404,7 @@ static void test_fork_bomb_contained_and_killed(void **state)
 	/* The limit was hit, and held. v1 counts the event in the forking
 	 * process's cgroup, the leaf, not in the one whose limit it is. */
 	const char *pids = hpath(CGROUP_CTRL_PIDS);
-	const char *ev = readf("%s/bomb/c%d/pids.events", pids, idx);
+	const char *ev = readf("%s/bomb/cmds/c%d/pids.events", pids, idx);
 	assert_non_null(ev);
 	assert_non_null(strstr(ev, "max "));
 	assert_true(strtoull(strstr(ev, "max ") + 4, NULL, 10) > 0);
@@ -501,7 +528,7 @@ static void test_destroy_removes_every_dir(void **state)
 	assert_false(cgroup_cmd_empty(s, 1));
 	for (int i = 0; i < M->nh; i++) {
 		bool leaves = M->h[i].leaves;
-		assert_int_equal(existsf("%s/rm/c2", M->h[i].path), leaves);
+		assert_int_equal(existsf("%s/rm/cmds/c2", M->h[i].path), leaves);
 	}
 	destroy(s);
 	assert_killed(child);
@@ -548,7 +575,7 @@ static void test_stale_sandbox_replaced(void **state)
 	struct cgroup_sandbox *s = sandbox("stale", 0, 0, 0);
 	assert_killed(orphan);
 	for (int i = 0; i < M->nh; i++)
-		assert_false(existsf("%s/stale/c0", M->h[i].path));
+		assert_false(existsf("%s/stale/cmds/c0", M->h[i].path));
 	destroy(s);
 }
 

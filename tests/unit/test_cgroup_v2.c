@@ -31,6 +31,7 @@ struct fake {
 	char mountinfo[PATH_MAX];
 	char selfcg[PATH_MAX];
 	char own[PATH_MAX]; /* <tmp>/cg/user.slice/sbx.service */
+	char locks[PATH_MAX];
 	struct cgroup_env env;
 };
 
@@ -211,6 +212,8 @@ static struct fake *fake_new(void)
 	f->env.self_pid = FAKE_PID;
 	f->env.fake_mkdir = fake_mkdir;
 	f->env.fake_rmdir = fake_rmdir;
+	snprintf(f->locks, sizeof(f->locks), "%s/locks", f->tmp);
+	f->env.lock_dir = f->locks;
 	fake_has_swap = true;
 	fake_has_kill = true;
 	return f;
@@ -327,7 +330,11 @@ static void test_subtree_control_enabled(void **state)
 	assert_string_equal(
 		read_file("%s/" MGR "/box1/cgroup.subtree_control", f->own),
 		SUBTREE);
-	/* Leaves hold processes, so their subtree_control stays empty. */
+	/* The commands' parent hands memory on to the leaves (for their
+	 * memory.oom.group); leaves hold processes, so theirs stays empty. */
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/cgroup.subtree_control", f->own),
+		SUBTREE);
 	assert_string_equal(
 		read_file("%s/" MGR "/box1/init/cgroup.subtree_control",
 			  f->own),
@@ -344,13 +351,21 @@ static void test_limits_written(void **state)
 	const char *b = f->own;
 	assert_true(is_dir("%s/" MGR "/box1", b));
 	assert_true(is_dir("%s/" MGR "/box1/init", b));
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b),
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
 			    "67108864");
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.swap.max", b),
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.swap.max", b),
 			    "0");
-	/* OOM grouping is per command leaf, so an OOM never takes init */
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.oom.group", b),
+	/* The sandbox itself has no memory limit: init lives beside the
+	 * commands' limited parent, so an OOM in the sandbox never takes it.
+	 * OOM grouping is per command leaf. */
+	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b), "");
+	assert_string_equal(read_file("%s/" MGR "/box1/memory.swap.max", b),
 			    "");
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.oom.group", b), "");
+	assert_string_equal(read_file("%s/" MGR "/box1/init/memory.max", b),
+			    "");
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/pids.max", b), "");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "16");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
 			    "50000 100000");
@@ -364,7 +379,7 @@ static void test_unlimited_written_as_max(void **state)
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
 	const char *b = f->own;
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b), "max");
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
 			    "max 100000");
@@ -390,8 +405,8 @@ static void test_swap_max_absent_is_skipped(void **state)
 	fake_has_swap = false;
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 1 << 20, 0, 0);
-	assert_false(exists("%s/" MGR "/box1/memory.swap.max", f->own));
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", f->own),
+	assert_false(exists("%s/" MGR "/box1/cmds/memory.swap.max", f->own));
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
 			    "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
@@ -405,14 +420,14 @@ static void test_set_limits_updates(void **state)
 	const char *b = f->own;
 	/* The fake files keep old bytes on a shorter write; cgroupfs would
 	 * not. Start from empty files. */
-	const char *knobs[] = { "memory.max", "pids.max", "cpu.max" };
+	const char *knobs[] = { "cmds/memory.max", "pids.max", "cpu.max" };
 	for (size_t i = 0; i < 3; i++) {
 		put("", "%s/" MGR "/box1/%s", b, knobs[i]);
 	}
 	struct cgroup_limits lim = { 128 << 20, 0, 2000 };
 	struct sbx_err err = { 0 };
 	assert_int_equal(cgroup_sandbox_set_limits(s, &lim, &err), 0);
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b),
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
 			    "134217728");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
@@ -445,15 +460,15 @@ static void test_acquire_fds_land_in_c0(void **state)
 	int fds[CGROUP_MAX_FDS], nfds = -1;
 	assert_int_equal(acquire(s, fds, &nfds), 0);
 	assert_int_equal(nfds, 1);
-	assert_true(is_dir("%s/" MGR "/box1/c0", f->own));
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c0", f->own));
 	assert_int_equal(fcntl(fds[0], F_GETFL) & O_ACCMODE, O_WRONLY);
 	assert_true(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
 	assert_int_equal(write(fds[0], "0", 1), 1);
 	close_fds(fds, nfds);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/c0/cgroup.procs", f->own), "0");
+		read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/c0/memory.oom.group", f->own), "1");
+		read_file("%s/" MGR "/box1/cmds/c0/memory.oom.group", f->own), "1");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -472,11 +487,11 @@ static void test_release_then_acquire_reuses_c0(void **state)
 	assert_false(cgroup_cmd_release(s, 0));
 	assert_int_equal(acquire(s, fds, &nfds), 0);
 	close_fds(fds, nfds);
-	assert_false(is_dir("%s/" MGR "/box1/c1", f->own));
+	assert_false(is_dir("%s/" MGR "/box1/cmds/c1", f->own));
 	/* c0 is taken: the next one is new. */
 	assert_int_equal(acquire(s, fds, &nfds), 1);
 	close_fds(fds, nfds);
-	assert_true(is_dir("%s/" MGR "/box1/c1", f->own));
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c1", f->own));
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -500,11 +515,11 @@ static void test_busy_leaf_waits_for_reclaim(void **state)
 	/* c1 is free, c0 is still occupied: c1 comes back. */
 	assert_int_equal(acquire(s, fds, &nfds), 1);
 	close_fds(fds, nfds);
-	put("", "%s/" MGR "/box1/c0/cgroup.procs", f->own); /* the child exited */
+	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own); /* the child exited */
 	assert_int_equal(cgroup_sandbox_reclaim(s), 0);
 	assert_int_equal(acquire(s, fds, &nfds), 0);
 	close_fds(fds, nfds);
-	assert_false(is_dir("%s/" MGR "/box1/c2", f->own));
+	assert_false(is_dir("%s/" MGR "/box1/cmds/c2", f->own));
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -520,7 +535,7 @@ static void test_destroy_removes_dirs(void **state)
 	close_fds(fds, nfds);
 	acquire(s, fds, &nfds);
 	close_fds(fds, nfds);
-	assert_true(is_dir("%s/" MGR "/box1/c1", f->own));
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c1", f->own));
 	destroy(s);
 	assert_false(exists("%s/" MGR "/box1", f->own));
 	/* Only that sandbox went. */
@@ -545,8 +560,8 @@ static void test_destroy_times_out_on_survivor(void **state)
 	struct sbx_err err = { 0 };
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), -EBUSY);
 	assert_int_equal(err.code, EBUSY);
-	assert_non_null(strstr(err.msg, "box1/c0"));
-	put("", "%s/" MGR "/box1/c0/cgroup.procs", f->own);
+	assert_non_null(strstr(err.msg, "box1/cmds/c0"));
+	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), 0);
 	destroy(s);
 	cgroup_manager_free(m);
@@ -561,15 +576,15 @@ static void test_kill_without_cgroup_kill_freezes(void **state)
 	int fds[CGROUP_MAX_FDS], nfds;
 	acquire(s, fds, &nfds);
 	close_fds(fds, nfds);
-	put("populated 1\nfrozen 1\n", "%s/" MGR "/box1/c0/cgroup.events", f->own);
-	put("2000000000\n", "%s/" MGR "/box1/c0/cgroup.procs", f->own);
+	put("populated 1\nfrozen 1\n", "%s/" MGR "/box1/cmds/c0/cgroup.events", f->own);
+	put("2000000000\n", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	struct sbx_err err = { 0 };
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), -EBUSY);
 	/* It froze the leaf, and thawed it again before giving up. */
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/c0/cgroup.freeze", f->own), "0");
-	assert_false(exists("%s/" MGR "/box1/c0/cgroup.kill", f->own));
-	put("", "%s/" MGR "/box1/c0/cgroup.procs", f->own);
+		read_file("%s/" MGR "/box1/cmds/c0/cgroup.freeze", f->own), "0");
+	assert_false(exists("%s/" MGR "/box1/cmds/c0/cgroup.kill", f->own));
+	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -598,7 +613,7 @@ static void test_stale_sandbox_replaced(void **state)
 	struct cgroup_sandbox *s = sandbox(m, "box1", 1 << 20, 0, 0);
 	assert_false(exists("%s/" MGR "/box1/c7", f->own));
 	assert_true(is_dir("%s/" MGR "/box1/init", f->own));
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", f->own),
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
 			    "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
