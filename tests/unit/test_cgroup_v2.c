@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -637,6 +639,144 @@ static void test_manager_clean_and_remove(void **state)
 	cgroup_manager_free(m);
 }
 
+static void test_totals(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_set_totals(m, 8ull << 30, 4096, &err),
+			 0);
+	assert_string_equal(read_file("%s/" MGR "/memory.max", f->own),
+			    "8589934592");
+	assert_string_equal(read_file("%s/" MGR "/pids.max", f->own), "4096");
+	/* the daemon's own cgroup and its leaf are not touched */
+	assert_string_equal(read_file("%s/memory.max", f->own), "");
+	assert_string_equal(read_file("%s/daemon/memory.max", f->own), "");
+	put("", "%s/" MGR "/memory.max", f->own);
+	put("", "%s/" MGR "/pids.max", f->own);
+	assert_int_equal(cgroup_manager_set_totals(m, 0, 0, &err), 0);
+	assert_string_equal(read_file("%s/" MGR "/memory.max", f->own), "max");
+	assert_string_equal(read_file("%s/" MGR "/pids.max", f->own), "max");
+	cgroup_manager_free(m);
+}
+
+/* Holds a read lock on path in a child process (a live manager); returns
+ * its pid. POSIX locks of one process never conflict with each other. */
+static pid_t lock_in_child(const char *path)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		if (fd < 0 || fcntl(fd, F_SETLK, &fl) < 0 ||
+		    write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+static void test_stale_managers_removed(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	/* earlier daemons' dirs beside ours */
+	mkdirf("%s/old-1/s0/init", f->own);
+	mkdirf("%s/old-1/s0/cmds/c3", f->own);
+	mkdirf("%s/old-2/s0/init", f->own);
+	put("2000000000\n", "%s/old-2/s0/init/cgroup.procs", f->own);
+	mkdirf("%s/old-3/s1", f->own);
+	mkdirf("%s/old-4/s2", f->own);
+	mkdirf("%s/other", f->own);
+	char lock[PATH_MAX + 16];
+	snprintf(lock, sizeof(lock), "%s/old-4.lock", f->locks);
+	pid_t owner = lock_in_child(lock);
+	char dir[PATH_MAX + 8];
+	snprintf(dir, sizeof(dir), "%s/old-3", f->own);
+	int held = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(held >= 0);
+
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 1);
+	assert_false(exists("%s/old-1", f->own));     /* nobody's: gone */
+	assert_true(is_dir("%s/old-2/s0", f->own));   /* a process inside */
+	assert_true(is_dir("%s/old-3/s1", f->own));   /* held open */
+	assert_true(is_dir("%s/old-4/s2", f->own));   /* locked by its owner */
+	assert_true(is_dir("%s/other", f->own));      /* not ours to judge */
+	assert_true(is_dir("%s/daemon", f->own));
+	assert_true(is_dir("%s/" MGR, f->own));
+	assert_false(exists("%s/locks/old-1.lock", f->tmp));
+	assert_true(exists("%s/locks/old-4.lock", f->tmp));
+
+	close(held);
+	kill(owner, SIGKILL);
+	waitpid(owner, NULL, 0);
+	put("", "%s/old-2/s0/init/cgroup.procs", f->own);
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 3);
+	assert_false(exists("%s/old-2", f->own));
+	assert_false(exists("%s/old-3", f->own));
+	assert_false(exists("%s/old-4", f->own));
+	assert_true(is_dir("%s/other", f->own));
+	cgroup_manager_free(m);
+}
+
+static void test_live_manager_keeps_its_dirs(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	/* another daemon, alive, with a sandbox */
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t other = fork();
+	assert_true(other >= 0);
+	if (other == 0) {
+		struct cgroup_manager *m2 = NULL;
+		struct cgroup_sandbox *s2 = NULL;
+		struct cgroup_limits lim = { 0 };
+		if (cgroup_manager_new(&f->env, "old-live", &m2, NULL) < 0 ||
+		    cgroup_sandbox_new(m2, "box1", &lim, &s2, NULL) < 0 ||
+		    write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 0);
+	assert_true(is_dir("%s/old-live/box1/init", f->own));
+	/* it dies without cleaning up: the next start removes its dirs */
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 1);
+	assert_false(exists("%s/old-live", f->own));
+	assert_false(exists("%s/old-live.lock", f->locks));
+	cgroup_manager_free(m);
+}
+
+static void test_no_lock_dir_leaves_stale_dirs(void **state)
+{
+	struct fake *f = *state;
+	f->env.lock_dir = "/proc/self/no-such-dir";
+	struct cgroup_manager *m = manager(f); /* works without */
+	mkdirf("%s/old-1/s0", f->own);
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), -ENOLCK);
+	assert_non_null(strstr(err.msg, "/proc/self/no-such-dir"));
+	assert_true(is_dir("%s/old-1/s0", f->own));
+	cgroup_manager_free(m);
+}
+
 static void test_invalid_names_rejected(void **state)
 {
 	struct fake *f = *state;
@@ -729,6 +869,8 @@ static void test_hybrid_selects_v1(void **state)
 	assert_true(is_dir("%s/%s/cpu/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/freezer/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/cpuacct/" MGR, f->tmp, r));
+	/* devices, where mounted: the sandboxes' device rules */
+	assert_true(is_dir("%s/%s/devices/" MGR, f->tmp, r));
 	/* Hierarchies the runtime does not use stay untouched, as does the
 	 * unified one: the daemon does not move there. */
 	assert_false(exists("%s/%s/cpuset/" MGR, f->tmp, r));
@@ -828,6 +970,10 @@ int main(void)
 		T(test_stats),
 		T(test_stale_sandbox_replaced),
 		T(test_manager_clean_and_remove),
+		T(test_totals),
+		T(test_stale_managers_removed),
+		T(test_live_manager_keeps_its_dirs),
+		T(test_no_lock_dir_leaves_stale_dirs),
 		T(test_invalid_names_rejected),
 		T(test_v2_without_controllers_and_no_v1_fails),
 		cmocka_unit_test_setup_teardown(test_hybrid_selects_v1,
