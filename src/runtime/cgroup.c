@@ -1020,17 +1020,28 @@ static int manager_setup(struct cgroup_manager *m, struct own_hier *own,
 			    (own[i].ctrls &
 			     (CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
 			      CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER));
+		/* devices is a backstop, not a need: a hierarchy the daemon
+		 * cannot write to (read-only in a container) is left out */
+		bool optional = own[i].ctrls == CGROUP_CTRL_DEVICES;
 		_cleanup_close_ int own_fd = open(
 			own[i].dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (own_fd < 0)
-			return sbx_err_sys(err, errno, "cgroup: open %s",
-					   own[i].dir);
-		int r;
-		if (m->version == 2 &&
-		    (r = cgroup_v2_prepare_own(m, own_fd, own[i].dir, pid,
-					       err)) < 0)
-			return r;
-		if ((r = hier_open(m, h, own_fd, own[i].dir, err)) < 0)
+		int r = own_fd < 0 ? sbx_err_sys(err, errno, "cgroup: open %s",
+						 own[i].dir)
+				   : 0;
+		if (r == 0 && m->version == 2)
+			r = cgroup_v2_prepare_own(m, own_fd, own[i].dir, pid,
+						  err);
+		if (r == 0)
+			r = hier_open(m, h, own_fd, own[i].dir, err);
+		if (r < 0 && optional) {
+			if (h->dfd >= 0)
+				close(h->dfd);
+			free(h->path);
+			h->path = NULL;
+			m->nh--;
+			continue;
+		}
+		if (r < 0)
 			return r;
 	}
 	if (m->version == 2) {
