@@ -159,6 +159,24 @@ def host_procs_in_uid_range(base, n=UID_RANGE):
     return found
 
 
+def _pidns(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def procs_in_pidns_of(init_pid):
+    """Host pids of the processes in init_pid's pid namespace but init
+    (other daemons on this host may use the same uid ranges: see
+    docs/security.md A.9, so a uid alone does not name a sandbox)."""
+    ns = _pidns(init_pid)
+    if ns is None:
+        return []
+    return [int(d) for d in os.listdir("/proc")
+            if d.isdigit() and int(d) != init_pid and _pidns(d) == ns]
+
+
 def host_mounts_mentioning(text):
     with open("/proc/self/mountinfo") as f:
         return [l.strip() for l in f if text in l]
@@ -631,6 +649,15 @@ class Sandbox:
 
     def cgroup(self, controller):
         return self.d.sandbox_cgroup(self.slot, controller)
+
+    def init_pid(self):
+        return self.d.init_pids(self.name)[-1]
+
+    def host_pids(self, timeout=5):
+        """Host pids of the sandbox's processes but init (waits for one)."""
+        pids = wait_until(lambda: procs_in_pidns_of(self.init_pid()), timeout)
+        assert pids, "no process of the sandbox on the host"
+        return pids
 
     def upper(self):
         return os.path.join(self.d.state_dir, "sandboxes", f"s{self.slot}", "root", "upper")

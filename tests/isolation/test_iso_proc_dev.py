@@ -116,11 +116,10 @@ def test_24b_device_cgroup_backstop(sandbox, daemon):
         pytest.skip("no cgroup v1 devices hierarchy here (on v2: see docs/security.md)")
     sb = sandbox()
     sb.background("sleep 60")
-    procs = lib.wait_until(lambda: lib.host_procs_in_uid_range(sb.uid_base), 5)
-    assert procs, "no process of the sandbox on the host"
+    procs = sb.host_pids()
     mgr = os.path.join(own, "sandboxd-%08x" % lib.fnv1a(daemon.state_dir))
     box = os.path.join(mgr, f"s{sb.slot}")
-    for pid in [p for p, _, _ in procs] + [daemon.init_pids(sb.name)[-1]]:
+    for pid in procs + [sb.init_pid()]:
         cg = lib.cgroup_dirs_of(pid)["devices"]
         assert cg == box or cg.startswith(box + "/"), \
             f"pid {pid} in devices cgroup {cg}, not under {box}"
