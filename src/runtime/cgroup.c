@@ -474,8 +474,9 @@ static int procs_signal(struct cgroup_manager *m, int dirfd, int signo,
 		size_t n = 0;
 		while (i < pv.n && n < SIGNAL_BATCH) {
 			pid_t pid = pv.v[i];
-			int fd = pid == skip ? -1
-					     : (int)syscall(SYS_pidfd_open, pid, 0);
+			int fd = -1;
+			if (pid != skip)
+				fd = (int)syscall(SYS_pidfd_open, pid, 0);
 			if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
 			    pid != skip) {
 				if (n == 0)
@@ -634,7 +635,8 @@ static unsigned ctrl_bit(const char *name, size_t len)
 	} names[] = {
 		{ "cpu", CGROUP_CTRL_CPU },	  { "cpuacct", CGROUP_CTRL_CPUACCT },
 		{ "memory", CGROUP_CTRL_MEMORY }, { "pids", CGROUP_CTRL_PIDS },
-		{ "freezer", CGROUP_CTRL_FREEZER }, { "devices", CGROUP_CTRL_DEVICES },
+		{ "freezer", CGROUP_CTRL_FREEZER },
+		{ "devices", CGROUP_CTRL_DEVICES },
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strlen(names[i].name) == len &&
@@ -1156,7 +1158,7 @@ int cgroup_manager_remove(struct cgroup_manager *m, struct sbx_err *err)
 	return ret;
 }
 
-/* ---- stale managers -------------------------------------------------------- */
+/* ---- stale managers ---------------------------------------------------- */
 
 struct stale {
 	char *name;
@@ -1221,7 +1223,8 @@ static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk)
 			bool stated = false;
 			for (size_t i = 0; i < nk; i++) {
 				struct stale *s = &c[k[i].idx];
-				if (s->held || !path_has_component(link, s->name))
+				if (s->held ||
+				    !path_has_component(link, s->name))
 					continue;
 				if (!stated && fstatat(dirfd(fds), fe->d_name,
 						       &st, 0) < 0)

@@ -530,7 +530,8 @@ static void test_destroy_removes_every_dir(void **state)
 	assert_false(cgroup_cmd_empty(s, 1));
 	for (int i = 0; i < M->nh; i++) {
 		bool leaves = M->h[i].leaves;
-		assert_int_equal(existsf("%s/rm/cmds/c2", M->h[i].path), leaves);
+		assert_int_equal(
+			existsf("%s/rm/cmds/c2", M->h[i].path), leaves);
 	}
 	destroy(s);
 	assert_killed(child);
@@ -830,7 +831,8 @@ static void test_totals(void **state)
 	assert_string_equal(readf("%s/memory.limit_in_bytes", mem),
 			    "536870912");
 	if (memsw)
-		assert_string_equal(readf("%s/memory.memsw.limit_in_bytes", mem),
+		assert_string_equal(
+			readf("%s/memory.memsw.limit_in_bytes", mem),
 				    "536870912");
 	assert_string_equal(readf("%s/pids.max", pids), "1000");
 	/* sandboxes below it keep their own limits, and fit under it */

@@ -335,7 +335,8 @@ static void test_subtree_control_enabled(void **state)
 	/* The commands' parent hands memory on to the leaves (for their
 	 * memory.oom.group); leaves hold processes, so theirs stays empty. */
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/cgroup.subtree_control", f->own),
+		read_file("%s/" MGR "/box1/cmds/cgroup.subtree_control",
+			  f->own),
 		SUBTREE);
 	assert_string_equal(
 		read_file("%s/" MGR "/box1/init/cgroup.subtree_control",
@@ -355,7 +356,8 @@ static void test_limits_written(void **state)
 	assert_true(is_dir("%s/" MGR "/box1/init", b));
 	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
 			    "67108864");
-	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.swap.max", b),
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.swap.max", b),
 			    "0");
 	/* The sandbox itself has no memory limit: init lives beside the
 	 * commands' limited parent, so an OOM in the sandbox never takes it.
@@ -381,7 +383,8 @@ static void test_unlimited_written_as_max(void **state)
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
 	const char *b = f->own;
-	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b), "max");
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
 			    "max 100000");
@@ -408,7 +411,8 @@ static void test_swap_max_absent_is_skipped(void **state)
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 1 << 20, 0, 0);
 	assert_false(exists("%s/" MGR "/box1/cmds/memory.swap.max", f->own));
-	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
 			    "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
@@ -470,7 +474,8 @@ static void test_acquire_fds_land_in_c0(void **state)
 	assert_string_equal(
 		read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/c0/memory.oom.group", f->own), "1");
+		read_file("%s/" MGR "/box1/cmds/c0/memory.oom.group",
+			  f->own), "1");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -517,7 +522,8 @@ static void test_busy_leaf_waits_for_reclaim(void **state)
 	/* c1 is free, c0 is still occupied: c1 comes back. */
 	assert_int_equal(acquire(s, fds, &nfds), 1);
 	close_fds(fds, nfds);
-	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own); /* the child exited */
+	/* the child exited */
+	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	assert_int_equal(cgroup_sandbox_reclaim(s), 0);
 	assert_int_equal(acquire(s, fds, &nfds), 0);
 	close_fds(fds, nfds);
@@ -578,13 +584,15 @@ static void test_kill_without_cgroup_kill_freezes(void **state)
 	int fds[CGROUP_MAX_FDS], nfds;
 	acquire(s, fds, &nfds);
 	close_fds(fds, nfds);
-	put("populated 1\nfrozen 1\n", "%s/" MGR "/box1/cmds/c0/cgroup.events", f->own);
+	put("populated 1\nfrozen 1\n",
+	    "%s/" MGR "/box1/cmds/c0/cgroup.events", f->own);
 	put("2000000000\n", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	struct sbx_err err = { 0 };
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), -EBUSY);
 	/* It froze the leaf, and thawed it again before giving up. */
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/c0/cgroup.freeze", f->own), "0");
+		read_file("%s/" MGR "/box1/cmds/c0/cgroup.freeze",
+			  f->own), "0");
 	assert_false(exists("%s/" MGR "/box1/cmds/c0/cgroup.kill", f->own));
 	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	destroy(s);
@@ -615,7 +623,8 @@ static void test_stale_sandbox_replaced(void **state)
 	struct cgroup_sandbox *s = sandbox(m, "box1", 1 << 20, 0, 0);
 	assert_false(exists("%s/" MGR "/box1/c7", f->own));
 	assert_true(is_dir("%s/" MGR "/box1/init", f->own));
-	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
 			    "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
