@@ -653,6 +653,10 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	if ((r = runtime_new(cfg->state_dir, store_size(cfg), files, nfiles,
 			     &m->rt, err)))
 		goto fail;
+	/* no total limit over all sandboxes unless the operator sets one (a
+	 * limit left by an earlier run goes) */
+	if ((r = runtime_set_totals(m->rt, 0, 0, err)))
+		goto fail;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
 	if ((r = registry_open(path, &m->reg, err)) ||

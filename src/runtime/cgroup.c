@@ -15,8 +15,19 @@
  *
  * Killing: v2's cgroup.kill when the kernel has it; else freeze the cgroup
  * (a fork bomb cannot outrun a frozen cgroup), SIGKILL every pid listed,
- * thaw, and repeat until empty, giving up after KILL_TIMEOUT_NS. cgroupfs
- * directories are only ever removed with rmdir, children first. */
+ * thaw, and repeat until empty, giving up after KILL_TIMEOUT_NS. A listed
+ * pid is only ever signalled through a pidfd that is proven to name the
+ * process listed (procs_signal): a freeze can time out, and an OOM kill
+ * thaws its victim, so "frozen" alone does not pin a pid. cgroupfs
+ * directories are only ever removed with rmdir, children first.
+ *
+ * Ownership of a manager dir (cgroup_manager_remove_stale): its manager
+ * holds a shared POSIX lock on <lock dir>/<name>.lock for life (not
+ * inherited by the inits it forks), and every daemon, of any version,
+ * keeps an fd on its manager dirs. A cleaner takes the lock exclusively
+ * without waiting (so a live owner always wins, and an owner starting
+ * meanwhile waits for the cleaner), then looks for any process holding the
+ * dir open (an older daemon without locks), then for processes inside. */
 #include "runtime/cgroup.h"
 
 #include <dirent.h>
@@ -27,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -381,11 +393,134 @@ static int tree_pids(struct cgroup_manager *m, const char *rel,
 	return total;
 }
 
-static void pid_kill(pid_t pid, void *arg)
+/* ---- signalling ------------------------------------------------------- */
+
+/* A pid read from cgroup.procs may be reaped and handed to a new process
+ * (anywhere on the host) before it is signalled. So: open a pidfd for it
+ * (T1), read cgroup.procs again (T2), signal through the pidfd (T3). If
+ * the signal finds the process not yet reaped at T3, it held that pid
+ * number all through T1..T3, so the pid listed at T2 was this process: it
+ * was in the cgroup, and nothing in a sandbox can move itself out (no
+ * cgroupfs, a cgroup namespace, no host privilege). A pid no longer listed
+ * at T2 is left alone. pidfds are opened in batches: the daemon's fd limit
+ * is not the sandbox's pids limit. */
+#define SIGNAL_BATCH 64
+
+struct pid_vec {
+	pid_t *v;
+	size_t n, cap;
+	int err;
+};
+
+static void pid_collect(pid_t pid, void *arg)
 {
+	struct pid_vec *p = arg;
+	if (p->err)
+		return;
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 64;
+		pid_t *v = realloc(p->v, cap * sizeof(*v));
+		if (!v) {
+			p->err = -ENOMEM;
+			return;
+		}
+		p->v = v;
+		p->cap = cap;
+	}
+	p->v[p->n++] = pid;
+}
+
+struct pid_fd {
+	pid_t pid;
+	int fd;
+	bool listed;
+};
+
+static int pid_fd_cmp(const void *a, const void *b)
+{
+	pid_t x = ((const struct pid_fd *)a)->pid;
+	pid_t y = ((const struct pid_fd *)b)->pid;
+	return (x > y) - (x < y);
+}
+
+struct pid_batch {
+	struct pid_fd *b;
+	size_t n;
+};
+
+static void batch_mark(pid_t pid, void *arg)
+{
+	struct pid_batch *bt = arg;
+	struct pid_fd key = { .pid = pid };
+	struct pid_fd *hit =
+		bsearch(&key, bt->b, bt->n, sizeof(*bt->b), pid_fd_cmp);
+	if (hit)
+		hit->listed = true;
+}
+
+/* Sends signo to every process in dirfd's cgroup.procs but skip. Returns
+ * how many were listed, or -errno. */
+static int procs_signal(struct cgroup_manager *m, int dirfd, int signo,
+			pid_t skip)
+{
+	struct pid_vec pv = { 0 };
+	int ret = cgroup_procs_foreach(dirfd, pid_collect, &pv);
+	if (ret >= 0 && pv.err)
+		ret = pv.err;
+	if (ret > 0 && m->test_listed)
+		m->test_listed(m->test_arg);
+	struct pid_fd b[SIGNAL_BATCH];
+	for (size_t i = 0; ret > 0 && i < pv.n;) {
+		size_t n = 0;
+		while (i < pv.n && n < SIGNAL_BATCH) {
+			pid_t pid = pv.v[i];
+			int fd = -1;
+			if (pid != skip)
+				fd = (int)syscall(SYS_pidfd_open, pid, 0);
+			if (fd < 0 && (errno == EMFILE || errno == ENFILE) &&
+			    pid != skip) {
+				if (n == 0)
+					ret = -errno;
+				break; /* the rest after this batch's fds */
+			}
+			i++;
+			if (fd >= 0) /* else gone already (ESRCH) */
+				b[n++] = (struct pid_fd){ pid, fd, false };
+		}
+		qsort(b, n, sizeof(b[0]), pid_fd_cmp);
+		struct pid_batch bt = { b, n };
+		int r = n ? cgroup_procs_foreach(dirfd, batch_mark, &bt) : 0;
+		for (size_t k = 0; k < n; k++) {
+			if (r >= 0 && b[k].listed)
+				syscall(SYS_pidfd_send_signal, b[k].fd, signo,
+					NULL, 0);
+			close(b[k].fd);
+		}
+		if (r < 0)
+			ret = r;
+	}
+	free(pv.v);
+	return ret;
+}
+
+struct kill_walk {
+	struct cgroup_manager *m;
+	pid_t self;
+};
+
+static int kill_walk_dir(int dirfd, void *arg)
+{
+	struct kill_walk *k = arg;
 	/* Defence against a broken layout: the daemon never kills itself. */
-	if (pid != *(pid_t *)arg)
-		kill(pid, SIGKILL);
+	int r = procs_signal(k->m, dirfd, SIGKILL, k->self);
+	return r < 0 ? 0 : r; /* the loop around tries again */
+}
+
+static void tree_sigkill(struct cgroup_manager *m, const char *rel)
+{
+	struct kill_walk k = { m, getpid() };
+	for (int i = 0; i < m->nh; i++)
+		tree_walk(m->h[i].dfd, *rel ? rel : ".", 0, kill_walk_dir, &k);
 }
 
 static int wait_empty(struct cgroup_manager *m, const char *rel,
@@ -411,7 +546,6 @@ static int tree_kill(struct cgroup_manager *m, const char *rel,
 		     struct sbx_err *err)
 {
 	int64_t deadline = cgroup_now_ns() + KILL_TIMEOUT_NS;
-	pid_t self = getpid();
 	bool use_kill = m->version == 2 && m->has_kill;
 
 	int n = tree_pids(m, rel, NULL, NULL);
@@ -426,7 +560,7 @@ static int tree_kill(struct cgroup_manager *m, const char *rel,
 			freeze(m, rel, true,
 			       min_i64(deadline,
 				       cgroup_now_ns() + FREEZE_SLICE_NS));
-			tree_pids(m, rel, pid_kill, &self);
+			tree_sigkill(m, rel);
 			freeze(m, rel, false, 0);
 		}
 		n = wait_empty(m, rel,
@@ -502,6 +636,7 @@ static unsigned ctrl_bit(const char *name, size_t len)
 		{ "cpu", CGROUP_CTRL_CPU },	  { "cpuacct", CGROUP_CTRL_CPUACCT },
 		{ "memory", CGROUP_CTRL_MEMORY }, { "pids", CGROUP_CTRL_PIDS },
 		{ "freezer", CGROUP_CTRL_FREEZER },
+		{ "devices", CGROUP_CTRL_DEVICES },
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strlen(names[i].name) == len &&
@@ -711,13 +846,14 @@ struct own_hier {
 	unsigned ctrls;
 };
 
-/* The v1 hierarchies, freezer's first (it is the one kill works through). */
+/* The v1 hierarchies, freezer's first (it is the one kill works through);
+ * devices where there is one. */
 static int detect_v1(const struct cg_detect *d, struct own_hier *out,
 		     int *nout)
 {
 	static const unsigned order[] = {
-		CGROUP_CTRL_FREEZER, CGROUP_CTRL_MEMORY, CGROUP_CTRL_PIDS,
-		CGROUP_CTRL_CPU,     CGROUP_CTRL_CPUACCT,
+		CGROUP_CTRL_FREEZER, CGROUP_CTRL_MEMORY,  CGROUP_CTRL_PIDS,
+		CGROUP_CTRL_CPU,     CGROUP_CTRL_CPUACCT, CGROUP_CTRL_DEVICES,
 	};
 	unsigned covered = 0;
 	int n = 0;
@@ -780,6 +916,9 @@ void cgroup_manager_free(struct cgroup_manager *m)
 			close(m->h[i].dfd);
 		free(m->h[i].path);
 	}
+	if (m->lock_fd >= 0)
+		close(m->lock_fd);
+	free(m->lock_dir);
 	free(m->name);
 	free(m);
 }
@@ -787,6 +926,72 @@ void cgroup_manager_free(struct cgroup_manager *m)
 int cgroup_manager_version(const struct cgroup_manager *m)
 {
 	return m->version;
+}
+
+/* ---- ownership locks ----------------------------------------------------- */
+
+static int mkdirs_private(const char *dir)
+{
+	char p[PATH_MAX];
+	int n = snprintf(p, sizeof(p), "%s", dir);
+	if (n <= 0 || (size_t)n >= sizeof(p))
+		return -ENAMETOOLONG;
+	for (char *c = p + 1;; c++) {
+		if (*c != '/' && *c != '\0')
+			continue;
+		char was = *c;
+		*c = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*c = was;
+		if (!was)
+			return 0;
+	}
+}
+
+/* A POSIX lock on <dir>/<name>.lock; returns its fd. F_RDLCK: an owner's,
+ * waiting out a cleaner. F_WRLCK: a cleaner's, never waiting (-EAGAIN
+ * when anyone holds it). POSIX locks belong to the process: the sandbox
+ * inits forked later do not inherit them. A cleaner unlinks the file while
+ * it holds it; whoever then gets the lock on the unlinked file goes again
+ * on the new one. */
+static int lock_take(const char *dir, const char *name, short type)
+{
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/%s.lock", dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path))
+		return -ENAMETOOLONG;
+	for (int tries = 0; tries < 100; tries++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+			      0600);
+		if (fd < 0)
+			return -errno;
+		struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
+		int r;
+		while ((r = fcntl(fd, type == F_RDLCK ? F_SETLKW : F_SETLK,
+				  &fl)) < 0 &&
+		       errno == EINTR)
+			;
+		if (r < 0) {
+			int e = errno;
+			close(fd);
+			return e == EACCES ? -EAGAIN : -e;
+		}
+		struct stat a, b;
+		if (fstat(fd, &a) == 0 && stat(path, &b) == 0 &&
+		    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return fd;
+		close(fd);
+	}
+	return -EAGAIN;
+}
+
+static void lock_unlink(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/%s.lock", dir, name);
+	if (n > 0 && (size_t)n < sizeof(path))
+		unlink(path);
 }
 
 /* mkdir <own>/<name> and hold it as h's dfd. */
@@ -817,17 +1022,28 @@ static int manager_setup(struct cgroup_manager *m, struct own_hier *own,
 			    (own[i].ctrls &
 			     (CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
 			      CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER));
+		/* devices is a backstop, not a need: a hierarchy the daemon
+		 * cannot write to (read-only in a container) is left out */
+		bool optional = own[i].ctrls == CGROUP_CTRL_DEVICES;
 		_cleanup_close_ int own_fd = open(
 			own[i].dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (own_fd < 0)
-			return sbx_err_sys(err, errno, "cgroup: open %s",
-					   own[i].dir);
-		int r;
-		if (m->version == 2 &&
-		    (r = cgroup_v2_prepare_own(m, own_fd, own[i].dir, pid,
-					       err)) < 0)
-			return r;
-		if ((r = hier_open(m, h, own_fd, own[i].dir, err)) < 0)
+		int r = own_fd < 0 ? sbx_err_sys(err, errno, "cgroup: open %s",
+						 own[i].dir)
+				   : 0;
+		if (r == 0 && m->version == 2)
+			r = cgroup_v2_prepare_own(m, own_fd, own[i].dir, pid,
+						  err);
+		if (r == 0)
+			r = hier_open(m, h, own_fd, own[i].dir, err);
+		if (r < 0 && optional) {
+			if (h->dfd >= 0)
+				close(h->dfd);
+			free(h->path);
+			h->path = NULL;
+			m->nh--;
+			continue;
+		}
+		if (r < 0)
 			return r;
 	}
 	if (m->version == 2) {
@@ -896,6 +1112,18 @@ int cgroup_manager_new(const struct cgroup_env *env, const char *name,
 	m->primary = 0; /* v2's only hierarchy; v1's freezer comes first */
 	m->fake_mkdir = env->fake_mkdir;
 	m->fake_rmdir = env->fake_rmdir;
+	m->lock_fd = -1;
+	if (!(m->lock_dir = strdup(env->lock_dir ? env->lock_dir
+						 : CGROUP_LOCK_DIR))) {
+		cgroup_manager_free(m);
+		r = sbx_err_sys(err, ENOMEM, "cgroup");
+		goto out;
+	}
+	/* Taken before the dirs are made, so that a cleaner never removes
+	 * them under us. Without a lock dir (a read-only /run) the manager
+	 * works, and stale dirs of others are left alone. */
+	if (mkdirs_private(m->lock_dir) == 0)
+		m->lock_fd = lock_take(m->lock_dir, m->name, F_RDLCK);
 	if ((r = manager_setup(m, own, nown, pid, err)) < 0) {
 		cgroup_manager_free(m);
 		goto out;
@@ -922,7 +1150,216 @@ int cgroup_manager_remove(struct cgroup_manager *m, struct sbx_err *err)
 			ret = sbx_err_sys(err, -r, "cgroup: remove %s",
 					  m->h[i].path);
 	}
+	/* The lock file goes too, unless another manager of the same name
+	 * shares it (upgrading fails then). */
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	if (ret == 0 && m->lock_fd >= 0 && fcntl(m->lock_fd, F_SETLK, &fl) == 0)
+		lock_unlink(m->lock_dir, m->name);
 	return ret;
+}
+
+/* ---- stale managers ---------------------------------------------------- */
+
+struct stale {
+	char *name;
+	int lock_fd; /* held exclusively: no manager of this name lives */
+	bool held;   /* some process holds one of its dirs open */
+};
+
+struct stale_key {
+	dev_t dev;
+	size_t idx;
+};
+
+/* Is name a whole component of path? */
+static bool path_has_component(const char *path, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = path; (p = strstr(p, name)); p++)
+		if (p > path && p[-1] == '/' && (p[len] == '/' || !p[len]))
+			return true;
+	return false;
+}
+
+/* Marks each unheld candidate that some process holds an fd on, in any
+ * hierarchy: every sandboxd keeps its manager dirs open for life, those of
+ * versions before the lock files too. The fd's link must name the dir and
+ * the fd must be on that hierarchy's filesystem; nothing else is stat()ed
+ * (a file on a hung network mount would block). Returns -errno when some
+ * process could not be looked at: then nobody can be said not to hold. */
+static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk)
+{
+	DIR *proc = opendir("/proc");
+	if (!proc)
+		return -errno;
+	int ret = 0;
+	struct dirent *de;
+	while (ret == 0 && (de = readdir(proc))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		char p[sizeof(de->d_name) + 4];
+		snprintf(p, sizeof(p), "%s/fd", de->d_name);
+		int fdd = openat(dirfd(proc), p,
+				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fdd < 0) {
+			if (errno != ENOENT && errno != ESRCH)
+				ret = -errno; /* EACCES: cannot tell */
+			continue;
+		}
+		DIR *fds = fdopendir(fdd);
+		if (!fds) {
+			close(fdd);
+			continue;
+		}
+		struct dirent *fe;
+		while ((fe = readdir(fds))) {
+			char link[PATH_MAX];
+			ssize_t n = readlinkat(dirfd(fds), fe->d_name, link,
+					       sizeof(link) - 1);
+			if (n <= 0)
+				continue;
+			link[n] = '\0';
+			struct stat st;
+			bool stated = false;
+			for (size_t i = 0; i < nk; i++) {
+				struct stale *s = &c[k[i].idx];
+				if (s->held ||
+				    !path_has_component(link, s->name))
+					continue;
+				if (!stated && fstatat(dirfd(fds), fe->d_name,
+						       &st, 0) < 0)
+					break;
+				stated = true;
+				if (st.st_dev == k[i].dev)
+					s->held = true;
+			}
+		}
+		closedir(fds);
+	}
+	closedir(proc);
+	return ret;
+}
+
+static int stale_find(struct stale **out, size_t *nout, size_t *cap,
+		      const char *name)
+{
+	for (size_t i = 0; i < *nout; i++)
+		if (strcmp((*out)[i].name, name) == 0)
+			return 0;
+	if (grow((void **)out, *nout, cap, sizeof(**out)) < 0)
+		return -ENOMEM;
+	struct stale *s = &(*out)[*nout];
+	if (!(s->name = strdup(name)))
+		return -ENOMEM;
+	s->lock_fd = -1;
+	s->held = false;
+	(*nout)++;
+	return 0;
+}
+
+int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
+				struct sbx_err *err)
+{
+	int own[CGROUP_HIER_MAX], ret = 0, removed = 0;
+	struct stale *c = NULL;
+	struct stale_key *k = NULL;
+	size_t nc = 0, capc = 0, nk = 0, plen = strlen(prefix);
+
+	if (m->lock_fd < 0)
+		return sbx_err_set(err, ENOLCK,
+				   "cgroup: no ownership lock in %s: stale "
+				   "cgroups beside %s are left",
+				   m->lock_dir, m->h[0].path);
+	for (int i = 0; i < m->nh; i++)
+		own[i] = -1;
+	for (int i = 0; i < m->nh && ret == 0; i++) {
+		own[i] = openat(m->h[i].dfd, "..",
+				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int dfd = own[i] < 0 ? -1 : dup(own[i]);
+		DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+		if (!d) {
+			ret = sbx_err_sys(err, errno, "cgroup: open %s/..",
+					  m->h[i].path);
+			if (dfd >= 0)
+				close(dfd);
+			break;
+		}
+		struct dirent *de;
+		while (ret == 0 && (de = readdir(d)))
+			if (strncmp(de->d_name, prefix, plen) == 0 &&
+			    name_valid(de->d_name) &&
+			    strcmp(de->d_name, m->name) != 0 &&
+			    dirent_is_dir(dirfd(d), de) &&
+			    stale_find(&c, &nc, &capc, de->d_name) < 0)
+				ret = sbx_err_sys(err, ENOMEM, "cgroup");
+		closedir(d);
+	}
+	if (ret < 0)
+		goto out;
+	if (nc > 0 && !(k = calloc(nc * (size_t)m->nh, sizeof(*k)))) {
+		ret = sbx_err_sys(err, ENOMEM, "cgroup");
+		goto out;
+	}
+	for (size_t j = 0; j < nc; j++) {
+		c[j].lock_fd = lock_take(m->lock_dir, c[j].name, F_WRLCK);
+		if (c[j].lock_fd < 0)
+			continue; /* a live manager's (or no lock to be had) */
+		for (int i = 0; i < m->nh; i++) {
+			struct stat st;
+			if (fstatat(own[i], c[j].name, &st,
+				    AT_SYMLINK_NOFOLLOW) == 0)
+				k[nk++] = (struct stale_key){ st.st_dev, j };
+		}
+	}
+	if (nk > 0 && (ret = scan_holders(c, k, nk)) < 0) {
+		ret = sbx_err_sys(err, -ret,
+				  "cgroup: stale cgroups beside %s are left: "
+				  "cannot see which processes hold them",
+				  m->h[0].path);
+		goto out;
+	}
+	struct pids_walk w = { NULL, NULL };
+	for (size_t j = 0; j < nc; j++) {
+		if (c[j].lock_fd < 0 || c[j].held)
+			continue;
+		int procs = 0;
+		for (int i = 0; i < m->nh && procs == 0; i++)
+			procs = cgroup_tree_walk(own[i], c[j].name,
+						 pids_walk_dir, &w);
+		if (procs != 0)
+			continue; /* processes left, or cannot tell */
+		int r = 0;
+		for (int i = 0; i < m->nh; i++) {
+			int ri = tree_rmdir(m, own[i], c[j].name, 0, false);
+			if (ri < 0 && r == 0)
+				r = ri;
+		}
+		if (r == 0)
+			removed++;
+	}
+	ret = removed;
+out:
+	for (size_t j = 0; j < nc; j++) {
+		if (c[j].lock_fd >= 0) {
+			lock_unlink(m->lock_dir, c[j].name);
+			close(c[j].lock_fd);
+		}
+		free(c[j].name);
+	}
+	free(c);
+	free(k);
+	for (int i = 0; i < m->nh; i++)
+		if (own[i] >= 0)
+			close(own[i]);
+	return ret;
+}
+
+int cgroup_manager_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
+			      uint64_t pids, struct sbx_err *err)
+{
+	return m->version == 2
+		       ? cgroup_v2_set_totals(m, memory_bytes, pids, err)
+		       : cgroup_v1_set_totals(m, memory_bytes, pids, err);
 }
 
 /* ---- sandboxes ------------------------------------------------------------ */
@@ -977,8 +1414,9 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 	}
 	s->m = m;
 
-	char init[CGROUP_NAME_MAX + 8];
+	char init[CGROUP_NAME_MAX + 8], cmds[CGROUP_NAME_MAX + 8];
 	snprintf(init, sizeof(init), "%s/init", name);
+	snprintf(cmds, sizeof(cmds), "%s/" CGROUP_CMDS, name);
 	int r = mkdir_all(m, name, false, true, err);
 	if (r == -EEXIST) {
 		/* Left by a daemon that died or a destroy that failed: its
@@ -989,13 +1427,22 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 					"cgroup: %s/%s came back after removal",
 					m->h[0].path, name);
 	}
-	if (r == 0)
-		r = cgroup_sandbox_set_limits(s, lim, err);
+	/* v1 devices copies a parent's rules into a child only at mkdir, and
+	 * refuses a new default on a cgroup with children: rules first. */
+	if (r == 0 && m->version == 1)
+		r = cgroup_v1_set_devices(m, name, err);
 	if (r == 0 && m->version == 2)
 		r = cgroup_v2_enable_subtree(m, name, err);
 	if (r == 0 && (r = mkdir_all(m, init, false, true, err)) == -EEXIST)
 		r = sbx_err_set(err, EEXIST, "cgroup: %s/%s exists",
 				m->h[0].path, init);
+	if (r == 0 && (r = mkdir_all(m, cmds, true, true, err)) == -EEXIST)
+		r = sbx_err_set(err, EEXIST, "cgroup: %s/%s exists",
+				m->h[0].path, cmds);
+	if (r == 0 && m->version == 2)
+		r = cgroup_v2_enable_subtree(m, cmds, err);
+	if (r == 0)
+		r = cgroup_sandbox_set_limits(s, lim, err);
 	if (r < 0) {
 		tree_destroy(m, name, false, NULL);
 		sandbox_free(s);
@@ -1041,7 +1488,7 @@ int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out)
 static void leaf_rel(const struct cgroup_sandbox *s, int idx, char *buf,
 		     size_t size)
 {
-	snprintf(buf, size, "%s/c%d", s->name, idx);
+	snprintf(buf, size, "%s/" CGROUP_CMDS "/c%d", s->name, idx);
 }
 
 static bool leaf_valid(const struct cgroup_sandbox *s, int idx)
@@ -1053,7 +1500,7 @@ static bool leaf_valid(const struct cgroup_sandbox *s, int idx)
  * this is the release path, paid on every exec. */
 static bool leaf_empty(const struct cgroup_sandbox *s, int idx)
 {
-	char rel[CGROUP_NAME_MAX + 16], p[CGROUP_NAME_MAX + 32], buf[64];
+	char rel[CGROUP_NAME_MAX + 32], p[CGROUP_NAME_MAX + 48], buf[64];
 	leaf_rel(s, idx, rel, sizeof(rel));
 	snprintf(p, sizeof(p), "%s/cgroup.procs", rel);
 	ssize_t n = cgroup_file_read(s->m->h[s->m->primary].dfd, p, buf,
@@ -1086,7 +1533,7 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		       int *nfds, struct sbx_err *err)
 {
 	struct cgroup_manager *m = s->m;
-	char rel[CGROUP_NAME_MAX + 16], p[CGROUP_NAME_MAX + 32];
+	char rel[CGROUP_NAME_MAX + 32], p[CGROUP_NAME_MAX + 48];
 	int idx, r;
 
 	*nfds = 0;
@@ -1150,27 +1597,22 @@ int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err)
 	if (!leaf_valid(s, idx))
 		return sbx_err_set(err, EINVAL, "cgroup: no command leaf %d",
 				   idx);
-	char rel[CGROUP_NAME_MAX + 16];
+	char rel[CGROUP_NAME_MAX + 32];
 	leaf_rel(s, idx, rel, sizeof(rel));
 	return tree_kill(s->m, rel, err);
-}
-
-static void signal_one(pid_t pid, void *arg)
-{
-	kill(pid, *(int *)arg);
 }
 
 int cgroup_cmd_signal(struct cgroup_sandbox *s, int idx, int signo)
 {
 	if (!leaf_valid(s, idx))
 		return -EINVAL;
-	char rel[CGROUP_NAME_MAX + 16];
+	char rel[CGROUP_NAME_MAX + 32];
 	leaf_rel(s, idx, rel, sizeof(rel));
 	_cleanup_close_ int dfd = openat(s->m->h[s->m->primary].dfd, rel,
 					 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	return cgroup_procs_foreach(dfd, signal_one, &signo);
+	return procs_signal(s->m, dfd, signo, getpid());
 }
 
 bool cgroup_cmd_empty(struct cgroup_sandbox *s, int idx)

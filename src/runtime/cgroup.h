@@ -1,19 +1,32 @@
-/* cgroups for sandboxes: one cgroup per sandbox with its limits, and beneath
- * it one leaf for the sandbox's init plus a pool of leaves for commands, so
- * that killing a command's leaf ends its whole process tree, daemonized
- * children included.
+/* cgroups for sandboxes: one cgroup per sandbox, and beneath it one leaf
+ * for the sandbox's init plus a pool of leaves for commands, so that killing
+ * a command's leaf ends its whole process tree, daemonized children
+ * included.
  *
  * Layout, in every hierarchy used (v2: the unified one; v1: memory, pids,
- * cpu, freezer), below the daemon's own cgroup as /proc/self/cgroup names it:
+ * cpu, freezer, and devices where mounted), below the daemon's own cgroup
+ * as /proc/self/cgroup names it:
  *
- *   <own>/<manager name>/<sandbox name>/init     the sandbox's pid 1
- *   <own>/<manager name>/<sandbox name>/c<N>     one command's tree
+ *   <own>/<manager name>                          totals over all sandboxes
+ *   <own>/<manager name>/<sandbox>                pids and CPU limits
+ *   <own>/<manager name>/<sandbox>/init           the sandbox's pid 1
+ *   <own>/<manager name>/<sandbox>/cmds           the memory limit
+ *   <own>/<manager name>/<sandbox>/cmds/c<N>      one command's tree
  *
- * Limits sit on <sandbox name>. Command leaves are reused (mkdir/rmdir in four
- * v1 hierarchies costs ~0.4 ms, a cost the exec path should not pay). On v2
- * the daemon moves itself into <own>/daemon first (the "no internal
- * processes" rule forbids enabling controllers for children otherwise); it
- * never leaves the subtree it started in. */
+ * The memory limit covers the commands only: an OOM inside a sandbox picks
+ * its victim among the commands, never init, whatever init's oom_score_adj
+ * (which root may not be able to lower). pids and CPU cover the whole
+ * sandbox. v1 devices carries the sandbox's device rules on <sandbox>, and
+ * commands stay in init's cgroup there. Command leaves are reused
+ * (mkdir/rmdir in four v1 hierarchies costs ~0.4 ms, a cost the exec path
+ * should not pay). On v2 the daemon moves itself into <own>/daemon first
+ * (the "no internal processes" rule forbids enabling controllers for
+ * children otherwise); it never leaves the subtree it started in.
+ *
+ * Ownership: a manager holds a shared lock on <lock dir>/<manager name>.lock
+ * for its life, and an fd on each of its dirs; cgroup_manager_remove_stale
+ * removes another name only when neither is held by anyone and no process
+ * lives below it. */
 #ifndef SBX_CGROUP_H
 #define SBX_CGROUP_H
 
@@ -52,7 +65,12 @@ struct cgroup_env {
 	 * removed, so the test can play the kernel's part. */
 	void (*fake_mkdir)(int dirfd, const char *name);
 	void (*fake_rmdir)(int dirfd, const char *name);
+	/* Where ownership locks live; NULL: CGROUP_LOCK_DIR. Host-wide, so that
+	 * any daemon can tell whether another owns a manager dir. */
+	const char *lock_dir;
 };
+
+#define CGROUP_LOCK_DIR "/run/sandboxd/cgroup"
 
 struct cgroup_manager;
 struct cgroup_sandbox;
@@ -69,6 +87,17 @@ int cgroup_manager_clean(struct cgroup_manager *m, struct sbx_err *err);
 /* cgroup_manager_clean, then remove <own>/<name> itself (daemon shutdown,
  * tests). On v2 <own>/daemon stays: the daemon still lives in it. */
 int cgroup_manager_remove(struct cgroup_manager *m, struct sbx_err *err);
+/* Remove the siblings <own>/<prefix>* of <own>/<name> that no manager owns
+ * (daemons of earlier state dirs that died): not locked, not held open by
+ * any process, no process inside; a dir that fails any of these stays.
+ * Returns how many were removed, or -errno (nothing removed) when there is
+ * no lock dir to decide ownership by. */
+int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
+				struct sbx_err *err);
+/* Limits over all sandboxes together, on <own>/<name> (0 = unlimited):
+ * memory (with swap, where accounted) and pids. */
+int cgroup_manager_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
+			      uint64_t pids, struct sbx_err *err);
 
 /* Create <name> (removing a stale one first) with limits, and its init leaf. */
 int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
@@ -93,7 +122,9 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		       int *nfds, struct sbx_err *err);
 /* Kill every process in the leaf and wait (bounded) until it is empty. */
 int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err);
-/* Send signo to every process in the leaf (no freeze: a polite TERM). */
+/* Send signo to every process in the leaf (no freeze: a polite TERM).
+ * Through pidfds, so a pid that was recycled after it was listed is never
+ * hit. Returns how many processes were listed, or -errno. */
 int cgroup_cmd_signal(struct cgroup_sandbox *s, int idx, int signo);
 bool cgroup_cmd_empty(struct cgroup_sandbox *s, int idx);
 /* Return the leaf to the pool if empty; a leaf with processes left (a

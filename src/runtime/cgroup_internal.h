@@ -16,19 +16,25 @@ enum {
 	CGROUP_CTRL_MEMORY = 1u << 2,
 	CGROUP_CTRL_PIDS = 1u << 3,
 	CGROUP_CTRL_FREEZER = 1u << 4,
+	CGROUP_CTRL_DEVICES = 1u << 5, /* v1 only, optional */
 };
 
-/* v1 at most: memory, pids, cpu, freezer, and a cpuacct mounted apart. */
-#define CGROUP_HIER_MAX 5
+/* v1 at most: memory, pids, cpu, freezer, a cpuacct mounted apart, and
+ * devices. */
+#define CGROUP_HIER_MAX 6
 #define CGROUP_NAME_MAX 128
+/* Beneath a sandbox's cgroup: the parent of its command leaves, and the
+ * only cgroup with the sandbox's memory limit (init lives beside it). */
+#define CGROUP_CMDS "cmds"
 
 struct cgroup_hier {
 	char *path;     /* <own>/<manager name>, absolute; for messages */
 	int dfd;        /* directory fd of path */
 	unsigned ctrls; /* CGROUP_CTRL_* this hierarchy carries */
 	/* Command leaves live here. A v1 cpuacct mounted on its own only counts
-	 * CPU time: commands inherit init's cpuacct cgroup by fork, so it needs
-	 * no leaves and costs no extra fd per exec. */
+	 * CPU time, and v1 devices holds one rule set per sandbox: commands
+	 * inherit init's cgroup there by fork, so these need no leaves and
+	 * cost no extra fd per exec. */
 	bool leaves;
 };
 
@@ -39,8 +45,14 @@ struct cgroup_manager {
 	bool has_kill; /* v2 cgroup.kill (kernel >= 5.14) */
 	struct cgroup_hier h[CGROUP_HIER_MAX];
 	char *name;
+	char *lock_dir; /* where ownership locks live */
+	int lock_fd;    /* a shared lock on <lock_dir>/<name>.lock, or -1 */
 	void (*fake_mkdir)(int dirfd, const char *name);
 	void (*fake_rmdir)(int dirfd, const char *name);
+	/* Unit tests only: called after a cgroup's pids are read and before
+	 * any of them is signalled, so a test can recycle a pid in between. */
+	void (*test_listed)(void *arg);
+	void *test_arg;
 };
 
 enum cgroup_leaf_state {
@@ -116,5 +128,14 @@ int cgroup_v1_stats(struct cgroup_manager *m, const char *rel,
 		    struct cgroup_stats *out);
 int cgroup_v1_freeze(struct cgroup_manager *m, const char *rel, bool frozen,
 		     int64_t deadline_ns);
+/* The device rules of a new sandbox cgroup rel (no children yet). */
+int cgroup_v1_set_devices(struct cgroup_manager *m, const char *rel,
+			  struct sbx_err *err);
+
+/* Total limits on the manager's own dir (0 = unlimited). */
+int cgroup_v1_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
+			 uint64_t pids, struct sbx_err *err);
+int cgroup_v2_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
+			 uint64_t pids, struct sbx_err *err);
 
 #endif

@@ -1,5 +1,6 @@
 /* cgroup v1 knobs: limits spread over the memory, pids and cpu hierarchies,
- * stats (cpuacct when mounted), and the freezer that kill works through. */
+ * stats (cpuacct when mounted), the freezer that kill works through, and
+ * the device rules (devices, where mounted). */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,12 +52,16 @@ int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
 	if (hm < 0 || hp < 0 || hc < 0)
 		return sbx_err_set(err, ENOTSUP, "cgroup: missing hierarchy");
 
+	/* memory on the commands' parent only: init stays out of it */
+	char cmds[PATH_MAX];
+	if ((r = cgroup_path(cmds, sizeof(cmds), rel, CGROUP_CMDS)) < 0)
+		return sbx_err_sys(err, -r, "cgroup: %s", rel);
 	if (lim->memory_bytes)
 		snprintf(val, sizeof(val), "%llu",
 			 (unsigned long long)lim->memory_bytes);
 	else
 		snprintf(val, sizeof(val), "-1");
-	if ((r = set_memory(m, hm, rel, val, err)) < 0)
+	if ((r = set_memory(m, hm, cmds, val, err)) < 0)
 		return r;
 
 	if (lim->pids)
@@ -78,6 +83,60 @@ int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
 		snprintf(val, sizeof(val), "-1");
 	}
 	return cgroup_set(m, hc, rel, "cpu.cfs_quota_us", val, false, err);
+}
+
+int cgroup_v1_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
+			 uint64_t pids, struct sbx_err *err)
+{
+	int hm = cgroup_hier_find(m, CGROUP_CTRL_MEMORY);
+	int hp = cgroup_hier_find(m, CGROUP_CTRL_PIDS);
+	char val[32];
+	int r;
+
+	if (hm < 0 || hp < 0)
+		return sbx_err_set(err, ENOTSUP, "cgroup: missing hierarchy");
+	if (memory_bytes)
+		snprintf(val, sizeof(val), "%llu",
+			 (unsigned long long)memory_bytes);
+	else
+		snprintf(val, sizeof(val), "-1");
+	if ((r = set_memory(m, hm, "", val, err)) < 0)
+		return r;
+	if (pids)
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)pids);
+	else
+		snprintf(val, sizeof(val), "max");
+	return cgroup_set(m, hp, "", "pids.max", val, false, err);
+}
+
+int cgroup_v1_set_devices(struct cgroup_manager *m, const char *rel,
+			  struct sbx_err *err)
+{
+	/* The nodes of a sandbox's /dev (rootfs.c setup_dev) and of its devpts
+	 * (ptmx 5:2, the ptys 136:*), nothing else. "m" too: init makes the
+	 * nodes, and may have joined its cgroup by then. */
+	static const char *const allow[] = {
+		"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",
+		"c 1:9 rwm", "c 5:0 rwm", "c 5:2 rwm", "c 136:* rwm",
+	};
+	int h = cgroup_hier_find(m, CGROUP_CTRL_DEVICES);
+	if (h < 0)
+		return 0;
+	int r = cgroup_set(m, h, rel, "devices.deny", "a", false, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < sizeof(allow) / sizeof(allow[0]); i++) {
+		r = cgroup_set(m, h, rel, "devices.allow", allow[i], false,
+			       NULL);
+		/* EPERM: the daemon's own cgroup denies it already, which is
+		 * stricter still */
+		if (r < 0 && r != -EPERM)
+			return sbx_err_sys(err, -r,
+					   "cgroup: write \"%s\" to "
+					   "%s/%s/devices.allow",
+					   allow[i], m->h[h].path, rel);
+	}
+	return 0;
 }
 
 struct oom_sum {

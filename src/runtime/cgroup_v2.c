@@ -1,6 +1,7 @@
 /* cgroup v2 knobs: the daemon's move into <own>/daemon, subtree_control,
  * limits, stats, freeze and cgroup.kill. Everything works on the unified
  * hierarchy, the manager's only one (index 0). */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,19 +73,22 @@ int cgroup_v2_enable_subtree(struct cgroup_manager *m, const char *rel,
 int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
 			 const struct cgroup_limits *lim, struct sbx_err *err)
 {
-	char val[48];
+	char val[48], cmds[PATH_MAX];
 	int r;
 
+	/* memory on the commands' parent only: init stays out of it */
+	if ((r = cgroup_path(cmds, sizeof(cmds), rel, CGROUP_CMDS)) < 0)
+		return sbx_err_sys(err, -r, "cgroup: %s", rel);
 	if (lim->memory_bytes)
 		snprintf(val, sizeof(val), "%llu",
 			 (unsigned long long)lim->memory_bytes);
 	else
 		snprintf(val, sizeof(val), "max");
-	if ((r = cgroup_set(m, 0, rel, "memory.max", val, false, err)) < 0)
+	if ((r = cgroup_set(m, 0, cmds, "memory.max", val, false, err)) < 0)
 		return r;
 	/* Without swap accounting the file is absent and there is nothing to
 	 * escape the memory limit into. */
-	r = cgroup_set(m, 0, rel, "memory.swap.max", "0", true, err);
+	r = cgroup_set(m, 0, cmds, "memory.swap.max", "0", true, err);
 	if (r < 0 && r != -ENOENT)
 		return r;
 
@@ -104,6 +108,26 @@ int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
 		snprintf(val, sizeof(val), "max %d", CPU_PERIOD_US);
 	}
 	return cgroup_set(m, 0, rel, "cpu.max", val, false, err);
+}
+
+int cgroup_v2_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
+			 uint64_t pids, struct sbx_err *err)
+{
+	char val[32];
+	int r;
+
+	if (memory_bytes)
+		snprintf(val, sizeof(val), "%llu",
+			 (unsigned long long)memory_bytes);
+	else
+		snprintf(val, sizeof(val), "max");
+	if ((r = cgroup_set(m, 0, "", "memory.max", val, false, err)) < 0)
+		return r;
+	if (pids)
+		snprintf(val, sizeof(val), "%llu", (unsigned long long)pids);
+	else
+		snprintf(val, sizeof(val), "max");
+	return cgroup_set(m, 0, "", "pids.max", val, false, err);
 }
 
 int cgroup_v2_stats(struct cgroup_manager *m, const char *rel,

@@ -193,11 +193,15 @@ _Noreturn void init_main(const struct init_args *a)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 	set_cmdline();
-	/* an OOM in the sandbox takes a command, never its init */
+	/* An OOM inside the sandbox never picks init: it lives beside the
+	 * memory-limited cgroup of the commands (cgroup.h). This only keeps
+	 * it out of a host-wide OOM, where root has CAP_SYS_RESOURCE; where
+	 * it has not, the write fails and init keeps the daemon's score.
+	 * Commands set their own score (spawn.c), never inheriting this. */
 	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (oom >= 0) {
 		if (write(oom, "-1000", 5) < 0) {
-			/* not fatal: v1's OOM killer picks the biggest task */
+			/* EACCES without CAP_SYS_RESOURCE; see above */
 		}
 		close(oom);
 	}

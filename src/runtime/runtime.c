@@ -103,6 +103,10 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 		goto fail;
 	if ((r = cgroup_manager_clean(rt->cg, err)))
 		goto fail;
+	/* and the subtrees of earlier state dirs whose daemons died */
+	struct sbx_err serr = {0};
+	if (cgroup_manager_remove_stale(rt->cg, "sandboxd-", &serr) < 0)
+		fprintf(stderr, "%s\n", serr.msg);
 	/* whatever a previous daemon left in the trash */
 	runtime_remove_files(rt, NULL, NULL);
 	*out = rt;
@@ -110,6 +114,12 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 fail:
 	runtime_free(rt);
 	return r;
+}
+
+int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes,
+		       uint64_t pids, struct sbx_err *err)
+{
+	return cgroup_manager_set_totals(rt->cg, memory_bytes, pids, err);
 }
 
 void runtime_free(struct runtime *rt)

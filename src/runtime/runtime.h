@@ -40,6 +40,10 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 		const struct image_file *files, size_t nfiles,
 		struct runtime **out, struct sbx_err *err);
 void runtime_free(struct runtime *rt);
+/* Limits over all of this daemon's sandboxes together (0 = unlimited):
+ * memory and pids of its cgroup subtree. */
+int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes,
+		       uint64_t pids, struct sbx_err *err);
 
 /* Start a sandbox's init. Returns at once: setup continues in init, which
  * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued

@@ -1,4 +1,5 @@
 /* From init's forked child to a sandboxed command. Order is the point:
+ *   0. an OOM score of its own, set while still host root (see below);
  *   1. join the command's cgroup leaf (host cgroupfs, through fds the daemon
  *      passed) and unshare a cgroup namespace rooted there, so the command
  *      sees itself at "/" and cannot name its parents;
@@ -36,6 +37,15 @@ static _Noreturn void fail(int errfd, int e, const char *what)
 	}
 	_exit(127);
 }
+
+/* A sandbox's commands are the first the kernel's OOM killer should pick
+ * under host pressure, before host services at the default 0. Writing it
+ * with CAP_SYS_RESOURCE also sets the process's oom_score_adj_min, below
+ * which nothing without that capability (no command) can go again; init's
+ * own -1000 is not inherited. Without CAP_SYS_RESOURCE the write still
+ * raises the score (raising needs nothing), but the floor stays init's,
+ * which is then the daemon's (0 unless started lower). */
+#define SPAWN_OOM_SCORE_ADJ "500"
 
 static const char *env_get(const struct spawn_req *req, const char *key)
 {
@@ -87,6 +97,13 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
 		fail(errfd, errno, "setsid");
+
+	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (oom < 0 || write(oom, SPAWN_OOM_SCORE_ADJ,
+			     sizeof(SPAWN_OOM_SCORE_ADJ) - 1) !=
+			       (ssize_t)sizeof(SPAWN_OOM_SCORE_ADJ) - 1)
+		fail(errfd, errno, "oom_score_adj");
+	close(oom);
 
 	for (uint32_t i = 0; i < req->ncg; i++)
 		if (write(fds[req->nstdio + i], "0", 1) != 1)

@@ -159,6 +159,24 @@ def host_procs_in_uid_range(base, n=UID_RANGE):
     return found
 
 
+def _pidns(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def procs_in_pidns_of(init_pid):
+    """Host pids of the processes in init_pid's pid namespace but init
+    (other daemons on this host may use the same uid ranges: see
+    docs/security.md A.9, so a uid alone does not name a sandbox)."""
+    ns = _pidns(init_pid)
+    if ns is None:
+        return []
+    return [int(d) for d in os.listdir("/proc")
+            if d.isdigit() and int(d) != init_pid and _pidns(d) == ns]
+
+
 def host_mounts_mentioning(text):
     with open("/proc/self/mountinfo") as f:
         return [l.strip() for l in f if text in l]
@@ -199,11 +217,30 @@ def _cgroup_mounts():
     return out
 
 
+V1_CONTROLLERS = ("freezer", "memory", "pids", "cpu", "cpuacct", "devices")
+
+
+def cgroup_dirs_of(pid, controllers=V1_CONTROLLERS):
+    """{controller: host directory} of pid's v1 cgroups (the path in
+    /proc/<pid>/cgroup, minus the mount's root, joined to its mountpoint)."""
+    mounts = _cgroup_mounts()
+    out = {}
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for c in ctrls.split(","):
+                if c not in controllers or c not in mounts:
+                    continue
+                root, mp = mounts[c]
+                rel = path[len(root):] if root != "/" and path.startswith(root) else path
+                out[c] = mp + (rel if rel != "/" else "")
+    return out
+
+
 def daemon_cgroup_dirs(daemon_pid, state_dir):
     """{controller: <own cgroup>/sandboxd-<hash of state dir>} on the host,
     found the way the daemon finds its own (cgroup.c): the v1 hierarchies
     it uses, or {"unified": ...} when it runs on cgroup v2."""
-    mounts = _cgroup_mounts()
     name = "sandboxd-%08x" % fnv1a(state_dir)
     out, unified = {}, None
     with open(f"/proc/{daemon_pid}/cgroup") as f:
@@ -211,17 +248,10 @@ def daemon_cgroup_dirs(daemon_pid, state_dir):
             hid, ctrls, path = line.rstrip("\n").split(":", 2)
             if hid == "0" and not ctrls:
                 unified = path
-            for c in ctrls.split(","):
-                if c not in ("freezer", "memory", "pids", "cpu", "cpuacct"):
-                    continue
-                if c not in mounts:
-                    continue
-                root, mp = mounts[c]
-                rel = path[len(root):] if root != "/" and path.startswith(root) else path
-                own = mp + (rel if rel != "/" else "")
-                d = os.path.join(own, name)
-                if os.path.isdir(d):
-                    out[c] = d
+    for c, own in cgroup_dirs_of(daemon_pid).items():
+        d = os.path.join(own, name)
+        if os.path.isdir(d):
+            out[c] = d
     if not out and unified is not None:
         # v2: the daemon moved itself into <own>/daemon
         own = unified[:-len("/daemon")] if unified.endswith("/daemon") else unified
@@ -250,6 +280,20 @@ def read_int(path, default=None):
             return int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         return default
+
+
+def memory_limit_over(path, top):
+    """The smallest v1 memory.limit_in_bytes from cgroup dir path up to and
+    including top: the limit that applies to a task in path, below top."""
+    best = None
+    d = path
+    while True:
+        v = read_int(os.path.join(d, "memory.limit_in_bytes"))
+        if v is not None and (best is None or v < best):
+            best = v
+        if d == top or len(d) <= len(top):
+            return best
+        d = os.path.dirname(d)
 
 
 def oom_kills_under(path):
@@ -605,6 +649,15 @@ class Sandbox:
 
     def cgroup(self, controller):
         return self.d.sandbox_cgroup(self.slot, controller)
+
+    def init_pid(self):
+        return self.d.init_pids(self.name)[-1]
+
+    def host_pids(self, timeout=5):
+        """Host pids of the sandbox's processes but init (waits for one)."""
+        pids = wait_until(lambda: procs_in_pidns_of(self.init_pid()), timeout)
+        assert pids, "no process of the sandbox on the host"
+        return pids
 
     def upper(self):
         return os.path.join(self.d.state_dir, "sandboxes", f"s{self.slot}", "root", "upper")

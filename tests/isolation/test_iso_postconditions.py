@@ -3,6 +3,11 @@ suite ends with these assertions (conftest.py, autouse); here they are
 exercised on purpose, on a sandbox left as messy as a user could leave it,
 and on a daemon that stops with sandboxes still running."""
 import os
+import random
+import signal
+import subprocess
+
+import pytest
 
 import isolation_lib as lib
 
@@ -75,3 +80,60 @@ def test_49c_the_checks_can_fail(sandbox, daemon):
     for what in ("host processes in uid range", "still alive", "cgroup left",
                  "sandbox files left"):
         assert what in msg, (what, msg)
+
+
+def _rmtree_cgroup(path):
+    for dirpath, _, _ in sorted(os.walk(path), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            pass
+
+
+def test_49d_stale_cgroups_of_dead_daemons_removed_at_start(make_daemon, sandbox, daemon):
+    """<own>/sandboxd-<hash> subtrees of state dirs whose daemons died are
+    removed when a daemon starts; never one with a process inside, one a
+    process holds open (a running daemon, of any version), nor a running
+    daemon's (the session daemon's, idle here)."""
+    own = lib.cgroup_dirs_of(os.getpid())  # the daemon started below shares them
+    if "freezer" not in own:
+        pytest.skip("creates cgroup v1 dirs; the v2 case is unit-tested (test_cgroup_v2)")
+    names = ["sandboxd-%08x" % random.getrandbits(32) for _ in range(3)]
+    stale, busy, held = names
+    sleeper = subprocess.Popen(["sleep", "300"])
+    fd = None
+    try:
+        for d in own.values():
+            for sub in ("s3/init", "s3/cmds/c0", "s3/cmds/c1"):
+                os.makedirs(os.path.join(d, stale, sub))
+            os.makedirs(os.path.join(d, busy, "s1", "init"))
+            os.makedirs(os.path.join(d, held, "s2", "init"))
+        with open(os.path.join(own["freezer"], busy, "s1", "init", "cgroup.procs"), "w") as f:
+            f.write(str(sleeper.pid))
+        # what every sandboxd keeps on its own cgroup dirs while it runs
+        fd = os.open(os.path.join(own["memory"], held), os.O_RDONLY | os.O_DIRECTORY)
+        daemon.health()
+        live = dict(daemon.cgroup_roots)
+        assert live, "the session daemon has no cgroup dirs"
+
+        make_daemon()
+
+        left = [os.path.join(d, stale) for d in own.values()
+                if os.path.exists(os.path.join(d, stale))]
+        assert not left, f"stale cgroups left after a daemon start: {left}"
+        for d in own.values():
+            assert os.path.isdir(os.path.join(d, busy, "s1", "init")), \
+                f"removed with a process inside: {d}/{busy}"
+            assert os.path.isdir(os.path.join(d, held, "s2", "init")), \
+                f"removed while a process holds it open: {d}/{held}"
+        assert sleeper.poll() is None, "the process inside was killed"
+        assert all(os.path.isdir(p) for p in live.values()), live
+        assert sandbox().run("echo ok")["stdout"] == "ok\n"
+    finally:
+        if fd is not None:
+            os.close(fd)
+        sleeper.send_signal(signal.SIGKILL)
+        sleeper.wait()
+        for d in own.values():
+            for n in names:
+                _rmtree_cgroup(os.path.join(d, n))

@@ -100,6 +100,40 @@ def test_24_minimal_dev(sandbox):
         assert res["stdout"].strip() == "", res
 
 
+# The device rules of a sandbox's v1 devices cgroup: its /dev nodes, ptmx
+# and the ptys of its devpts.
+DEVICE_RULES = {"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm",
+                "c 5:0 rwm", "c 5:2 rwm", "c 136:* rwm"}
+
+
+def test_24b_device_cgroup_backstop(sandbox, daemon):
+    """Where the host has a v1 devices hierarchy, a sandbox's processes
+    live in a devices cgroup of the sandbox's own, beneath the daemon's,
+    that allows only the nodes its /dev has: a second line behind "no
+    CAP_MKNOD" and the nodev mounts."""
+    own = lib.cgroup_dirs_of(daemon.pid).get("devices")
+    if own is None:
+        pytest.skip("no cgroup v1 devices hierarchy here (on v2: see docs/security.md)")
+    sb = sandbox()
+    sb.background("sleep 60")
+    procs = sb.host_pids()
+    mgr = os.path.join(own, "sandboxd-%08x" % lib.fnv1a(daemon.state_dir))
+    box = os.path.join(mgr, f"s{sb.slot}")
+    for pid in procs + [sb.init_pid()]:
+        cg = lib.cgroup_dirs_of(pid)["devices"]
+        assert cg == box or cg.startswith(box + "/"), \
+            f"pid {pid} in devices cgroup {cg}, not under {box}"
+        with open(os.path.join(cg, "devices.list")) as f:
+            rules = set(f.read().split("\n")) - {""}
+        assert "a *:* rwm" not in rules, f"{cg}: every device allowed"
+        assert rules == DEVICE_RULES, rules
+    # the nodes the sandbox has still work
+    out = sb.sh("head -c 3 /dev/zero | wc -c; head -c 3 /dev/urandom | wc -c; "
+                "echo x > /dev/null && echo null-ok; "
+                "(echo x > /dev/full) 2>&1 | grep -c 'No space'")
+    assert out.split() == ["3", "3", "null-ok", "1"], out
+
+
 def test_25_dev_shm_private(sandbox):
     a, b = sandbox(), sandbox()
     token = secrets.token_hex(8)

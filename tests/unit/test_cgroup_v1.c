@@ -18,8 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sched.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -203,6 +205,11 @@ static pid_t read_pid(int fd)
 	return pid;
 }
 
+/* devices.list of a sandbox's cgroup: its /dev nodes, ptmx, the ptys. */
+#define DEVICE_RULES                                                          \
+	"c 1:3 rwm\nc 1:5 rwm\nc 1:7 rwm\nc 1:8 rwm\nc 1:9 rwm\nc 5:0 rwm\n" \
+	"c 5:2 rwm\nc 136:* rwm"
+
 #define NEED_V1()                                                             \
 	do {                                                                  \
 		if (!M) {                                                     \
@@ -230,13 +237,13 @@ static void test_limits_read_back(void **state)
 	NEED_V1();
 	struct cgroup_sandbox *s = sandbox("lim", 64 << 20, 16, 500);
 	const char *mem = hpath(CGROUP_CTRL_MEMORY);
-	bool memsw = existsf("%s/lim/memory.memsw.limit_in_bytes", mem);
+	bool memsw = existsf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem);
 
-	assert_string_equal(readf("%s/lim/memory.limit_in_bytes", mem),
+	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
 			    "67108864");
 	if (memsw)
 		assert_string_equal(
-			readf("%s/lim/memory.memsw.limit_in_bytes", mem),
+			readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
 			"67108864");
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
 			    "16");
@@ -246,8 +253,30 @@ static void test_limits_read_back(void **state)
 	assert_string_equal(
 		readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)),
 		"50000");
-	for (int i = 0; i < M->nh; i++)
+	for (int i = 0; i < M->nh; i++) {
 		assert_true(existsf("%s/lim/init", M->h[i].path));
+		assert_int_equal(existsf("%s/lim/cmds", M->h[i].path),
+				 M->h[i].leaves);
+	}
+	/* The memory limit is the commands' alone: neither the sandbox's
+	 * cgroup nor init's beside cmds has one (an OOM never picks init). */
+	assert_true(strtoull(readf("%s/lim/memory.limit_in_bytes", mem), NULL,
+			     10) >= (1ull << 62));
+	assert_true(strtoull(readf("%s/lim/init/memory.limit_in_bytes", mem),
+			     NULL, 10) >= (1ull << 62));
+	/* pids and CPU cover init and the commands together */
+	assert_string_equal(
+		readf("%s/lim/cmds/pids.max", hpath(CGROUP_CTRL_PIDS)), "max");
+	int hd = cgroup_hier_find(M, CGROUP_CTRL_DEVICES);
+	if (hd >= 0) {
+		assert_string_equal(readf("%s/lim/devices.list", M->h[hd].path),
+				    DEVICE_RULES);
+		assert_string_equal(
+			readf("%s/lim/init/devices.list", M->h[hd].path),
+			DEVICE_RULES);
+	} else {
+		print_message("no v1 devices hierarchy: rules not checked\n");
+	}
 
 	/* Raising the memory limit past the memsw limit is the order the
 	 * kernel refuses unless memsw goes first. */
@@ -255,7 +284,7 @@ static void test_limits_read_back(void **state)
 	struct sbx_err err = { 0 };
 	if (cgroup_sandbox_set_limits(s, &up, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
-	const char *v = readf("%s/lim/memory.limit_in_bytes", mem);
+	const char *v = readf("%s/lim/cmds/memory.limit_in_bytes", mem);
 	assert_true(strtoull(v, NULL, 10) >= (1ull << 62)); /* "unlimited" */
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
 			    "max");
@@ -266,11 +295,11 @@ static void test_limits_read_back(void **state)
 	struct cgroup_limits down = { 32 << 20, 8, 2000 };
 	if (cgroup_sandbox_set_limits(s, &down, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
-	assert_string_equal(readf("%s/lim/memory.limit_in_bytes", mem),
+	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
 			    "33554432");
 	if (memsw)
 		assert_string_equal(
-			readf("%s/lim/memory.memsw.limit_in_bytes", mem),
+			readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
 			"33554432");
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
 			    "8");
@@ -281,7 +310,7 @@ static void test_limits_read_back(void **state)
 	struct cgroup_limits up2 = { 256 << 20, 8, 2000 };
 	if (cgroup_sandbox_set_limits(s, &up2, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
-	assert_string_equal(readf("%s/lim/memory.limit_in_bytes", mem),
+	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
 			    "268435456");
 	destroy(s);
 }
@@ -322,7 +351,7 @@ static void test_daemonized_escaper_killed(void **state)
 	close(p[0]);
 
 	char leaf[64];
-	snprintf(leaf, sizeof(leaf), "esc/c%d", idx);
+	snprintf(leaf, sizeof(leaf), "esc/cmds/c%d", idx);
 	for (int i = 0; i < M->nh; i++) {
 		if (!M->h[i].leaves)
 			continue;
@@ -377,7 +406,7 @@ static void test_fork_bomb_contained_and_killed(void **state)
 	/* The limit was hit, and held. v1 counts the event in the forking
 	 * process's cgroup, the leaf, not in the one whose limit it is. */
 	const char *pids = hpath(CGROUP_CTRL_PIDS);
-	const char *ev = readf("%s/bomb/c%d/pids.events", pids, idx);
+	const char *ev = readf("%s/bomb/cmds/c%d/pids.events", pids, idx);
 	assert_non_null(ev);
 	assert_non_null(strstr(ev, "max "));
 	assert_true(strtoull(strstr(ev, "max ") + 4, NULL, 10) > 0);
@@ -501,7 +530,8 @@ static void test_destroy_removes_every_dir(void **state)
 	assert_false(cgroup_cmd_empty(s, 1));
 	for (int i = 0; i < M->nh; i++) {
 		bool leaves = M->h[i].leaves;
-		assert_int_equal(existsf("%s/rm/c2", M->h[i].path), leaves);
+		assert_int_equal(
+			existsf("%s/rm/cmds/c2", M->h[i].path), leaves);
 	}
 	destroy(s);
 	assert_killed(child);
@@ -548,7 +578,7 @@ static void test_stale_sandbox_replaced(void **state)
 	struct cgroup_sandbox *s = sandbox("stale", 0, 0, 0);
 	assert_killed(orphan);
 	for (int i = 0; i < M->nh; i++)
-		assert_false(existsf("%s/stale/c0", M->h[i].path));
+		assert_false(existsf("%s/stale/cmds/c0", M->h[i].path));
 	destroy(s);
 }
 
@@ -599,6 +629,344 @@ static void test_manager_clean_after_dead_daemon(void **state)
 		assert_true(existsf("%s", M->h[i].path));
 		assert_false(has_subdirs(M->h[i].path));
 	}
+}
+
+static void test_init_outside_the_memory_limit(void **state)
+{
+	(void)state;
+	NEED_V1();
+	/* init may use more than the sandbox's limit and live: an OOM in the
+	 * sandbox can only ever pick a command */
+	struct cgroup_sandbox *s = sandbox("initmem", 16 << 20, 64, 0);
+	int go[2], done[2];
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(done, O_CLOEXEC), 0);
+	pid_t init = fork();
+	assert_true(init >= 0);
+	if (init == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1)
+			_exit(114);
+		for (int i = 0; i < 48; i++) {
+			char *b = malloc(1 << 20);
+			if (!b)
+				_exit(113);
+			memset(b, 1, 1 << 20);
+		}
+		pid_t me = getpid();
+		if (write(done[1], &me, sizeof(me)) != sizeof(me))
+			_exit(115);
+		for (;;)
+			pause();
+	}
+	close(go[0]);
+	close(done[1]);
+	struct sbx_err err = { 0 };
+	if (cgroup_sandbox_add_init(s, init, &err) < 0)
+		fail_msg("add_init: %s", err.msg);
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(read_pid(done[0]), init);
+	close(go[1]);
+	close(done[0]);
+
+	/* a command past the limit is killed, init lives on */
+	int fds[CGROUP_MAX_FDS], nfds;
+	acquire(s, fds, &nfds);
+	pid_t cmd = fork();
+	assert_true(cmd >= 0);
+	if (cmd == 0) {
+		join(fds, nfds);
+		for (int i = 0; i < 64; i++) {
+			char *b = malloc(1 << 20);
+			if (!b)
+				_exit(113);
+			memset(b, 1, 1 << 20);
+		}
+		_exit(0);
+	}
+	close_fds(fds, nfds);
+	assert_killed(cmd);
+	assert_int_equal(waitpid(init, NULL, WNOHANG), 0);
+	assert_int_equal(kill(init, 0), 0);
+	struct cgroup_stats st;
+	assert_int_equal(cgroup_sandbox_stats(s, &st), 0);
+	assert_true(st.oom_kills >= 1);
+	assert_true(st.memory_bytes > (32u << 20)); /* init's, counted */
+	destroy(s);
+	assert_killed(init);
+}
+
+static void test_signal_reaches_the_tree(void **state)
+{
+	(void)state;
+	NEED_V1();
+	struct cgroup_sandbox *s = sandbox("sig", 0, 0, 0);
+	int fds[CGROUP_MAX_FDS], nfds, p[2];
+	int idx = acquire(s, fds, &nfds);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		join(fds, nfds);
+		pid_t gc = fork();
+		if (gc == 0) {
+			setsid();
+			pid_t me = getpid();
+			if (write(p[1], &me, sizeof(me)) != sizeof(me))
+				_exit(112);
+			for (;;)
+				pause();
+		}
+		for (;;)
+			pause();
+	}
+	close_fds(fds, nfds);
+	close(p[1]);
+	pid_t gc = read_pid(p[0]);
+	close(p[0]);
+	assert_int_equal(cgroup_cmd_signal(s, idx, SIGTERM), 2);
+	int status = wait_dead(child);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	for (int i = 0; i < 2000 && kill(gc, 0) == 0; i++) {
+		reap_all();
+		sleep_ms(1);
+	}
+	assert_int_equal(kill(gc, 0), -1);
+	assert_true(cgroup_cmd_empty(s, idx));
+	destroy(s);
+}
+
+/* The pid of a process listed in a leaf, handed to another process (not
+ * in the leaf) between the listing and the signal. */
+struct recycle {
+	pid_t victim;   /* in the leaf */
+	pid_t stranger; /* took victim's pid, outside the leaf */
+	int err;
+};
+
+static void recycle_pid(void *arg)
+{
+	struct recycle *r = arg;
+	kill(r->victim, SIGKILL);
+	waitpid(r->victim, NULL, 0);
+	pid_t tid = r->victim;
+	struct clone_args ca = {
+		.exit_signal = SIGCHLD,
+		.set_tid = (uint64_t)(uintptr_t)&tid,
+		.set_tid_size = 1,
+	};
+	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	r->stranger = pid;
+	r->err = pid < 0 ? errno : 0;
+}
+
+static void test_signal_never_hits_a_recycled_pid(void **state)
+{
+	(void)state;
+	NEED_V1();
+	struct cgroup_sandbox *s = sandbox("recycle", 0, 0, 0);
+	int fds[CGROUP_MAX_FDS], nfds, p[2];
+	int idx = acquire(s, fds, &nfds);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid_t victim = fork();
+	assert_true(victim >= 0);
+	if (victim == 0) {
+		join(fds, nfds);
+		if (write(p[1], "x", 1) != 1)
+			_exit(112);
+		for (;;)
+			pause();
+	}
+	close_fds(fds, nfds);
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+
+	struct recycle r = { .victim = victim };
+	M->test_listed = recycle_pid;
+	M->test_arg = &r;
+	/* SIGUSR1 kills by default; a fatal signal fixes the exit status
+	 * the moment it is sent, so the status below tells without waiting
+	 * whether the stranger was hit */
+	int n = cgroup_cmd_signal(s, idx, SIGUSR1);
+	M->test_listed = NULL;
+	if (r.err == EEXIST) {
+		print_message("skipped: pid %d was taken before the test could "
+			      "reuse it\n",
+			      (int)victim);
+		destroy(s);
+		skip();
+	}
+	assert_int_equal(r.err, 0);
+	assert_int_equal(r.stranger, victim); /* the same pid number */
+	assert_int_equal(n, 1);               /* it was listed... */
+	/* ...but the process that has its number now is not the one listed */
+	assert_int_equal(kill(r.stranger, SIGKILL), 0);
+	int status = wait_dead(r.stranger);
+	assert_true(WIFSIGNALED(status));
+	if (WTERMSIG(status) == SIGUSR1)
+		fail_msg("a recycled pid was signalled: pid %d now names a "
+			 "process outside the leaf",
+			 (int)r.stranger);
+	assert_int_equal(WTERMSIG(status), SIGKILL);
+	assert_true(cgroup_cmd_empty(s, idx));
+	destroy(s);
+}
+
+static void test_totals(void **state)
+{
+	(void)state;
+	NEED_V1();
+	const char *mem = hpath(CGROUP_CTRL_MEMORY);
+	const char *pids = hpath(CGROUP_CTRL_PIDS);
+	bool memsw = existsf("%s/memory.memsw.limit_in_bytes", mem);
+	struct sbx_err err = { 0 };
+	if (cgroup_manager_set_totals(M, 512ull << 20, 1000, &err) < 0)
+		fail_msg("set_totals: %s", err.msg);
+	assert_string_equal(readf("%s/memory.limit_in_bytes", mem),
+			    "536870912");
+	if (memsw)
+		assert_string_equal(
+			readf("%s/memory.memsw.limit_in_bytes", mem),
+				    "536870912");
+	assert_string_equal(readf("%s/pids.max", pids), "1000");
+	/* sandboxes below it keep their own limits, and fit under it */
+	struct cgroup_sandbox *s = sandbox("tot", 64 << 20, 16, 0);
+	assert_string_equal(readf("%s/tot/pids.max", pids), "16");
+	destroy(s);
+	if (cgroup_manager_set_totals(M, 0, 0, &err) < 0)
+		fail_msg("set_totals: %s", err.msg);
+	assert_true(strtoull(readf("%s/memory.limit_in_bytes", mem), NULL,
+			     10) >= (1ull << 62));
+	assert_string_equal(readf("%s/pids.max", pids), "max");
+}
+
+/* A stale manager dir <own>/<prefix><tag> in every hierarchy, with a
+ * sandbox's dirs in it. */
+static void make_stale(const char *prefix, const char *tag)
+{
+	for (int i = 0; i < M->nh; i++) {
+		char p[PATH_MAX];
+		const char *subs[] = { "", "/s1", "/s1/init", "/s1/cmds",
+				       "/s1/cmds/c0" };
+		for (size_t j = 0; j < 5; j++) {
+			snprintf(p, sizeof(p), "%s/../%s%s%s", M->h[i].path,
+				 prefix, tag, subs[j]);
+			assert_int_equal(mkdir(p, 0755), 0);
+		}
+	}
+}
+
+static void rm_stale(const char *prefix, const char *tag)
+{
+	for (int i = 0; i < M->nh; i++) {
+		const char *subs[] = { "/s1/cmds/c0", "/s1/cmds", "/s1/init",
+				       "/s1", "" };
+		for (size_t j = 0; j < 5; j++) {
+			char p[PATH_MAX];
+			snprintf(p, sizeof(p), "%s/../%s%s%s", M->h[i].path,
+				 prefix, tag, subs[j]);
+			rmdir(p);
+		}
+	}
+}
+
+static bool stale_exists(const char *prefix, const char *tag, int h)
+{
+	return existsf("%s/../%s%s", M->h[h].path, prefix, tag);
+}
+
+static void test_stale_managers_removed(void **state)
+{
+	(void)state;
+	NEED_V1();
+	char prefix[64];
+	snprintf(prefix, sizeof(prefix), "sbx-st%d-", (int)getpid());
+	const char *tags[] = { "gone", "busy", "open", "locked" };
+	for (size_t t = 0; t < 4; t++)
+		make_stale(prefix, tags[t]);
+
+	/* busy: a process inside (in one hierarchy is enough) */
+	int p[2];
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	pid_t inside = fork();
+	assert_true(inside >= 0);
+	if (inside == 0) {
+		for (;;)
+			pause();
+	}
+	char procs[PATH_MAX], val[24];
+	snprintf(procs, sizeof(procs), "%s/../%sbusy/s1/cmds/c0/cgroup.procs",
+		 hpath(CGROUP_CTRL_PIDS), prefix);
+	snprintf(val, sizeof(val), "%d", (int)inside);
+	int fd = open(procs, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, val, strlen(val)), (ssize_t)strlen(val));
+	close(fd);
+
+	/* open: a process (an older daemon) holds its dir in one hierarchy */
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s/../%sopen", hpath(CGROUP_CTRL_MEMORY),
+		 prefix);
+	int held = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(held >= 0);
+
+	/* locked: a live manager of that name elsewhere (another process:
+	 * POSIX locks of one process never conflict) */
+	pid_t owner = fork();
+	assert_true(owner >= 0);
+	if (owner == 0) {
+		close(held); /* it holds no dir open, only the lock */
+		char lk[PATH_MAX];
+		snprintf(lk, sizeof(lk), "%s/%slocked.lock", CGROUP_LOCK_DIR,
+			 prefix);
+		int lfd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		if (lfd < 0 || fcntl(lfd, F_SETLK, &fl) < 0 ||
+		    write(p[1], "x", 1) != 1)
+			_exit(111);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+
+	struct sbx_err err = { 0 };
+	int r = cgroup_manager_remove_stale(M, prefix, &err);
+	if (r < 0)
+		fail_msg("remove_stale: %s", err.msg);
+	assert_int_equal(r, 1);
+	for (int i = 0; i < M->nh; i++) {
+		assert_false(stale_exists(prefix, "gone", i));
+		assert_true(stale_exists(prefix, "busy", i));
+		assert_true(stale_exists(prefix, "open", i));
+		assert_true(stale_exists(prefix, "locked", i));
+		assert_true(existsf("%s", M->h[i].path)); /* our own stays */
+	}
+	assert_int_equal(kill(inside, 0), 0);
+	assert_false(existsf("%s/%sgone.lock", CGROUP_LOCK_DIR, prefix));
+
+	/* once nobody holds "open" any more, it goes too */
+	close(held);
+	assert_int_equal(cgroup_manager_remove_stale(M, prefix, &err), 1);
+	assert_false(stale_exists(prefix, "open", 0));
+
+	kill(inside, SIGKILL);
+	assert_killed(inside);
+	kill(owner, SIGKILL);
+	assert_killed(owner);
+	for (size_t t = 0; t < 4; t++)
+		rm_stale(prefix, tags[t]);
+	char lk[PATH_MAX];
+	snprintf(lk, sizeof(lk), "%s/%slocked.lock", CGROUP_LOCK_DIR, prefix);
+	unlink(lk);
 }
 
 static void test_manager_remove_leaves_nothing(void **state)
@@ -699,6 +1067,11 @@ int main(void)
 		cmocka_unit_test(test_destroy_removes_every_dir),
 		cmocka_unit_test(test_stale_sandbox_replaced),
 		cmocka_unit_test(test_manager_clean_after_dead_daemon),
+		cmocka_unit_test(test_init_outside_the_memory_limit),
+		cmocka_unit_test(test_signal_reaches_the_tree),
+		cmocka_unit_test(test_signal_never_hits_a_recycled_pid),
+		cmocka_unit_test(test_totals),
+		cmocka_unit_test(test_stale_managers_removed),
 		cmocka_unit_test(test_manager_remove_leaves_nothing),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

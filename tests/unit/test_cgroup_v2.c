@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -31,6 +33,7 @@ struct fake {
 	char mountinfo[PATH_MAX];
 	char selfcg[PATH_MAX];
 	char own[PATH_MAX]; /* <tmp>/cg/user.slice/sbx.service */
+	char locks[PATH_MAX];
 	struct cgroup_env env;
 };
 
@@ -211,6 +214,8 @@ static struct fake *fake_new(void)
 	f->env.self_pid = FAKE_PID;
 	f->env.fake_mkdir = fake_mkdir;
 	f->env.fake_rmdir = fake_rmdir;
+	snprintf(f->locks, sizeof(f->locks), "%s/locks", f->tmp);
+	f->env.lock_dir = f->locks;
 	fake_has_swap = true;
 	fake_has_kill = true;
 	return f;
@@ -327,7 +332,12 @@ static void test_subtree_control_enabled(void **state)
 	assert_string_equal(
 		read_file("%s/" MGR "/box1/cgroup.subtree_control", f->own),
 		SUBTREE);
-	/* Leaves hold processes, so their subtree_control stays empty. */
+	/* The commands' parent hands memory on to the leaves (for their
+	 * memory.oom.group); leaves hold processes, so theirs stays empty. */
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/cgroup.subtree_control",
+			  f->own),
+		SUBTREE);
 	assert_string_equal(
 		read_file("%s/" MGR "/box1/init/cgroup.subtree_control",
 			  f->own),
@@ -344,13 +354,22 @@ static void test_limits_written(void **state)
 	const char *b = f->own;
 	assert_true(is_dir("%s/" MGR "/box1", b));
 	assert_true(is_dir("%s/" MGR "/box1/init", b));
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b),
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
 			    "67108864");
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.swap.max", b),
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.swap.max", b),
 			    "0");
-	/* OOM grouping is per command leaf, so an OOM never takes init */
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.oom.group", b),
+	/* The sandbox itself has no memory limit: init lives beside the
+	 * commands' limited parent, so an OOM in the sandbox never takes it.
+	 * OOM grouping is per command leaf. */
+	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b), "");
+	assert_string_equal(read_file("%s/" MGR "/box1/memory.swap.max", b),
 			    "");
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.oom.group", b), "");
+	assert_string_equal(read_file("%s/" MGR "/box1/init/memory.max", b),
+			    "");
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/pids.max", b), "");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "16");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
 			    "50000 100000");
@@ -364,7 +383,8 @@ static void test_unlimited_written_as_max(void **state)
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
 	const char *b = f->own;
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b), "max");
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
 			    "max 100000");
@@ -390,8 +410,9 @@ static void test_swap_max_absent_is_skipped(void **state)
 	fake_has_swap = false;
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 1 << 20, 0, 0);
-	assert_false(exists("%s/" MGR "/box1/memory.swap.max", f->own));
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", f->own),
+	assert_false(exists("%s/" MGR "/box1/cmds/memory.swap.max", f->own));
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
 			    "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
@@ -405,14 +426,14 @@ static void test_set_limits_updates(void **state)
 	const char *b = f->own;
 	/* The fake files keep old bytes on a shorter write; cgroupfs would
 	 * not. Start from empty files. */
-	const char *knobs[] = { "memory.max", "pids.max", "cpu.max" };
+	const char *knobs[] = { "cmds/memory.max", "pids.max", "cpu.max" };
 	for (size_t i = 0; i < 3; i++) {
 		put("", "%s/" MGR "/box1/%s", b, knobs[i]);
 	}
 	struct cgroup_limits lim = { 128 << 20, 0, 2000 };
 	struct sbx_err err = { 0 };
 	assert_int_equal(cgroup_sandbox_set_limits(s, &lim, &err), 0);
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b),
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
 			    "134217728");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
@@ -445,15 +466,16 @@ static void test_acquire_fds_land_in_c0(void **state)
 	int fds[CGROUP_MAX_FDS], nfds = -1;
 	assert_int_equal(acquire(s, fds, &nfds), 0);
 	assert_int_equal(nfds, 1);
-	assert_true(is_dir("%s/" MGR "/box1/c0", f->own));
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c0", f->own));
 	assert_int_equal(fcntl(fds[0], F_GETFL) & O_ACCMODE, O_WRONLY);
 	assert_true(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
 	assert_int_equal(write(fds[0], "0", 1), 1);
 	close_fds(fds, nfds);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/c0/cgroup.procs", f->own), "0");
+		read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/c0/memory.oom.group", f->own), "1");
+		read_file("%s/" MGR "/box1/cmds/c0/memory.oom.group",
+			  f->own), "1");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -472,11 +494,11 @@ static void test_release_then_acquire_reuses_c0(void **state)
 	assert_false(cgroup_cmd_release(s, 0));
 	assert_int_equal(acquire(s, fds, &nfds), 0);
 	close_fds(fds, nfds);
-	assert_false(is_dir("%s/" MGR "/box1/c1", f->own));
+	assert_false(is_dir("%s/" MGR "/box1/cmds/c1", f->own));
 	/* c0 is taken: the next one is new. */
 	assert_int_equal(acquire(s, fds, &nfds), 1);
 	close_fds(fds, nfds);
-	assert_true(is_dir("%s/" MGR "/box1/c1", f->own));
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c1", f->own));
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -500,11 +522,12 @@ static void test_busy_leaf_waits_for_reclaim(void **state)
 	/* c1 is free, c0 is still occupied: c1 comes back. */
 	assert_int_equal(acquire(s, fds, &nfds), 1);
 	close_fds(fds, nfds);
-	put("", "%s/" MGR "/box1/c0/cgroup.procs", f->own); /* the child exited */
+	/* the child exited */
+	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	assert_int_equal(cgroup_sandbox_reclaim(s), 0);
 	assert_int_equal(acquire(s, fds, &nfds), 0);
 	close_fds(fds, nfds);
-	assert_false(is_dir("%s/" MGR "/box1/c2", f->own));
+	assert_false(is_dir("%s/" MGR "/box1/cmds/c2", f->own));
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -520,7 +543,7 @@ static void test_destroy_removes_dirs(void **state)
 	close_fds(fds, nfds);
 	acquire(s, fds, &nfds);
 	close_fds(fds, nfds);
-	assert_true(is_dir("%s/" MGR "/box1/c1", f->own));
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c1", f->own));
 	destroy(s);
 	assert_false(exists("%s/" MGR "/box1", f->own));
 	/* Only that sandbox went. */
@@ -545,8 +568,8 @@ static void test_destroy_times_out_on_survivor(void **state)
 	struct sbx_err err = { 0 };
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), -EBUSY);
 	assert_int_equal(err.code, EBUSY);
-	assert_non_null(strstr(err.msg, "box1/c0"));
-	put("", "%s/" MGR "/box1/c0/cgroup.procs", f->own);
+	assert_non_null(strstr(err.msg, "box1/cmds/c0"));
+	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), 0);
 	destroy(s);
 	cgroup_manager_free(m);
@@ -561,15 +584,17 @@ static void test_kill_without_cgroup_kill_freezes(void **state)
 	int fds[CGROUP_MAX_FDS], nfds;
 	acquire(s, fds, &nfds);
 	close_fds(fds, nfds);
-	put("populated 1\nfrozen 1\n", "%s/" MGR "/box1/c0/cgroup.events", f->own);
-	put("2000000000\n", "%s/" MGR "/box1/c0/cgroup.procs", f->own);
+	put("populated 1\nfrozen 1\n",
+	    "%s/" MGR "/box1/cmds/c0/cgroup.events", f->own);
+	put("2000000000\n", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	struct sbx_err err = { 0 };
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), -EBUSY);
 	/* It froze the leaf, and thawed it again before giving up. */
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/c0/cgroup.freeze", f->own), "0");
-	assert_false(exists("%s/" MGR "/box1/c0/cgroup.kill", f->own));
-	put("", "%s/" MGR "/box1/c0/cgroup.procs", f->own);
+		read_file("%s/" MGR "/box1/cmds/c0/cgroup.freeze",
+			  f->own), "0");
+	assert_false(exists("%s/" MGR "/box1/cmds/c0/cgroup.kill", f->own));
+	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -598,7 +623,8 @@ static void test_stale_sandbox_replaced(void **state)
 	struct cgroup_sandbox *s = sandbox(m, "box1", 1 << 20, 0, 0);
 	assert_false(exists("%s/" MGR "/box1/c7", f->own));
 	assert_true(is_dir("%s/" MGR "/box1/init", f->own));
-	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", f->own),
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
 			    "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
@@ -619,6 +645,144 @@ static void test_manager_clean_and_remove(void **state)
 	assert_false(exists("%s/" MGR, f->own));
 	/* The daemon still lives in <own>/daemon. */
 	assert_true(is_dir("%s/daemon", f->own));
+	cgroup_manager_free(m);
+}
+
+static void test_totals(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_set_totals(m, 8ull << 30, 4096, &err),
+			 0);
+	assert_string_equal(read_file("%s/" MGR "/memory.max", f->own),
+			    "8589934592");
+	assert_string_equal(read_file("%s/" MGR "/pids.max", f->own), "4096");
+	/* the daemon's own cgroup and its leaf are not touched */
+	assert_string_equal(read_file("%s/memory.max", f->own), "");
+	assert_string_equal(read_file("%s/daemon/memory.max", f->own), "");
+	put("", "%s/" MGR "/memory.max", f->own);
+	put("", "%s/" MGR "/pids.max", f->own);
+	assert_int_equal(cgroup_manager_set_totals(m, 0, 0, &err), 0);
+	assert_string_equal(read_file("%s/" MGR "/memory.max", f->own), "max");
+	assert_string_equal(read_file("%s/" MGR "/pids.max", f->own), "max");
+	cgroup_manager_free(m);
+}
+
+/* Holds a read lock on path in a child process (a live manager); returns
+ * its pid. POSIX locks of one process never conflict with each other. */
+static pid_t lock_in_child(const char *path)
+{
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		if (fd < 0 || fcntl(fd, F_SETLK, &fl) < 0 ||
+		    write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	return pid;
+}
+
+static void test_stale_managers_removed(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	/* earlier daemons' dirs beside ours */
+	mkdirf("%s/old-1/s0/init", f->own);
+	mkdirf("%s/old-1/s0/cmds/c3", f->own);
+	mkdirf("%s/old-2/s0/init", f->own);
+	put("2000000000\n", "%s/old-2/s0/init/cgroup.procs", f->own);
+	mkdirf("%s/old-3/s1", f->own);
+	mkdirf("%s/old-4/s2", f->own);
+	mkdirf("%s/other", f->own);
+	char lock[PATH_MAX + 16];
+	snprintf(lock, sizeof(lock), "%s/old-4.lock", f->locks);
+	pid_t owner = lock_in_child(lock);
+	char dir[PATH_MAX + 8];
+	snprintf(dir, sizeof(dir), "%s/old-3", f->own);
+	int held = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(held >= 0);
+
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 1);
+	assert_false(exists("%s/old-1", f->own));     /* nobody's: gone */
+	assert_true(is_dir("%s/old-2/s0", f->own));   /* a process inside */
+	assert_true(is_dir("%s/old-3/s1", f->own));   /* held open */
+	assert_true(is_dir("%s/old-4/s2", f->own));   /* locked by its owner */
+	assert_true(is_dir("%s/other", f->own));      /* not ours to judge */
+	assert_true(is_dir("%s/daemon", f->own));
+	assert_true(is_dir("%s/" MGR, f->own));
+	assert_false(exists("%s/locks/old-1.lock", f->tmp));
+	assert_true(exists("%s/locks/old-4.lock", f->tmp));
+
+	close(held);
+	kill(owner, SIGKILL);
+	waitpid(owner, NULL, 0);
+	put("", "%s/old-2/s0/init/cgroup.procs", f->own);
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 3);
+	assert_false(exists("%s/old-2", f->own));
+	assert_false(exists("%s/old-3", f->own));
+	assert_false(exists("%s/old-4", f->own));
+	assert_true(is_dir("%s/other", f->own));
+	cgroup_manager_free(m);
+}
+
+static void test_live_manager_keeps_its_dirs(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	/* another daemon, alive, with a sandbox */
+	int p[2];
+	assert_int_equal(pipe(p), 0);
+	pid_t other = fork();
+	assert_true(other >= 0);
+	if (other == 0) {
+		struct cgroup_manager *m2 = NULL;
+		struct cgroup_sandbox *s2 = NULL;
+		struct cgroup_limits lim = { 0 };
+		if (cgroup_manager_new(&f->env, "old-live", &m2, NULL) < 0 ||
+		    cgroup_sandbox_new(m2, "box1", &lim, &s2, NULL) < 0 ||
+		    write(p[1], "x", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	char c;
+	assert_int_equal(read(p[0], &c, 1), 1);
+	close(p[0]);
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 0);
+	assert_true(is_dir("%s/old-live/box1/init", f->own));
+	/* it dies without cleaning up: the next start removes its dirs */
+	kill(other, SIGKILL);
+	waitpid(other, NULL, 0);
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 1);
+	assert_false(exists("%s/old-live", f->own));
+	assert_false(exists("%s/old-live.lock", f->locks));
+	cgroup_manager_free(m);
+}
+
+static void test_no_lock_dir_leaves_stale_dirs(void **state)
+{
+	struct fake *f = *state;
+	f->env.lock_dir = "/proc/self/no-such-dir";
+	struct cgroup_manager *m = manager(f); /* works without */
+	mkdirf("%s/old-1/s0", f->own);
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), -ENOLCK);
+	assert_non_null(strstr(err.msg, "/proc/self/no-such-dir"));
+	assert_true(is_dir("%s/old-1/s0", f->own));
 	cgroup_manager_free(m);
 }
 
@@ -714,6 +878,8 @@ static void test_hybrid_selects_v1(void **state)
 	assert_true(is_dir("%s/%s/cpu/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/freezer/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/cpuacct/" MGR, f->tmp, r));
+	/* devices, where mounted: the sandboxes' device rules */
+	assert_true(is_dir("%s/%s/devices/" MGR, f->tmp, r));
 	/* Hierarchies the runtime does not use stay untouched, as does the
 	 * unified one: the daemon does not move there. */
 	assert_false(exists("%s/%s/cpuset/" MGR, f->tmp, r));
@@ -813,6 +979,10 @@ int main(void)
 		T(test_stats),
 		T(test_stale_sandbox_replaced),
 		T(test_manager_clean_and_remove),
+		T(test_totals),
+		T(test_stale_managers_removed),
+		T(test_live_manager_keeps_its_dirs),
+		T(test_no_lock_dir_leaves_stale_dirs),
 		T(test_invalid_names_rejected),
 		T(test_v2_without_controllers_and_no_v1_fails),
 		cmocka_unit_test_setup_teardown(test_hybrid_selects_v1,
