@@ -40,6 +40,8 @@ struct exec_job {
 	struct loop_timer timer;
 	int cg_idx;
 	bool exited, killed, finishing;
+	bool tree_left;         /* killed, and its cgroup is not empty yet */
+	unsigned kill_delay_ms; /* until the next kill round */
 	uint64_t start_mono;
 	struct exec_job *next;  /* in sb->jobs */
 	struct exec_job *qnext; /* in its session's queue */
@@ -192,7 +194,8 @@ static void fail(struct exec_job *j, enum exec_failure f, const char *fmt, ...)
 
 static void maybe_done(struct exec_job *j)
 {
-	if (j->exited && (j->killed || (j->out_w.fd < 0 && j->err_w.fd < 0)))
+	if (j->exited && (j->killed ? !j->tree_left
+				    : j->out_w.fd < 0 && j->err_w.fd < 0))
 		finish(j);
 }
 
@@ -226,19 +229,28 @@ void exec_resume_output(struct exec_job *j)
 	}
 }
 
+/* One kill round (it never waits: see cgroup_cmd_kill), repeated from
+ * the job's timer, soon while processes remain in its cgroup (a fork
+ * bomb, a freeze still taking hold), else every 500 ms as the backstop
+ * for a command forked but not yet in its cgroup, whose main process is
+ * signalled through init until init reports its exit. The job ends once
+ * its main process has exited and its cgroup is empty. */
 static void kill_tree(struct exec_job *j)
 {
 	struct sbx_err err;
+	int left = 0;
 	j->killed = true;
 	if (j->cg_idx >= 0 && j->sb->proc.cg &&
-	    cgroup_cmd_kill(j->sb->proc.cg, j->cg_idx, &err) < 0)
+	    (left = cgroup_cmd_kill(j->sb->proc.cg, j->cg_idx, &err)) < 0) {
 		log_warn("sandbox=%s event=kill-failed %s", j->sb->id, err.msg);
-	/* a command forked but not yet in its cgroup escapes that kill: its
-	 * main process is signalled through init, and the kill is repeated
-	 * until init reports the exit */
+		left = 0;
+	}
+	j->tree_left = left > 0;
 	if (j->res.pid)
 		exec_signal(j, SIGKILL);
-	loop_timer_start(j->sb->m->loop, &j->timer, 500);
+	unsigned d = j->kill_delay_ms;
+	j->kill_delay_ms = !left ? 500 : !d ? 2 : d < 256 ? d * 2 : 256;
+	loop_timer_start(j->sb->m->loop, &j->timer, j->kill_delay_ms);
 }
 
 static void on_timeout(struct loop_timer *t)

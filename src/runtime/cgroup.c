@@ -579,6 +579,29 @@ static int tree_kill(struct cgroup_manager *m, const char *rel,
 	return 0;
 }
 
+/* One round of tree_kill that never waits: the caller retries from its
+ * own timer while processes remain (how many it returns), so that a
+ * command's kill never holds the daemon's loop. A freeze that has not
+ * taken yet does not stop the round: what is listed is killed anyway (by
+ * pidfd, so never a recycled pid) and the next round takes what forked
+ * meanwhile. */
+static int tree_kill_step(struct cgroup_manager *m, const char *rel)
+{
+	if (m->version == 2 && m->has_kill) {
+		int r = cgroup_v2_kill(m, rel);
+		if (r == -ENOENT)
+			return 0;
+		if (r == 0)
+			return tree_pids(m, rel, NULL, NULL);
+	}
+	if (tree_pids(m, rel, NULL, NULL) <= 0)
+		return 0;
+	freeze(m, rel, true, cgroup_now_ns());
+	tree_sigkill(m, rel);
+	freeze(m, rel, false, 0);
+	return tree_pids(m, rel, NULL, NULL);
+}
+
 /* Kill everything in rel, then rmdir its tree in every hierarchy. */
 static int tree_destroy(struct cgroup_manager *m, const char *rel,
 			bool keep_top, struct sbx_err *err)
@@ -1599,7 +1622,11 @@ int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err)
 				   idx);
 	char rel[CGROUP_NAME_MAX + 32];
 	leaf_rel(s, idx, rel, sizeof(rel));
-	return tree_kill(s->m, rel, err);
+	int n = tree_kill_step(s->m, rel);
+	if (n < 0)
+		return sbx_err_sys(err, -n, "cgroup: kill in %s/%s",
+				   s->m->h[s->m->primary].path, rel);
+	return n;
 }
 
 int cgroup_cmd_signal(struct cgroup_sandbox *s, int idx, int signo)

@@ -120,7 +120,9 @@ int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out);
  * writing "0" to each. The caller closes the fds. */
 int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		       int *nfds, struct sbx_err *err);
-/* Kill every process in the leaf and wait (bounded) until it is empty. */
+/* One round of killing every process in the leaf, without waiting: how
+ * many are still listed (0: empty; the caller retries from a timer while
+ * it is not), or -errno. */
 int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err);
 /* Send signo to every process in the leaf (no freeze: a polite TERM).
  * Through pidfds, so a pid that was recycled after it was listed is never
