@@ -55,7 +55,8 @@ def test_inotify_instances_are_the_sandboxs_own(sandbox):
     # a takes every instance it can and holds them
     a.background(f"{lib.PROBE_PATH} inotifyfill {limit + 64} /workspace/ino.out")
     rep = _held(a, "/workspace/ino.out")
-    holder = lib.wait_until(lambda: lib.host_procs_in_uid_range(a.uid_base), 5)
+    holder = lib.wait_until(lambda: [p for p in lib.host_procs_in_uid_range(a.uid_base)
+                                     if p[1] == os.path.basename(lib.PROBE_PATH)], 5)
     assert holder, "the holding probe is not running"
     # the namespace the probe lives in is owned by the sandbox's own uid
     assert _userns_owner(holder[0][0]) == a.uid_base
