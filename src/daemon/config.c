@@ -37,8 +37,10 @@ static const char usage[] =
 	"                           dropped and flagged (default 16M)\n"
 	"  --max-body SIZE          largest JSON request body (default 1M)\n"
 	"  --uid-base N             first host uid of the sandboxes' uid ranges;\n"
-	"                           each sandbox owns 65536 uids from here\n"
-	"                           (default 1073741824)\n"
+	"                           each sandbox owns 65536 uids from here, in\n"
+	"                           ranges reserved host-wide (default 1879048192,\n"
+	"                           above systemd's container ranges; a state dir\n"
+	"                           keeps the base it was first used with)\n"
 	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\" per\n"
 	"                           line; required to listen beyond loopback\n"
 	"  --log-level LEVEL        debug, info, warn or error (default info)\n"
@@ -113,7 +115,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->disk_bytes = 10ull << 30;
 	cfg->store_bytes = UINT64_MAX;
 	cfg->max_body = 1u << 20;
-	cfg->uid_base = 1u << 30;
+	cfg->uid_base = CONFIG_UID_BASE_DEFAULT;
 	cfg->log_level = LOG_INFO;
 
 	int c;
@@ -176,6 +178,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 				return bad("--uid-base", optarg,
 					   "expected a number from 65536 to 4293918718");
 			cfg->uid_base = (uint32_t)v;
+			cfg->uid_base_given = true;
 			break;
 		case OPT_LOG:
 			if (!strcmp(optarg, "debug"))

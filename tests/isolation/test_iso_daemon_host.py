@@ -2,6 +2,7 @@
 itself holds, seen from the host's /proc, and two daemons on one host never
 share a uid range."""
 import os
+import subprocess
 import threading
 import time
 
@@ -108,3 +109,69 @@ def test_every_fd_the_source_makes_is_close_on_exec():
                 line = text.count("\n", 0, m.start()) + 1
                 bad.append(f"{path.relative_to(lib.REPO)}:{line}: {m.group(1)}{args[:80]}")
     assert not bad, "fds made without close-on-exec:\n" + "\n".join(bad)
+
+
+# --- uid ranges (item 13) ---------------------------------------------------------
+
+NSPAWN_RANGE = (524288, 1879048191)      # systemd-nspawn, nsresourced
+FOREIGN_RANGE = (0x7FFE0000, 0x7FFEFFFF)  # systemd's "foreign" image owner
+
+
+def _overlaps(base, lo_hi):
+    return base <= lo_hi[1] and base + lib.UID_RANGE - 1 >= lo_hi[0]
+
+
+def test_two_daemons_with_one_uid_base_get_disjoint_ranges(make_daemon, sandbox):
+    base = 0xD0000000  # none of the suite's other daemons use it
+    flags = [*lib.DAEMON_FLAGS, "--uid-base", str(base)]
+    a, b = make_daemon(flags), make_daemon(flags)
+    sa, sb_, sa2 = sandbox(a), sandbox(b), sandbox(a)
+    for s in (sa, sb_, sa2):
+        s.run("true")
+    bases = sorted(s.uid_base for s in (sa, sb_, sa2))
+    assert bases[0] >= base, bases
+    assert bases[1] - bases[0] >= lib.UID_RANGE and bases[2] - bases[1] >= lib.UID_RANGE, \
+        f"uid ranges shared between two daemons: {bases}"
+    # what the kernel says: each sandbox's processes run in its own range
+    for s in (sa, sb_):
+        assert s.probe("ids")["UID_MAP"] == f"0:{s.uid_base}:65536"
+
+
+def test_default_uid_base_is_outside_other_tools_ranges(make_daemon, sandbox):
+    d = make_daemon(default_uid_base=True)
+    s = sandbox(d)
+    s.run("true")
+    assert not _overlaps(s.uid_base, NSPAWN_RANGE), s.uid_base
+    assert not _overlaps(s.uid_base, FOREIGN_RANGE), s.uid_base
+    # the first ranges stay below 2^31, which some tools read as signed
+    assert s.uid_base + lib.UID_RANGE <= 2 ** 31, s.uid_base
+
+
+def test_state_dir_keeps_its_uid_base(make_daemon, sandbox):
+    """A sandbox's files are owned by its range: restarting the daemon with
+    another --uid-base must not give it other uids (it is refused), and
+    without the flag the recorded base is used."""
+    d = make_daemon([*lib.DAEMON_FLAGS, "--uid-base", str(0xD1000000)])
+    s = sandbox(d)
+    s.sh("echo kept > /workspace/f")
+    d.stop()
+    other = [f for f in d.flags]
+    i = other.index("--uid-base")
+    other[i + 1] = str(0xD2000000)
+    p = subprocess.Popen([d.binary, "--listen", f"127.0.0.1:{lib.free_port()}",
+                          "--state-dir", d.state_dir, *other], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.terminate()
+        p.communicate()
+        raise AssertionError("daemon started with another uid base over old files")
+    assert p.returncode != 0 and "uid base" in err and str(0xD1000000) in err, err
+    # no flag: the state dir's own base
+    del other[i:i + 2]
+    d.flags = other
+    d.start()
+    assert s.sh("cat /workspace/f && touch /workspace/g && stat -c %u /workspace/g").split() \
+        == ["kept", "0"]
+    assert s.probe("ids")["UID_MAP"] == f"0:{0xD1000000}:65536"
