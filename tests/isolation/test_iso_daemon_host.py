@@ -150,7 +150,7 @@ def test_default_uid_base_is_outside_other_tools_ranges(make_daemon, sandbox):
 def test_state_dir_keeps_its_uid_base(make_daemon, sandbox):
     """A sandbox's files are owned by its range: restarting the daemon with
     another --uid-base must not give it other uids (it is refused), and
-    without the flag the recorded base is used."""
+    without the flag the state dir's base is used, not the default."""
     d = make_daemon([*lib.DAEMON_FLAGS, "--uid-base", str(0xD1000000)])
     s = sandbox(d)
     s.sh("echo kept > /workspace/f")
@@ -168,7 +168,9 @@ def test_state_dir_keeps_its_uid_base(make_daemon, sandbox):
         p.communicate()
         raise AssertionError("daemon started with another uid base over old files")
     assert p.returncode != 0 and "uid base" in err and str(0xD1000000) in err, err
-    # no flag: the state dir's own base
+    # no flag: the state dir's own base, read from its files when it has no
+    # record (a state dir of an older sandboxd, whose default base was 1<<30)
+    os.unlink(os.path.join(d.state_dir, "uid-base"))
     del other[i:i + 2]
     d.flags = other
     d.start()
