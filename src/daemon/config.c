@@ -41,6 +41,9 @@ static const char usage[] =
 	"                           ranges reserved host-wide (default 1879048192,\n"
 	"                           above systemd's container ranges; a state dir\n"
 	"                           keeps the base it was first used with)\n"
+	"  --max-ptys N             pseudo-terminals per sandbox, 1 to 4096\n"
+	"                           (default 64; the host's kernel.pty.max\n"
+	"                           bounds them all together)\n"
 	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\" per\n"
 	"                           line; required to listen beyond loopback\n"
 	"  --log-level LEVEL        debug, info, warn or error (default info)\n"
@@ -52,7 +55,7 @@ static const char usage[] =
 enum {
 	OPT_LISTEN = 1, OPT_STATE, OPT_SLEEP, OPT_TIMEOUT, OPT_MEMORY,
 	OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_BODY, OPT_UIDBASE, OPT_LOG,
-	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP,
+	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -101,6 +104,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"disk", required_argument, NULL, OPT_DISK},
 		{"store-size", required_argument, NULL, OPT_STORE},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"max-ptys", required_argument, NULL, OPT_PTYS},
 		{NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -116,6 +120,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->store_bytes = UINT64_MAX;
 	cfg->max_body = 1u << 20;
 	cfg->uid_base = CONFIG_UID_BASE_DEFAULT;
+	cfg->max_ptys = CONFIG_MAX_PTYS_DEFAULT;
 	cfg->log_level = LOG_INFO;
 
 	int c;
@@ -199,6 +204,13 @@ int config_parse(struct config *cfg, int argc, char **argv)
 				return bad(c == OPT_DISK ? "--disk" : "--store-size",
 					   optarg, "expected 0 or a size of at least 64M");
 			*(c == OPT_DISK ? &cfg->disk_bytes : &cfg->store_bytes) = v;
+			break;
+		case OPT_PTYS:
+			v = strtoull(optarg, &end, 10);
+			if (*end || !optarg[0] || v < 1 || v > 4096)
+				return bad("--max-ptys", optarg,
+					   "expected a number from 1 to 4096");
+			cfg->max_ptys = (unsigned)v;
 			break;
 		case OPT_TOKENS:
 			cfg->tokens_path = optarg;

@@ -20,6 +20,7 @@ struct config {
 	uint64_t max_body;            /* JSON request bodies */
 	uint32_t uid_base;            /* first host uid of sandbox ranges */
 	bool uid_base_given;          /* --uid-base was on the command line */
+	unsigned max_ptys;            /* per sandbox */
 	int log_level;
 	const char *tokens_path;       /* NULL: no auth, loopback only */
 };
@@ -28,6 +29,8 @@ struct config {
  * (0x00080000..0x6FFFFFFF), below 2^31, which some tools read as a signed
  * number (docs/security.md A.9). */
 #define CONFIG_UID_BASE_DEFAULT 1879048192u
+/* ptys per sandbox: 48 sandboxes fill the 3072 of a default host */
+#define CONFIG_MAX_PTYS_DEFAULT 64u
 
 /* Fill cfg from argv; returns 0, 1 when --help was printed, -1 (with the
  * message printed) on a bad flag. */

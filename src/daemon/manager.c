@@ -557,6 +557,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	    (r = resolve_uid_base(m, err)) ||
 	    (r = uidrange_open(UIDRANGE_LOCK_PATH, &m->ranges, err)))
 		goto fail;
+	m->rt->max_ptys = cfg->max_ptys;
 	/* ranges up to 0xFFFEFFFF: the last one would hold (uid_t)-1 and -2 */
 	m->nslots = (uint32_t)((0xffff0000ull - cfg->uid_base) / USERNS_RANGE);
 	if (m->nslots > MAX_SLOTS)

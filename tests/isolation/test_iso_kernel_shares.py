@@ -67,3 +67,25 @@ def test_inotify_instances_are_the_sandboxs_own(sandbox):
     assert _host_inotify() == "OK", "host root cannot create an inotify instance"
     r = b.probe("inotifyfill", "8")
     assert r["OPENED"] == "8", r
+
+
+def test_ptys_of_one_sandbox_leave_the_pool_to_others(sandbox):
+    """devpts max= per sandbox: the kernel's pool of ptys for non-initial
+    devpts instances (kernel.pty.max less kernel.pty.reserve) is shared by
+    every sandbox; one of them must not take it all."""
+    pool = int(open("/proc/sys/kernel/pty/max").read()) - \
+        int(open("/proc/sys/kernel/pty/reserve").read())
+    a, b = sandbox(), sandbox()
+    a.install_probe()
+    b.install_probe()
+    a.background(f"{lib.PROBE_PATH} ptyfill {pool + 64} /workspace/pty.out")
+    rep = _held(a, "/workspace/pty.out")
+    assert rep["ERRNO"] == "ENOSPC", rep
+    opened = int(rep["OPENED"])
+    assert 0 < opened < pool // 8, f"one sandbox took {opened} of {pool} ptys"
+    # the other sandbox and the host still get theirs
+    r = b.probe("ptyfill", "4")
+    assert r["OPENED"] == "4", r
+    m, s = os.openpty()
+    os.close(m)
+    os.close(s)
