@@ -190,6 +190,24 @@ def test_17b_root_only_host_files_under_usr_stay_private(make_daemon, sandbox):
                 os.unlink(path)
 
 
+def test_mountinfo_names_nothing_of_the_host(sandbox, daemon):
+    """Issue 10 item 14: the sandbox's mount table shows its own mounts with
+    options that name neither the host's state dir (overlay layers) nor the
+    sandbox's host uids (tmpfs and devpts uid=/gid=)."""
+    sb = sandbox()
+    for table in ("/proc/self/mountinfo", "/proc/self/mounts", "/proc/1/mountinfo"):
+        text = sb.sh(f"cat {table}")
+        for host_path in (daemon.state_dir, daemon.base, "/sandboxes/", "/run/mnt"):
+            assert host_path not in text, f"{table} names {host_path}:\n{text}"
+        ids = {int(n) for n in re.findall(r"\d+", text)}
+        near = sorted(n for n in ids if sb.uid_base <= n < sb.uid_base + lib.UID_RANGE)
+        assert not near, f"{table} shows host uids of the sandbox's range {near}:\n{text}"
+    # what it still says: the overlays with their own layers, devpts' max
+    opts = sb.sh("grep ' / / ' /proc/self/mountinfo")
+    assert "lowerdir=" in opts and "upperdir=" in opts, opts
+    assert re.search(r"max=\d+", sb.sh("grep ' /dev/pts ' /proc/self/mountinfo"))
+
+
 def test_18_fds_and_cwd_inside(sandbox):
     r = sandbox().probe("fds")
     assert r["CWD"] == "/workspace" and r["GETCWD"] == "/workspace", r
