@@ -492,6 +492,8 @@ static int resolve_uid_base(struct manager *m, struct sbx_err *err)
 	if (n > 0) {
 		buf[n] = '\0';
 		have = strtoull(buf, NULL, 10);
+		if (have < 65536 || have > 0xffff0000ull - USERNS_RANGE)
+			have = 0; /* not ours: read the files instead */
 	}
 	DIR *d = opendir(m->rt->sandboxes_dir);
 	for (struct dirent *e; d && (e = readdir(d));) {
