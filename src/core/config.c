@@ -37,8 +37,13 @@ static const char usage[] =
 	"                           dropped and flagged (default 16M)\n"
 	"  --max-body SIZE          largest JSON request body (default 1M)\n"
 	"  --uid-base N             first host uid of the sandboxes' uid ranges;\n"
-	"                           each sandbox owns 65536 uids from here\n"
-	"                           (default 1073741824)\n"
+	"                           each sandbox owns 65536 uids from here, in\n"
+	"                           ranges reserved host-wide (default 1879048192,\n"
+	"                           above systemd's container ranges; a state dir\n"
+	"                           keeps the base it was first used with)\n"
+	"  --max-ptys N             pseudo-terminals per sandbox, 1 to 4096\n"
+	"                           (default 64; the host's kernel.pty.max\n"
+	"                           bounds them all together)\n"
 	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\" per\n"
 	"                           line; required to listen beyond loopback\n"
 	"  --log-level LEVEL        debug, info, warn or error (default info)\n"
@@ -50,7 +55,7 @@ static const char usage[] =
 enum {
 	OPT_LISTEN = 1, OPT_STATE, OPT_SLEEP, OPT_TIMEOUT, OPT_MEMORY,
 	OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_BODY, OPT_UIDBASE, OPT_LOG,
-	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP,
+	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -99,6 +104,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"disk", required_argument, NULL, OPT_DISK},
 		{"store-size", required_argument, NULL, OPT_STORE},
 		{"help", no_argument, NULL, OPT_HELP},
+		{"max-ptys", required_argument, NULL, OPT_PTYS},
 		{NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -113,7 +119,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->disk_bytes = 10ull << 30;
 	cfg->store_bytes = UINT64_MAX;
 	cfg->max_body = 1u << 20;
-	cfg->uid_base = 1u << 30;
+	cfg->uid_base = CONFIG_UID_BASE_DEFAULT;
+	cfg->max_ptys = CONFIG_MAX_PTYS_DEFAULT;
 	cfg->log_level = LOG_INFO;
 
 	int c;
@@ -176,6 +183,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 				return bad("--uid-base", optarg,
 					   "expected a number from 65536 to 4293918718");
 			cfg->uid_base = (uint32_t)v;
+			cfg->uid_base_given = true;
 			break;
 		case OPT_LOG:
 			if (!strcmp(optarg, "debug"))
@@ -196,6 +204,13 @@ int config_parse(struct config *cfg, int argc, char **argv)
 				return bad(c == OPT_DISK ? "--disk" : "--store-size",
 					   optarg, "expected 0 or a size of at least 64M");
 			*(c == OPT_DISK ? &cfg->disk_bytes : &cfg->store_bytes) = v;
+			break;
+		case OPT_PTYS:
+			v = strtoull(optarg, &end, 10);
+			if (*end || !optarg[0] || v < 1 || v > 4096)
+				return bad("--max-ptys", optarg,
+					   "expected a number from 1 to 4096");
+			cfg->max_ptys = (unsigned)v;
 			break;
 		case OPT_TOKENS:
 			cfg->tokens_path = optarg;

@@ -2,6 +2,7 @@
 #ifndef SBX_CONFIG_H
 #define SBX_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "runtime/cgroup.h"
@@ -18,9 +19,18 @@ struct config {
 	uint64_t max_output;          /* per stream of one command */
 	uint64_t max_body;            /* JSON request bodies */
 	uint32_t uid_base;            /* first host uid of sandbox ranges */
+	bool uid_base_given;          /* --uid-base was on the command line */
+	unsigned max_ptys;            /* per sandbox */
 	int log_level;
 	const char *tokens_path;       /* NULL: no auth, loopback only */
 };
+
+/* 0x70000000: above systemd-nspawn's and nsresourced's container ranges
+ * (0x00080000..0x6FFFFFFF), below 2^31, which some tools read as a signed
+ * number (docs/security.md A.9). */
+#define CONFIG_UID_BASE_DEFAULT 1879048192u
+/* ptys per sandbox: 48 sandboxes fill the 3072 of a default host */
+#define CONFIG_MAX_PTYS_DEFAULT 64u
 
 /* Fill cfg from argv; returns 0, 1 when --help was printed, -1 (with the
  * message printed) on a bad flag. */

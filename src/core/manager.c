@@ -1,16 +1,22 @@
 /* Sandboxes known to the daemon, in a hash table keyed by (tenant, id),
  * loaded from the registry at start. A sandbox's host uid range comes from
  * its slot, which the registry keeps for its whole life: its files on disk
- * are owned by that range, so the range must not change across restarts,
- * and no two live sandboxes ever share one. Sessions (cwd, environment)
- * are kept in the registry too, and come back with their sandbox. */
+ * are owned by that range, so the range must not change across restarts
+ * (nor the base: the state dir records it), and no two live sandboxes ever
+ * share one, in this daemon or in any other on the host (runtime/uidrange.c
+ * reserves each range host-wide while its sandbox exists). Sessions (cwd,
+ * environment) are kept in the registry too, and come back with their
+ * sandbox. */
 #include "core/manager.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -23,6 +29,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 #include "runtime/taskstats.h"
+#include "runtime/uidrange.h"
 #include "runtime/userns.h"
 
 #define NBUCKETS 16384
@@ -87,6 +94,8 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 			break;
 		}
 	m->slots[sb->slot] = 0;
+	if (sb->range_held)
+		uidrange_release(m->ranges, sb->base);
 	m->count--;
 	interp_sandbox_gone(sb);
 	process_free_all(sb);
@@ -142,6 +151,16 @@ static int load_row(const struct registry_row *row, void *data)
 	sb->last_active_ms = row->last_active_ms;
 	sb->sleep_after_ms = row->sleep_after_ms;
 	sb->keep_alive = row->keep_alive != 0;
+	/* Its files are owned by its range: it keeps it. Another daemon may
+	 * have taken it while this one was down; then this sandbox cannot
+	 * start until that one lets it go (sandbox_ensure_started asks again). */
+	int c = uidrange_claim(m->ranges, sb->base);
+	sb->range_held = c == 0;
+	if (c < 0)
+		log_error("sandbox=%s event=uid-range-busy uid=%u: %s", row->id,
+			  (unsigned)sb->base,
+			  c == -EBUSY ? "in use by another sandboxd on this host"
+				      : strerror(-c));
 	/* env comes back as "K=V\0K=V\0" */
 	const char *e = row->env, *end = row->env ? row->env + row->env_len : NULL;
 	size_t n = 0;
@@ -168,14 +187,22 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 		opts = &none;
 	if (manager_find(m, tenant, id))
 		return sbx_err_set(err, EEXIST, "sandbox %s exists", id);
+	/* the lowest slot whose range nobody on this host uses */
 	uint32_t slot = 0;
-	while (slot < m->nslots && m->slots[slot])
-		slot++;
+	for (; slot < m->nslots; slot++) {
+		uid_t first = m->cfg->uid_base + slot * USERNS_RANGE;
+		if (!m->slots[slot] && !uidrange_reserved(first) &&
+		    uidrange_claim(m->ranges, first) == 0)
+			break;
+	}
 	if (slot == m->nslots)
 		return sbx_err_set(err, ENOSPC, "no free uid range for a sandbox");
 	struct sandbox *sb = add(m, tenant, id, slot);
-	if (!sb)
+	if (!sb) {
+		uidrange_release(m->ranges, m->cfg->uid_base + slot * USERNS_RANGE);
 		return sbx_err_set(err, ENOMEM, "out of memory");
+	}
+	sb->range_held = true;
 	sb->limits = opts->limits;
 	sb->disk_bytes = opts->disk_bytes;
 	sb->sleep_after_ms = opts->sleep_after_ms;
@@ -534,6 +561,18 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	struct manager *m = sb->m;
 	if (sb->state != SB_STOPPED)
 		return 0;
+	if (!sb->range_held) {
+		int c = uidrange_claim(m->ranges, sb->base);
+		if (c < 0)
+			return sbx_err_set(
+				err, -c,
+				"its host uids %u..%u are in use by another "
+				"sandboxd on this host (same --uid-base, "
+				"started while this one was down): stop it",
+				(unsigned)sb->base,
+				(unsigned)(sb->base + USERNS_RANGE - 1));
+		sb->range_held = true;
+	}
 	/* a limit the sandbox was not created with follows the daemon's
 	 * current default */
 	const struct cgroup_limits *d = &m->cfg->limits;
@@ -626,6 +665,80 @@ static uint64_t store_size(const struct config *cfg)
 	return free_bytes / 10 * 9;
 }
 
+/* The uid base this state dir's sandboxes have: their files on disk are
+ * owned by it, so it is recorded in <state>/uid-base and kept. A state dir
+ * from before the record is read from its files (the owner of a sandbox's
+ * upper layer is the base of its slot's range). A --uid-base that differs
+ * from the recorded one is refused while sandboxes have files. */
+static int resolve_uid_base(struct manager *m, struct sbx_err *err)
+{
+	struct config *cfg = m->cfg;
+	char path[4200], buf[32];
+	uint64_t have = 0;
+	bool files = false;
+	snprintf(path, sizeof(path), "%s/uid-base", m->rt->state_dir);
+	ssize_t n = -1;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+	}
+	if (n > 0) {
+		buf[n] = '\0';
+		have = strtoull(buf, NULL, 10);
+		if (have < 65536 || have > 0xffff0000ull - USERNS_RANGE)
+			have = 0; /* not ours: read the files instead */
+	}
+	DIR *d = opendir(m->rt->sandboxes_dir);
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char *end;
+		unsigned long slot = e->d_name[0] == 's'
+					     ? strtoul(e->d_name + 1, &end, 10)
+					     : 0;
+		struct stat st;
+		char upper[4300];
+		if (e->d_name[0] != 's' || !e->d_name[1] || *end ||
+		    slot >= MAX_SLOTS)
+			continue;
+		snprintf(upper, sizeof(upper), "%s/%s/root/upper",
+			 m->rt->sandboxes_dir, e->d_name);
+		if (lstat(upper, &st) < 0 || !S_ISDIR(st.st_mode))
+			continue;
+		files = true;
+		if (!have && st.st_uid >= slot * USERNS_RANGE + 65536)
+			have = st.st_uid - slot * USERNS_RANGE;
+	}
+	if (d)
+		closedir(d);
+	if (have && have != cfg->uid_base) {
+		if (cfg->uid_base_given && files)
+			return sbx_err_set(
+				err, EINVAL,
+				"--uid-base %u: the sandboxes of %s are owned by "
+				"uid base %llu; drop --uid-base or pass that",
+				cfg->uid_base, m->rt->state_dir,
+				(unsigned long long)have);
+		if (!cfg->uid_base_given || files)
+			cfg->uid_base = (uint32_t)have;
+	}
+	if (have != cfg->uid_base) {
+		char tmp[4300];
+		int l = snprintf(buf, sizeof(buf), "%u\n", cfg->uid_base);
+		snprintf(tmp, sizeof(tmp), "%s.new", path);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			  0600);
+		if (fd < 0 || write(fd, buf, (size_t)l) != l || fsync(fd) < 0 ||
+		    rename(tmp, path) < 0) {
+			int e = errno;
+			if (fd >= 0)
+				close(fd);
+			return sbx_err_sys(err, e, "write %s", path);
+		}
+		close(fd);
+	}
+	return 0;
+}
+
 int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		struct sbx_err *err)
 {
@@ -637,7 +750,18 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	m->loop = loop;
 	m->exits_fd = -1;
 	m->nbuckets = NBUCKETS;
-	m->nslots = (uint32_t)((0xfffffffeull - cfg->uid_base) / USERNS_RANGE);
+	/* the daemon's own files in every sandbox: the session hook and the
+	 * interpreter's workers */
+	struct image_file files[8] = {session_image_file};
+	size_t nfiles = 1 + interp_image_files(files + 1, 7);
+	if ((r = runtime_new(cfg->state_dir, store_size(cfg), files, nfiles,
+			     &m->rt, err)) ||
+	    (r = resolve_uid_base(m, err)) ||
+	    (r = uidrange_open(UIDRANGE_LOCK_PATH, &m->ranges, err)))
+		goto fail;
+	m->rt->max_ptys = cfg->max_ptys;
+	/* ranges up to 0xFFFEFFFF: the last one would hold (uid_t)-1 and -2 */
+	m->nslots = (uint32_t)((0xffff0000ull - cfg->uid_base) / USERNS_RANGE);
 	if (m->nslots > MAX_SLOTS)
 		m->nslots = MAX_SLOTS;
 	m->buckets = calloc(NBUCKETS, sizeof(*m->buckets));
@@ -646,17 +770,14 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		r = sbx_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	/* the daemon's own files in every sandbox: the session hook and the
-	 * interpreter's workers */
-	struct image_file files[8] = {session_image_file};
-	size_t nfiles = 1 + interp_image_files(files + 1, 7);
-	if ((r = runtime_new(cfg->state_dir, store_size(cfg), files, nfiles,
-			     &m->rt, err)))
-		goto fail;
 	/* no total limit over all sandboxes unless the operator sets one (a
 	 * limit left by an earlier run goes) */
 	if ((r = runtime_set_totals(m->rt, 0, 0, err)))
 		goto fail;
+	if (uidrange_in_container_range(cfg->uid_base))
+		log_warn("event=uid-base base=%u: inside systemd-nspawn's "
+			 "container uid range (524288..1879048191)",
+			 cfg->uid_base);
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
 	if ((r = registry_open(path, &m->reg, err)) ||
@@ -702,6 +823,7 @@ void manager_free(struct manager *m)
 	}
 	registry_close(m->reg);
 	runtime_free(m->rt);
+	uidrange_free(m->ranges);
 	free(m->buckets);
 	free(m->slots);
 	free(m);

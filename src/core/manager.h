@@ -36,6 +36,7 @@ struct sandbox {
 	char name[16];          /* "s<slot>": its dir and cgroup name */
 	uint32_t slot;
 	uid_t base;             /* host uid of its root */
+	bool range_held;        /* its uid range is reserved host-wide by us */
 	enum sandbox_state state;
 	struct sandbox_proc proc;
 	struct loop_watch sock_w, pid_w;
@@ -65,6 +66,7 @@ struct manager {
 	size_t nbuckets, count;
 	uint8_t *slots; /* 1 = taken */
 	uint32_t nslots;
+	struct uidrange *ranges; /* host-wide reservations */
 	uint64_t next_job_id;
 	struct loop_timer cron;
 	int exits_fd;                /* taskstats exit reports, or -1 */

@@ -36,17 +36,28 @@ static void on_signal(struct loop_watch *w, uint32_t events)
 /* Run from a sealed in-memory copy of our binary (isolation.md A.8,
  * CVE-2019-5736): every process the daemon forks into a sandbox then has
  * a /proc/self/exe that names no host file and can never be written, even
- * if sandboxed code gets the kernel to exec it (a "#!/proc/self/exe"). */
+ * if sandboxed code gets the kernel to exec it (a "#!/proc/self/exe").
+ * Whether that is done already is read from /proc/self/exe itself (a memfd
+ * with our seals), never from the environment, which whoever starts the
+ * daemon controls. */
+#define SEALS (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL)
+
+static bool running_sealed(int exe)
+{
+	int seals = fcntl(exe, F_GET_SEALS);
+	return seals >= 0 && (seals & SEALS) == SEALS;
+}
+
 static void reexec_sealed(char **argv)
 {
-	static const char marker[] = "SANDBOXD_SEALED";
-	if (getenv(marker)) {
-		unsetenv(marker); /* nothing of ours reaches a sandbox */
+	int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	int mfd = -1;
+	struct stat st;
+	if (in >= 0 && running_sealed(in)) {
+		close(in);
 		return;
 	}
-	int in = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-	int mfd = memfd_create("sandboxd", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	struct stat st;
+	mfd = memfd_create("sandboxd", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (in < 0 || mfd < 0 || fstat(in, &st) < 0)
 		goto fail;
 	for (off_t left = st.st_size; left > 0;) {
@@ -55,13 +66,11 @@ static void reexec_sealed(char **argv)
 			goto fail;
 		left -= n;
 	}
-	if (fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
-					    F_SEAL_SEAL) < 0)
+	if (fcntl(mfd, F_ADD_SEALS, SEALS) < 0)
 		goto fail;
 	close(in);
-	setenv(marker, "1", 1);
+	in = -1;
 	fexecve(mfd, argv, environ);
-	unsetenv(marker);
 fail:
 	log_warn("event=unsealed running from the host binary: %s",
 		 strerror(errno));

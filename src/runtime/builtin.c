@@ -71,7 +71,7 @@ static int open_parent(int base, const char *path, char **leaf, bool create)
 	char *slash = strrchr(copy, '/');
 	int fd;
 	if (!slash) {
-		fd = dup(base);
+		fd = fcntl(base, F_DUPFD_CLOEXEC, 0);
 		*leaf = strdup(path);
 	} else {
 		*slash = '\0';
@@ -80,7 +80,7 @@ static int open_parent(int base, const char *path, char **leaf, bool create)
 			/* mkdir -p one level at a time; each level is opened
 			 * from base by its whole prefix, so a link on the way is
 			 * resolved as it would be from base (and stays in it) */
-			int cur = dup(base);
+			int cur = fcntl(base, F_DUPFD_CLOEXEC, 0);
 			size_t n = strlen(copy);
 			for (size_t at = 0, end; cur >= 0 && at < n; at = end + 1) {
 				end = at + strcspn(copy + at, "/");

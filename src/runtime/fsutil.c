@@ -68,7 +68,7 @@ int fs_mkdirs(int dirfd, const char *path, mode_t mode, struct sbx_err *err)
 	char *copy = strdup(path);
 	if (!copy)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	int cur = dup(dirfd), r = 0;
+	int cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 0), r = 0;
 	char *save = NULL;
 	for (char *part = strtok_r(copy, "/", &save); part && cur >= 0;
 	     part = strtok_r(NULL, "/", &save)) {

@@ -212,7 +212,7 @@ _Noreturn void init_main(const struct init_args *a)
 	syscall(SYS_close_range, 3, keep_lo - 1, 0);
 	syscall(SYS_close_range, keep_lo + 1, keep_hi - 1, 0);
 	syscall(SYS_close_range, keep_hi + 1, ~0U, 0);
-	int devnull = open("/dev/null", O_RDWR);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);
 		dup2(devnull, 1);

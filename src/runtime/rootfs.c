@@ -2,8 +2,10 @@
  *
  *   /      overlay: lower = the image skeleton (idmapped, read-only),
  *                   upper = <sandbox>/root/upper (persistent)
- *   /usr   overlay: lower = host /usr (idmapped, read-only),
- *                   upper = <sandbox>/usr/upper (persistent)
+ *   /usr   overlay: lower = whiteouts of what the host's /usr keeps from
+ *                   "others" (usrmask.c), above host /usr (both
+ *                   idmapped, read-only), upper = <sandbox>/usr/upper
+ *                   (persistent)
  *   /proc  fresh procfs of the sandbox's pid namespace, with the kernel
  *          interfaces that leak host state masked and /proc/sys & co
  *          read-only (isolation.md A.24)
@@ -17,7 +19,13 @@
  * they would show as nobody and copy-up of root-owned directories fails.
  * The overlays are mounted by host root: mounting them from inside the user
  * namespace over idmapped layers is refused by this kernel. Propagation is
- * private first, so nothing here ever reaches the host's mount table. */
+ * private first, so nothing here ever reaches the host's mount table.
+ *
+ * Nothing in the sandbox's /proc/self/mountinfo names the host: the
+ * overlays are given their layers as short paths relative to the staging
+ * dir (the sandbox's dir is bound there as "sb"), since overlay shows its
+ * options as given; and the tmpfs and devpts mounts take no uid=/gid=
+ * (shown as host ids, i.e. the uid base): their roots are chowned. */
 #include "runtime/rootfs.h"
 
 #include <fcntl.h>
@@ -75,10 +83,12 @@ static int mount_idmapped(const char *src, const char *dst, int userns_fd,
 	return 0;
 }
 
+/* lower and dir are relative to the cwd: overlay keeps them, as given, in
+ * the mount's options, which the sandbox reads in mountinfo. */
 static int mount_overlay(const char *lower, const char *dir, const char *dst,
 			 struct sbx_err *err)
 {
-	char opts[4096];
+	char opts[256];
 	int n = snprintf(opts, sizeof(opts),
 			 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower,
 			 dir, dir);
@@ -98,7 +108,7 @@ static int do_mount(const char *src, const char *dst, const char *type,
 	return 0;
 }
 
-static int setup_dev(uid_t base, struct sbx_err *err)
+static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
 {
 	static const struct {
 		const char *name;
@@ -113,11 +123,12 @@ static int setup_dev(uid_t base, struct sbx_err *err)
 	char opts[128];
 	int r;
 
-	snprintf(opts, sizeof(opts), "mode=755,size=64k,nr_inodes=64,uid=%u,gid=%u",
-		 (unsigned)base, (unsigned)base);
+	snprintf(opts, sizeof(opts), "mode=755,size=64k,nr_inodes=64");
 	if ((r = do_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts,
 			  err)))
 		return r;
+	if (chown("dev", base, base) < 0)
+		return sbx_err_sys(err, errno, "chown dev");
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
 		char p[32];
 		snprintf(p, sizeof(p), "dev/%s", nodes[i].name);
@@ -144,16 +155,23 @@ static int setup_dev(uid_t base, struct sbx_err *err)
 			  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, opts,
 			  err)))
 		return r;
-	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,gid=%u",
-		 (unsigned)base + 5);
+	/* A pty instance of its own, with a max= of its own: the kernel's
+	 * pool (kernel.pty.max less kernel.pty.reserve, which only the host's
+	 * initial instance may use) is shared by every instance, and one
+	 * sandbox could otherwise take all of it. No gid=: a new pty is the
+	 * group of whoever opens it, the sandbox's root. */
+	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,max=%u",
+		 max_ptys);
 	if ((r = do_mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
 			  opts, err)))
 		return r;
-	snprintf(opts, sizeof(opts),
-		 "mode=1777,size=64m,nr_inodes=16384,uid=%u,gid=%u",
-		 (unsigned)base, (unsigned)base);
-	return do_mount("tmpfs", "dev/shm", "tmpfs",
-			MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err);
+	snprintf(opts, sizeof(opts), "mode=1777,size=64m,nr_inodes=16384");
+	if ((r = do_mount("tmpfs", "dev/shm", "tmpfs",
+			  MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err)))
+		return r;
+	if (chown("dev/shm", base, base) < 0)
+		return sbx_err_sys(err, errno, "chown dev/shm");
+	return 0;
 }
 
 static int setup_proc(struct sbx_err *err)
@@ -205,25 +223,26 @@ static int setup_proc(struct sbx_err *err)
 
 int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 {
-	char root[4096], lusr[4096], lskel[4096], dir[4096];
 	int r;
 
-	snprintf(root, sizeof(root), "%s/root", s->mnt_dir);
-	snprintf(lusr, sizeof(lusr), "%s/lusr", s->mnt_dir);
-	snprintf(lskel, sizeof(lskel), "%s/lskel", s->mnt_dir);
 	if ((r = do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL, err)))
 		return r;
-	if ((r = mount_idmapped("/usr", lusr, s->userns_fd, err)) ||
-	    (r = mount_idmapped(s->image_dir, lskel, s->userns_fd, err)))
+	/* from here on, every layer by a short name below the staging dir */
+	if (chdir(s->mnt_dir) < 0)
+		return sbx_err_sys(err, errno, "chdir %s", s->mnt_dir);
+	if ((r = mount_idmapped("/usr", "lusr", s->userns_fd, err)) ||
+	    (r = mount_idmapped(s->image_dir, "lskel", s->userns_fd, err)) ||
+	    (s->usr_mask &&
+	     (r = mount_idmapped(s->usr_mask, "lmask", s->userns_fd, err))) ||
+	    (r = do_mount(s->sandbox_dir, "sb", NULL, MS_BIND, NULL, err)) ||
+	    (r = mount_overlay("lskel", "sb/root", "root", err)) ||
+	    (r = mount_overlay(s->usr_mask ? "lmask:lusr" : "lusr", "sb/usr",
+			       "root/usr", err)))
 		return r;
-	snprintf(dir, sizeof(dir), "%s/root", s->sandbox_dir);
-	if ((r = mount_overlay(lskel, dir, root, err)))
-		return r;
-	if (chdir(root) < 0)
-		return sbx_err_sys(err, errno, "chdir %s", root);
-	snprintf(dir, sizeof(dir), "%s/usr", s->sandbox_dir);
-	if ((r = mount_overlay(lusr, dir, "usr", err)) ||
-	    (r = setup_dev(s->base, err)) || (r = setup_proc(err)))
+	if (chdir("root") < 0)
+		return sbx_err_sys(err, errno, "chdir %s/root", s->mnt_dir);
+	if ((r = setup_dev(s->base, s->max_ptys, err)) ||
+	    (r = setup_proc(err)))
 		return r;
 	/* pivot_root(".", ".") stacks the old root on top of the new one;
 	 * detaching it leaves only the new tree (isolation.md A.17) */

@@ -9,10 +9,13 @@
 
 struct rootfs_spec {
 	const char *image_dir; /* skeleton lower layer */
-	const char *mnt_dir;   /* empty host dir with root/, lusr/, lskel/ */
+	const char *usr_mask;  /* whiteouts above /usr (usrmask.h), or NULL */
+	const char *mnt_dir;   /* empty host dir with root/, lusr/, lskel/,
+				* lmask/, sb/ */
 	const char *sandbox_dir; /* has root/{upper,work}, usr/{upper,work} */
 	int userns_fd;         /* idmaps the lower layers */
 	uid_t base;            /* host uid of the sandbox's root */
+	unsigned max_ptys;     /* devpts max= */
 };
 
 /* Build the tree and pivot_root into it; on return the old root is gone

@@ -19,11 +19,13 @@
 #include <unistd.h>
 
 #include "lib/cleanup.h"
+#include "lib/log.h"
 #include "runtime/fsutil.h"
 #include "runtime/image.h"
 #include "runtime/init.h"
 #include "runtime/rootfs.h"
 #include "runtime/userns.h"
+#include "runtime/usrmask.h"
 
 static char *join(const char *a, const char *b)
 {
@@ -67,8 +69,10 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	rt->mnt_dir = join(rt->state_dir, "run/mnt");
 	rt->sandboxes_dir = join(rt->state_dir, "sandboxes");
 	rt->trash_dir = join(rt->state_dir, "trash");
+	rt->usr_mask_dir = join(rt->state_dir, "image/usrmask");
+	rt->max_ptys = RUNTIME_MAX_PTYS;
 	if (!rt->image_dir || !rt->mnt_dir || !rt->sandboxes_dir ||
-	    !rt->trash_dir) {
+	    !rt->trash_dir || !rt->usr_mask_dir) {
 		r = sbx_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -86,11 +90,24 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	    (r = fs_mkdirs(sd, "run/mnt/root", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "run/mnt/lusr", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "run/mnt/lskel", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "run/mnt/lmask", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "run/mnt/sb", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "sandboxes", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "trash", 0700, err)))
 		goto fail;
 	if ((r = image_prepare(rt->image_dir, files, nfiles, err)))
 		goto fail;
+	size_t masked;
+	if ((r = usrmask_build("/usr", rt->usr_mask_dir, &masked, err)))
+		goto fail;
+	if (masked)
+		log_info("event=usr-masked entries=%zu (not readable by others "
+			 "on the host, hidden in sandboxes)",
+			 masked);
+	else {
+		free(rt->usr_mask_dir);
+		rt->usr_mask_dir = NULL;
+	}
 	if ((r = store_open(rt->state_dir, store_bytes, &rt->store, err)))
 		goto fail;
 	if ((r = seccomp_prog_build(&rt->seccomp, err)))
@@ -138,6 +155,7 @@ void runtime_free(struct runtime *rt)
 	free(rt->mnt_dir);
 	free(rt->sandboxes_dir);
 	free(rt->trash_dir);
+	free(rt->usr_mask_dir);
 	free(rt);
 }
 
@@ -186,10 +204,12 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 			.sock = sv[1],
 			.userns_fd = userns,
 			.rootfs = {.image_dir = rt->image_dir,
+				   .usr_mask = rt->usr_mask_dir,
 				   .mnt_dir = rt->mnt_dir,
 				   .sandbox_dir = dir,
 				   .userns_fd = userns,
-				   .base = base},
+				   .base = base,
+				   .max_ptys = rt->max_ptys},
 			.seccomp = &rt->seccomp,
 			.disk_bytes = disk_bytes,
 		};

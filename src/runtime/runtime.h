@@ -13,12 +13,17 @@
 #include "runtime/seccomp.h"
 #include "runtime/store.h"
 
+/* ptys per sandbox unless the daemon says otherwise (docs/security.md) */
+#define RUNTIME_MAX_PTYS 64
+
 struct runtime {
 	char *state_dir;     /* absolute */
 	char *image_dir;     /* <state>/image/default */
 	char *mnt_dir;       /* <state>/run/mnt: init's staging mountpoints */
 	char *sandboxes_dir; /* <state>/sandboxes/<name>: persistent files */
 	char *trash_dir;     /* <state>/trash: removed sandboxes, emptied async */
+	char *usr_mask_dir;  /* <state>/image/usrmask, or NULL: nothing to mask */
+	unsigned max_ptys;   /* per sandbox (devpts max=) */
 	struct cgroup_manager *cg;
 	struct store *store;
 	struct seccomp_prog seccomp;

@@ -135,8 +135,10 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 		have[t] = 1;
 	}
 	if (!have[0]) {
-		int fd = open("/dev/null", O_RDONLY);
-		if (fd < 0 || (fd != 0 && dup2(fd, 0) < 0))
+		/* CLOEXEC like every fd we open; dup2 makes fd 0 inheritable */
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || (fd != 0 && dup2(fd, 0) < 0) ||
+		    (fd == 0 && fcntl(0, F_SETFD, 0) < 0))
 			fail(errfd, errno, "open /dev/null");
 		if (fd > 0)
 			close(fd);

@@ -26,7 +26,7 @@ static int run_mkfs(const char *image, struct sbx_err *err)
 	if (pid < 0)
 		return sbx_err_sys(err, errno, "fork mkfs.btrfs");
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		if (null >= 0) {
 			dup2(null, 0);
 			dup2(null, 1);

@@ -375,11 +375,11 @@ def libseccomp_resolves(name):
 
 LIVE = []  # daemons started and not yet closed (log tails on failure)
 
-# sandboxd allocates uid ranges per daemon, from --uid-base: two daemons on
-# one host with the same base give their sandboxes the same host uids (see
-# docs/security.md). The suite's daemons get bases of their own, away from
-# the default (1<<30) that `make run` and the e2e suite use, so that the
-# host-side uid scans see only the sandbox under test.
+# sandboxd reserves uid ranges host-wide (two daemons with one --uid-base
+# get disjoint ranges). The suite's daemons still get bases of their own,
+# away from the default that `make run` and the e2e suite use (and from
+# daemons of builds that predate the reservation), so that the host-side
+# uid scans see only the sandbox under test.
 _daemons_started = itertools.count()
 
 
@@ -391,9 +391,11 @@ def _next_uid_base():
 class Daemon:
     """One sandboxd with its own port, state dir and log file."""
 
-    def __init__(self, flags=DAEMON_FLAGS, nofile=None):
+    def __init__(self, flags=DAEMON_FLAGS, nofile=None, default_uid_base=False):
+        """default_uid_base: no --uid-base of the suite's own (the
+        daemon's default, or the one in flags)."""
         self.flags = [str(f) for f in flags]
-        if "--uid-base" not in self.flags:
+        if "--uid-base" not in self.flags and not default_uid_base:
             self.flags += ["--uid-base", str(_next_uid_base())]
         self.nofile = nofile
         self.base = tempfile.mkdtemp(prefix="sbx-iso-", dir="/tmp")

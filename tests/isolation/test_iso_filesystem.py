@@ -134,27 +134,78 @@ def test_17_host_files_unreadable(sandbox, daemon, tmp_path):
     assert r["READ:/proc/kmsg"] in ("EPERM", "EACCES"), r
 
 
-@pytest.mark.xfail(strict=True, reason="gap: host /usr is an idmapped bind in which host "
-                   "root shows as the sandbox's root, so host files only root may read "
-                   "are readable inside; see docs/security.md (check 17)")
-def test_17b_root_only_host_files_under_usr_stay_private(sandbox):
-    sb = sandbox()
-    sb.run("true")
-    token = secrets.token_hex(8)
+def test_17b_root_only_host_files_under_usr_stay_private(make_daemon, sandbox):
+    """/usr is the host's, idmapped so that host root's files are the
+    sandbox root's: what "others" may not read on the host must not be
+    readable inside (a 0600 file, a 0640 file of group root, a 0700
+    directory), while the rest of /usr stays as it is. The daemon lists
+    them when it starts (src/runtime/usrmask.c): the canaries go first."""
     d = "/usr/local/share"
     if not os.path.isdir(d):
         pytest.skip(f"{d} missing on this host")
-    canary = os.path.join(d, f".sbx-iso-canary-{token}")
-    fd = os.open(canary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    token = secrets.token_hex(8)
+    made = []
+
+    def plant(name, mode, uid=0, gid=0, is_dir=False):
+        path = os.path.join(d, f".sbx-iso-{name}-{token}")
+        if is_dir:
+            os.mkdir(path, 0o700)
+            with open(os.path.join(path, "inner"), "w") as f:
+                f.write(token)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            os.write(fd, token.encode())
+            os.close(fd)
+        os.chown(path, uid, gid)
+        os.chmod(path, mode)
+        made.append(path)
+        return path
+
     try:
-        os.write(fd, token.encode())
-        os.close(fd)
-        res = sb.run(f"cat {canary}")
-        assert token not in res["stdout"], (
-            f"root-only host file {canary} (0600 root:root) is readable in the sandbox")
-        assert res["exitCode"] != 0
+        secret = plant("secret", 0o600)
+        group = plant("group", 0o640, uid=1, gid=0)
+        sdir = plant("dir", 0o700, is_dir=True)
+        public = plant("public", 0o644)
+        sb = sandbox(make_daemon())
+        for path in (secret, group, os.path.join(sdir, "inner")):
+            res = sb.run(f"cat {path}")
+            assert token not in res["stdout"] and res["exitCode"] != 0, (
+                f"{path}, private to others on the host, is readable in the sandbox")
+        assert sb.sh(f"cat {public}") == token
+        names = sb.sh(f"ls -A {d}").split()
+        assert os.path.basename(public) in names
+        assert not {os.path.basename(p) for p in (secret, group, sdir)} & set(names), names
+        # the directory above them is still the host's, root's, and works
+        st = os.stat(d)
+        assert sb.sh(f"stat -c '%u %g %a' {d}").split() == ["0", "0", f"{st.st_mode & 0o7777:o}"]
+        sb.sh(f"touch {d}/made-inside && rm {secret} 2>/dev/null; test ! -e {secret}")
+        assert not os.path.exists(os.path.join(d, "made-inside"))
+        assert open(secret).read() == token
     finally:
-        os.unlink(canary)
+        for path in made:
+            if os.path.isdir(path):
+                os.unlink(os.path.join(path, "inner"))
+                os.rmdir(path)
+            else:
+                os.unlink(path)
+
+
+def test_mountinfo_names_nothing_of_the_host(sandbox, daemon):
+    """Issue 10 item 14: the sandbox's mount table shows its own mounts with
+    options that name neither the host's state dir (overlay layers) nor the
+    sandbox's host uids (tmpfs and devpts uid=/gid=)."""
+    sb = sandbox()
+    for table in ("/proc/self/mountinfo", "/proc/self/mounts", "/proc/1/mountinfo"):
+        text = sb.sh(f"cat {table}")
+        for host_path in (daemon.state_dir, daemon.base, "/sandboxes/", "/run/mnt"):
+            assert host_path not in text, f"{table} names {host_path}:\n{text}"
+        ids = {int(n) for n in re.findall(r"\d+", text)}
+        near = sorted(n for n in ids if sb.uid_base <= n < sb.uid_base + lib.UID_RANGE)
+        assert not near, f"{table} shows host uids of the sandbox's range {near}:\n{text}"
+    # what it still says: the overlays with their own layers, devpts' max
+    opts = sb.sh("grep ' / / ' /proc/self/mountinfo")
+    assert "lowerdir=" in opts and "upperdir=" in opts, opts
+    assert re.search(r"max=\d+", sb.sh("grep ' /dev/pts ' /proc/self/mountinfo"))
 
 
 def test_18_fds_and_cwd_inside(sandbox):
