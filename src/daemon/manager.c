@@ -5,6 +5,7 @@
  * and no two live sandboxes ever share one. */
 #include "daemon/manager.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,10 @@
 
 #define NBUCKETS 16384
 #define MAX_SLOTS 65536u
+
+enum { SLOT_FREE, SLOT_TAKEN, SLOT_DIRTY };
+#define DIRTY_RETRY_MIN_MS 1000
+#define DIRTY_RETRY_MAX_MS 60000
 
 static size_t hash(const char *tenant, const char *id)
 {
@@ -65,7 +70,7 @@ static struct sandbox *add(struct manager *m, const char *tenant,
 	sb->base = m->cfg->uid_base + slot * USERNS_RANGE;
 	snprintf(sb->name, sizeof(sb->name), "s%u", slot);
 	sb->proc.sock = sb->proc.pidfd = -1;
-	m->slots[slot] = 1;
+	m->slots[slot] = SLOT_TAKEN;
 	size_t h = hash(tenant, id);
 	sb->hnext = m->buckets[h];
 	m->buckets[h] = sb;
@@ -81,7 +86,7 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 			*p = sb->hnext;
 			break;
 		}
-	m->slots[sb->slot] = 0;
+	m->slots[sb->slot] = SLOT_FREE;
 	m->count--;
 	process_free_all(sb);
 	for (size_t i = 0; i < sb->envc; i++)
@@ -153,6 +158,83 @@ static int load_row(const struct registry_row *row, void *data)
 	return r;
 }
 
+/* Files of a removed sandbox that are still there (its removal failed,
+ * or the daemon died between the two): the slot is kept out of use until
+ * they are gone, so no new sandbox ever starts on an old upper layer. */
+static void slot_dirty(struct manager *m, uint32_t slot)
+{
+	if (m->slots[slot] == SLOT_DIRTY)
+		return;
+	m->slots[slot] = SLOT_DIRTY;
+	m->ndirty++;
+	m->dirty_backoff_ms = DIRTY_RETRY_MIN_MS;
+	m->dirty_next_ms = now_wall_ms() + DIRTY_RETRY_MIN_MS;
+}
+
+static bool slot_usable(struct manager *m, uint32_t slot)
+{
+	char name[16];
+	if (m->slots[slot] != SLOT_FREE)
+		return false;
+	snprintf(name, sizeof(name), "s%u", slot);
+	if (!runtime_files_exist(m->rt, name))
+		return true;
+	log_warn("slot=%u event=leftover-files its files are still there; "
+		 "removing them, the slot is not used until they are gone",
+		 slot);
+	slot_dirty(m, slot);
+	return false;
+}
+
+/* Try the removals that failed again, less often while they keep
+ * failing (from the housekeeping tick). */
+static void retry_dirty(struct manager *m)
+{
+	uint64_t now = now_wall_ms();
+	if (!m->ndirty || now < m->dirty_next_ms)
+		return;
+	for (uint32_t slot = 0; slot < m->nslots && m->ndirty; slot++) {
+		char name[16];
+		struct sbx_err err = {0};
+		if (m->slots[slot] != SLOT_DIRTY)
+			continue;
+		snprintf(name, sizeof(name), "s%u", slot);
+		if (runtime_files_exist(m->rt, name) &&
+		    runtime_remove_files(m->rt, name, &err) < 0) {
+			log_debug("slot=%u event=remove-retry %s", slot, err.msg);
+			continue;
+		}
+		m->slots[slot] = SLOT_FREE;
+		m->ndirty--;
+		log_info("slot=%u event=reclaimed its old files are gone", slot);
+	}
+	m->dirty_backoff_ms = m->dirty_backoff_ms * 2 > DIRTY_RETRY_MAX_MS
+				      ? DIRTY_RETRY_MAX_MS
+				      : m->dirty_backoff_ms * 2;
+	m->dirty_next_ms = now + m->dirty_backoff_ms;
+}
+
+/* At start: every s<N> in the store that no sandbox owns. */
+static void find_leftovers(struct manager *m)
+{
+	DIR *d = opendir(m->rt->sandboxes_dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char *end;
+		if (e->d_name[0] != 's' || e->d_name[1] < '0' || e->d_name[1] > '9')
+			continue;
+		unsigned long slot = strtoul(e->d_name + 1, &end, 10);
+		if (*end || slot >= m->nslots || m->slots[slot] != SLOT_FREE)
+			continue;
+		log_warn("slot=%lu event=leftover-files no sandbox owns them; "
+			 "removing them", slot);
+		slot_dirty(m, (uint32_t)slot);
+	}
+	if (d)
+		closedir(d);
+	m->dirty_next_ms = 0; /* at the first tick */
+}
+
 int manager_create(struct manager *m, const char *tenant, const char *id,
 		   const struct sandbox_opts *opts, struct sandbox **out,
 		   struct sbx_err *err)
@@ -163,7 +245,7 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	if (manager_find(m, tenant, id))
 		return sbx_err_set(err, EEXIST, "sandbox %s exists", id);
 	uint32_t slot = 0;
-	while (slot < m->nslots && m->slots[slot])
+	while (slot < m->nslots && !slot_usable(m, slot))
 		slot++;
 	if (slot == m->nslots)
 		return sbx_err_set(err, ENOSPC, "no free uid range for a sandbox");
@@ -387,12 +469,23 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
+	struct sbx_err rerr = {0};
+	uint32_t slot = sb->slot;
 	sandbox_stop(sb, "sandbox destroyed");
-	int r = runtime_remove_files(m->rt, sb->name, err);
-	int r2 = registry_delete(m->reg, sb->tenant, sb->id, r ? NULL : err);
+	/* A removal that fails does not fail the request: the sandbox is
+	 * gone for its client either way, and its files are out of reach,
+	 * in a slot no sandbox gets until they are removed (retried). */
+	int r = runtime_remove_files(m->rt, sb->name, &rerr);
+	if (r < 0)
+		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
+			 "until it succeeds, the slot unused until then",
+			 sb->id, slot, rerr.msg);
+	int r2 = registry_delete(m->reg, sb->tenant, sb->id, err);
 	log_info("sandbox=%s event=destroyed", sb->id);
 	unlink_sandbox(m, sb);
-	return r ? r : r2;
+	if (r < 0)
+		slot_dirty(m, slot);
+	return r2;
 }
 
 static void cron(struct loop_timer *t)
@@ -416,6 +509,7 @@ static void cron(struct loop_timer *t)
 		}
 	}
 	runtime_collect(m->rt);
+	retry_dirty(m);
 	uint64_t tick = m->cfg->sleep_after_ms < 2000 ? 100 : 1000;
 	loop_timer_start(m->loop, &m->cron, tick);
 }
@@ -459,6 +553,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	if ((r = registry_open(path, &m->reg, err)) ||
 	    (r = registry_load(m->reg, load_row, m, err)))
 		goto fail;
+	find_leftovers(m);
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);

@@ -62,8 +62,10 @@ struct manager {
 	struct registry *reg;
 	struct sandbox **buckets;
 	size_t nbuckets, count;
-	uint8_t *slots; /* 1 = taken */
-	uint32_t nslots;
+	uint8_t *slots; /* 1: a sandbox's; 2: files of a removed one still
+			 * there (removal failed): out of use until gone */
+	uint32_t nslots, ndirty;
+	uint64_t dirty_next_ms, dirty_backoff_ms; /* retrying those removals */
 	uint64_t next_job_id;
 	struct loop_timer cron;
 };

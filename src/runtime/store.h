@@ -37,7 +37,9 @@ void store_close(struct store *s);
  * none), unless it exists. */
 int store_create(struct store *s, const char *name, uint64_t limit_bytes,
 		 struct sbx_err *err);
-/* Remove <dir>/<name> and everything in it (the sandbox is stopped). */
+/* Remove <dir>/<name> and everything in it (the sandbox is stopped). In a
+ * store, only by deleting its subvolume (instant): the caller walks what
+ * is not one (runtime.c, in the background). */
 int store_remove(struct store *s, const char *name, struct sbx_err *err);
 
 #endif
