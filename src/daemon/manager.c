@@ -235,6 +235,19 @@ static void find_leftovers(struct manager *m)
 	m->dirty_next_ms = 0; /* at the first tick */
 }
 
+/* The tenant's sandboxes (running only, or all). */
+static uint32_t tenant_count(struct manager *m, const char *tenant,
+			     bool running)
+{
+	uint32_t n = 0;
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
+			if ((!running || sb->state != SB_STOPPED) &&
+			    !strcmp(sb->tenant, tenant))
+				n++;
+	return n;
+}
+
 int manager_create(struct manager *m, const char *tenant, const char *id,
 		   const struct sandbox_opts *opts, struct sandbox **out,
 		   struct sbx_err *err)
@@ -244,6 +257,15 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 		opts = &none;
 	if (manager_find(m, tenant, id))
 		return sbx_err_set(err, EEXIST, "sandbox %s exists", id);
+	uint32_t max_sandboxes = 0, max_running = 0;
+	if (m->quota_of)
+		m->quota_of(m->quota_data, tenant, &max_sandboxes, &max_running);
+	if (max_sandboxes &&
+	    tenant_count(m, tenant, false) >= max_sandboxes)
+		return sbx_err_set(err, EDQUOT,
+				   "quota maxSandboxes reached: this tenant may "
+				   "have %u sandboxes; delete one first",
+				   max_sandboxes);
 	uint32_t slot = 0;
 	while (slot < m->nslots && !slot_usable(m, slot))
 		slot++;
@@ -419,21 +441,92 @@ static void on_init_exit(struct loop_watch *w, uint32_t events)
 	sandbox_stop(sb, "the sandbox's init exited");
 }
 
+static uint64_t min_nz(uint64_t v, uint64_t ceiling)
+{
+	return ceiling && (!v || v > ceiling) ? ceiling : v;
+}
+
+void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
+		    uint64_t *disk_bytes)
+{
+	const struct config *cfg = sb->m->cfg;
+	const struct cgroup_limits *d = &cfg->limits, *c = &cfg->max_limits;
+	/* a limit the sandbox was not created with follows the daemon's
+	 * current default; one made before the operator lowered a ceiling
+	 * runs under the ceiling */
+	lim->memory_bytes =
+		min_nz(sb->limits.memory_bytes ?: d->memory_bytes, c->memory_bytes);
+	lim->pids = (uint32_t)min_nz(sb->limits.pids ?: d->pids, c->pids);
+	lim->cpu_millis =
+		(uint32_t)min_nz(sb->limits.cpu_millis ?: d->cpu_millis,
+				 c->cpu_millis);
+	*disk_bytes = min_nz(sb->disk_bytes ?: cfg->disk_bytes, cfg->max_disk);
+}
+
+/* The least recently used running sandbox that nothing is using (no
+ * command, process, file operation or interpreter; not keepAlive), of
+ * tenant if given. */
+static struct sandbox *lru_idle(struct manager *m, const char *tenant)
+{
+	struct sandbox *best = NULL;
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
+			if (sb->state != SB_STOPPED && !sb->busy &&
+			    !sb->keep_alive &&
+			    (!tenant || !strcmp(sb->tenant, tenant)) &&
+			    (!best || sb->last_active_ms < best->last_active_ms))
+				best = sb;
+	return best;
+}
+
+int manager_admit(struct sandbox *sb, struct sbx_err *err)
+{
+	struct manager *m = sb->m;
+	uint32_t max_sandboxes = 0, max_running = 0;
+	if (sb->state != SB_STOPPED)
+		return 0;
+	if (m->quota_of)
+		m->quota_of(m->quota_data, sb->tenant, &max_sandboxes,
+			    &max_running);
+	while (max_running && tenant_count(m, sb->tenant, true) >= max_running) {
+		struct sandbox *v = lru_idle(m, sb->tenant);
+		if (!v)
+			return sbx_err_set(err, EDQUOT,
+					   "quota maxRunning reached: this tenant "
+					   "may run %u sandboxes at once and none "
+					   "of them is idle",
+					   max_running);
+		log_info("sandbox=%s event=making-room for=%s quota=maxRunning",
+			 v->id, sb->id);
+		sandbox_stop(v, "stopped to make room (the tenant's maxRunning)");
+	}
+	while (m->nrunning >= m->cfg->max_sandboxes) {
+		struct sandbox *v = lru_idle(m, NULL);
+		if (!v)
+			return sbx_err_set(err, EDQUOT,
+					   "quota --max-sandboxes reached: this "
+					   "daemon runs %u sandboxes at once and "
+					   "none of them is idle",
+					   m->cfg->max_sandboxes);
+		log_info("sandbox=%s event=making-room for=%s quota=max-sandboxes",
+			 v->id, sb->id);
+		sandbox_stop(v, "stopped to make room (--max-sandboxes)");
+	}
+	return 0;
+}
+
 int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
 	if (sb->state != SB_STOPPED)
 		return 0;
-	/* a limit the sandbox was not created with follows the daemon's
-	 * current default */
-	const struct cgroup_limits *d = &m->cfg->limits;
-	struct cgroup_limits lim = {
-		.memory_bytes = sb->limits.memory_bytes ?: d->memory_bytes,
-		.pids = sb->limits.pids ?: d->pids,
-		.cpu_millis = sb->limits.cpu_millis ?: d->cpu_millis,
-	};
-	int r = runtime_start(m->rt, sb->name, sb->base, &lim,
-			      sb->disk_bytes ?: m->cfg->disk_bytes, &sb->proc, err);
+	struct cgroup_limits lim;
+	uint64_t disk;
+	sandbox_limits(sb, &lim, &disk);
+	int r = manager_admit(sb, err);
+	if (r < 0)
+		return r;
+	r = runtime_start(m->rt, sb->name, sb->base, &lim, disk, &sb->proc, err);
 	if (r < 0) {
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
@@ -445,6 +538,7 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	loop_add(m->loop, &sb->sock_w, EPOLLIN);
 	loop_add(m->loop, &sb->pid_w, EPOLLIN);
 	sb->state = SB_STARTING;
+	m->nrunning++;
 	log_info("sandbox=%s event=started pid=%d", sb->id, sb->proc.init_pid);
 	return 0;
 }
@@ -461,6 +555,7 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	runtime_kill(&sb->proc);
 	runtime_reap(&sb->proc);
 	sb->state = SB_STOPPED;
+	m->nrunning--;
 	exec_fail_all(sb, EXEC_STOPPED, why);
 	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
 	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id, why);
@@ -475,7 +570,9 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 	/* A removal that fails does not fail the request: the sandbox is
 	 * gone for its client either way, and its files are out of reach,
 	 * in a slot no sandbox gets until they are removed (retried). */
-	int r = runtime_remove_files(m->rt, sb->name, &rerr);
+	int r = runtime_files_exist(m->rt, sb->name)
+			? runtime_remove_files(m->rt, sb->name, &rerr)
+			: 0; /* never started: nothing on disk */
 	if (r < 0)
 		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
 			 "until it succeeds, the slot unused until then",
@@ -547,6 +644,24 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		goto fail;
 	}
 	if ((r = runtime_new(cfg->state_dir, store_size(cfg), &m->rt, err)))
+		goto fail;
+	struct machine mc;
+	char why[300];
+	config_machine(&mc, m->rt->sandboxes_dir);
+	if (config_resolve(cfg, &mc, why, sizeof(why)) < 0) {
+		r = sbx_err_set(err, EINVAL, "%s", why);
+		goto fail;
+	}
+	log_info("event=ceilings max-memory=%lluM max-pids=%u max-cpus=%.2f "
+		 "max-disk=%lluM max-sandboxes=%u total-memory=%lluM "
+		 "total-pids=%llu",
+		 (unsigned long long)(cfg->max_limits.memory_bytes >> 20),
+		 cfg->max_limits.pids, cfg->max_limits.cpu_millis / 1000.0,
+		 (unsigned long long)(cfg->max_disk >> 20), cfg->max_sandboxes,
+		 (unsigned long long)(cfg->total_memory >> 20),
+		 (unsigned long long)cfg->total_pids);
+	if ((r = runtime_set_totals(m->rt, cfg->total_memory, cfg->total_pids,
+				    err)))
 		goto fail;
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);

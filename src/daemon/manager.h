@@ -68,6 +68,11 @@ struct manager {
 	uint64_t dirty_next_ms, dirty_backoff_ms; /* retrying those removals */
 	uint64_t next_job_id;
 	struct loop_timer cron;
+	uint32_t nrunning; /* sandboxes not stopped */
+	/* a tenant's quotas (0: none); NULL: no tenant has any */
+	void (*quota_of)(void *data, const char *tenant,
+			 uint32_t *max_sandboxes, uint32_t *max_running);
+	void *quota_data;
 };
 
 int manager_new(struct config *cfg, struct loop *loop,
@@ -77,7 +82,8 @@ void manager_free(struct manager *m);
 
 struct sandbox *manager_find(struct manager *m, const char *tenant,
 			     const char *id);
-/* Register a new sandbox (not started). -EEXIST if it exists. */
+/* Register a new sandbox (not started). -EEXIST if it exists; -EDQUOT
+ * (message naming it) when the tenant's maxSandboxes is reached. */
 int manager_create(struct manager *m, const char *tenant, const char *id,
 		   const struct sandbox_opts *opts, struct sandbox **out,
 		   struct sbx_err *err);
@@ -85,8 +91,17 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 int manager_get(struct manager *m, const char *tenant, const char *id,
 		struct sandbox **out, struct sbx_err *err);
 /* Start it if it is stopped (returns at once; init finishes setup on its
- * own and queued commands run after). */
+ * own and queued commands run after). -EDQUOT as manager_admit. */
 int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err);
+/* Make room for a stopped sandbox to start: under --max-sandboxes and its
+ * tenant's maxRunning, stopping the least recently used idle sandbox (the
+ * tenant's own for its quota) where needed. -EDQUOT, with a message naming
+ * the quota, when none is idle. 0 at once for a running one. */
+int manager_admit(struct sandbox *sb, struct sbx_err *err);
+/* The limits it runs with: its own, else the daemon's defaults, never
+ * above the operator's ceilings. */
+void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
+		    uint64_t *disk_bytes);
 /* Stop: every process ends, files stay. Pending commands fail with why. */
 void sandbox_stop(struct sandbox *sb, const char *why);
 /* Stop, delete files and registry entry, free sb. */
