@@ -1046,17 +1046,35 @@ void interp_cell_cancel(struct interp_cell *cell)
 
 /* ---- the sweep ------------------------------------------------------------ */
 
+/* The workers of g when every context of it is idle (no cell running or
+ * queued, none starting), else 0. */
+static unsigned idle_workers(struct interp_group *g)
+{
+	unsigned workers = 0;
+	for (struct interp_ctx *c = g->head; c; c = c->next) {
+		if (c->cur || c->qhead || c->ws == W_STARTING)
+			return 0;
+		workers += c->job != NULL;
+	}
+	return workers;
+}
+
+bool interp_only_idle(struct sandbox *sb)
+{
+	for (struct interp_group *g = groups; g; g = g->next)
+		if (g->sb == sb && group_sandbox(g) == sb) {
+			unsigned workers = idle_workers(g);
+			return workers && sb->busy == workers;
+		}
+	return false;
+}
+
 /* Stop a sandbox that only idle contexts keep up (see the top). */
 static bool idle_check(struct interp_group *g, struct sandbox *sb)
 {
 	if (sb->state == SB_STOPPED || sb->keep_alive)
 		return false;
-	unsigned workers = 0;
-	for (struct interp_ctx *c = g->head; c; c = c->next) {
-		if (c->cur || c->qhead || c->ws == W_STARTING)
-			return false;
-		workers += c->job != NULL;
-	}
+	unsigned workers = idle_workers(g);
 	uint64_t idle = sb->sleep_after_ms ? sb->sleep_after_ms
 					   : sb->m->cfg->sleep_after_ms;
 	if (!workers || sb->busy != workers ||

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "daemon/exec.h"
+#include "daemon/interp.h"
 #include "daemon/process.h"
 #include "daemon/registry.h"
 #include "lib/buf.h"
@@ -464,15 +465,15 @@ void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
 }
 
 /* The least recently used running sandbox that nothing is using (no
- * command, process, file operation or interpreter; not keepAlive), of
- * tenant if given. */
+ * command, process or file operation, no interpreter cell; not
+ * keepAlive), of tenant if given. */
 static struct sandbox *lru_idle(struct manager *m, const char *tenant)
 {
 	struct sandbox *best = NULL;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
-			if (sb->state != SB_STOPPED && !sb->busy &&
-			    !sb->keep_alive &&
+			if (sb->state != SB_STOPPED && !sb->keep_alive &&
+			    (!sb->busy || interp_only_idle(sb)) &&
 			    (!tenant || !strcmp(sb->tenant, tenant)) &&
 			    (!best || sb->last_active_ms < best->last_active_ms))
 				best = sb;

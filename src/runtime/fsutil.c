@@ -334,7 +334,37 @@ int fs_empty_dir(int dirfd, struct sbx_err *err)
 	return 0;
 }
 
+static int remove_tree_at(int dirfd, const char *name, struct sbx_err *err);
+
 int fs_remove_tree(int dirfd, const char *name, struct sbx_err *err)
+{
+	const char *slash = strrchr(name, '/');
+	if (!slash || !slash[1])
+		return remove_tree_at(dirfd, name, err);
+	/* "a/b/name": the way to name's directory is the caller's, as given
+	 * (an absolute path of the state dir may cross mounts and links);
+	 * from there on nothing is followed */
+	char *parent = slash == name ? strdup("/")
+				     : strndup(name, (size_t)(slash - name));
+	if (!parent)
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	int pfd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	free(parent);
+	if (pfd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		int r = sbx_err_sys(err, errno, "open the directory of %s", name);
+		errno = -r;
+		return r;
+	}
+	int r = remove_tree_at(pfd, slash + 1, err);
+	int e = errno;
+	close(pfd);
+	errno = e;
+	return r;
+}
+
+static int remove_tree_at(int dirfd, const char *name, struct sbx_err *err)
 {
 	int r;
 	if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)

@@ -208,3 +208,15 @@ def test_keep_alive_sandboxes_are_never_stopped_for_room(make_daemon, new_sid):
     doc = assert_error(v1.exec_json(o, command="true"), 429, "quota_exceeded")
     assert "--max-sandboxes" in doc["error"]
     assert v1.running(k)
+
+
+def test_idle_interpreter_contexts_do_not_hold_a_slot(make_daemon, new_sid):
+    """A sandbox whose only work is an idle interpreter context is idle: it
+    is stopped for room (its contexts start afresh on their next cell)."""
+    d = make_daemon("--max-sandboxes", "1")
+    v1 = V1(d)
+    s1, s2 = new_sid(), new_sid()
+    r = v1.post(f"/v1/sandbox/{s1}/contexts", json={"language": "python"})
+    assert r.status_code == 201, r.text
+    assert v1.sh(s2, "echo two") == "two\n"
+    assert not v1.running(s1) and v1.running(s2)

@@ -192,6 +192,25 @@ static void test_failure_reported(void **state)
 	close(dir);
 }
 
+/* A path whose way to the tree crosses a link (as an absolute state dir
+ * may): the way is taken as given, the tree itself walked as always. */
+static void test_path_to_the_tree_as_given(void **state)
+{
+	(void)state;
+	int dir = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dir >= 0);
+	assert_int_equal(mkdirat(dir, "real", 0755), 0);
+	assert_int_equal(symlinkat("real", dir, "via"), 0);
+	make_chain(dir, "real/tree", 300);
+	char p[300];
+	snprintf(p, sizeof(p), "%s/via/tree", tmp);
+	assert_int_equal(fs_remove_tree(AT_FDCWD, p, NULL), 0);
+	struct stat st;
+	assert_int_equal(fstatat(dir, "real/tree", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(dir, "via", &st, AT_SYMLINK_NOFOLLOW), 0);
+	close(dir);
+}
+
 static void test_empty_dir(void **state)
 {
 	(void)state;
@@ -216,6 +235,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_links_not_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mount_not_entered, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failure_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_path_to_the_tree_as_given, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty_dir, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
