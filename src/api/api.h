@@ -82,12 +82,20 @@ json_t *api_process_json(const struct process *p, unsigned flags);
 /* /v1 shared: {"error": msg, "code": code} with status. */
 void v1_error(struct http_req *r, unsigned status, const char *code,
 	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A failed manager_create/manager_admit: 429 quota_exceeded (EDQUOT) or
+ * limit (ENOSPC, no uid range), else 500. */
+void v1_create_error(struct http_req *r, const struct sbx_err *err);
 /* The body as a JSON object (empty body: {}), or answer 400 and NULL. */
 json_t *v1_body(struct http_req *r);
 /* The sandbox named by the route: found, or created with defaults; NULL
  * after answering the error. */
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
 			   struct route_match *m, bool create);
+/* As v1_sandbox(create), for a request that runs something in it: with
+ * room for it to start (manager_admit), else NULL after answering 429 (and
+ * a sandbox this request made is gone again). */
+struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
+				  struct route_match *m);
 /* Session from the Session-Id header (NULL header: default); NULL after
  * answering 404. */
 struct session *v1_session(struct http_req *r, struct sandbox *sb);

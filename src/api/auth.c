@@ -1,11 +1,13 @@
 #include "api/auth.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct token {
 	char *token, *tenant;
+	uint32_t max_sandboxes, max_running; /* 0: none */
 };
 
 struct auth {
@@ -23,6 +25,43 @@ static int valid_tenant(const char *s)
 		      *s == '-' || *s == '_'))
 			return 0;
 	return 1;
+}
+
+/* "maxSandboxes=N maxRunning=N" (either, both or none) after the tenant. */
+static int parse_quotas(char **save, uint32_t q[2])
+{
+	static const char *const names[] = {"maxSandboxes=", "maxRunning="};
+	for (char *w; (w = strtok_r(NULL, " \t\r\n", save));) {
+		int i = !strncmp(w, names[0], strlen(names[0]))   ? 0
+			: !strncmp(w, names[1], strlen(names[1])) ? 1
+								  : -1;
+		if (i < 0 || q[i])
+			return -1;
+		char *end;
+		const char *v = w + strlen(names[i]);
+		unsigned long n = strtoul(v, &end, 10);
+		if (*end || !*v || *v == '-' || n < 1 || n > 1000000)
+			return -1;
+		q[i] = (uint32_t)n;
+	}
+	return 0;
+}
+
+/* Quotas belong to the tenant: two lines of it must not disagree (a line
+ * without any takes the tenant's). */
+static bool same_tenant_other_quotas(struct auth *a, const char *tenant,
+				     const uint32_t q[2])
+{
+	for (size_t i = 0; i < a->n; i++) {
+		struct token *t = &a->t[i];
+		if (strcmp(t->tenant, tenant))
+			continue;
+		bool tq = t->max_sandboxes || t->max_running, nq = q[0] || q[1];
+		if (tq && nq &&
+		    (t->max_sandboxes != q[0] || t->max_running != q[1]))
+			return true;
+	}
+	return false;
 }
 
 int auth_load(const char *path, struct auth **out, struct sbx_err *err)
@@ -45,12 +84,21 @@ int auth_load(const char *path, struct auth **out, struct sbx_err *err)
 		if (!tok || tok[0] == '#')
 			continue;
 		char *tenant = strtok_r(NULL, " \t\r\n", &save);
-		if (!tenant || strtok_r(NULL, " \t\r\n", &save) ||
-		    strlen(tok) < 16 || !valid_tenant(tenant)) {
+		uint32_t q[2] = {0, 0};
+		if (!tenant || strlen(tok) < 16 || !valid_tenant(tenant) ||
+		    parse_quotas(&save, q) < 0) {
 			r = sbx_err_set(err, EINVAL,
 					"%s:%d: expected \"<token of 16+ chars> "
-					"<tenant [a-z0-9_-]>\"",
+					"<tenant [a-z0-9_-]> [maxSandboxes=N] "
+					"[maxRunning=N]\"",
 					path, lineno);
+			break;
+		}
+		if (same_tenant_other_quotas(a, tenant, q)) {
+			r = sbx_err_set(err, EINVAL,
+					"%s:%d: tenant %s has other quotas on "
+					"another line",
+					path, lineno, tenant);
 			break;
 		}
 		struct token *t = realloc(a->t, (a->n + 1) * sizeof(*t));
@@ -61,6 +109,8 @@ int auth_load(const char *path, struct auth **out, struct sbx_err *err)
 		a->t = t;
 		a->t[a->n].token = strdup(tok);
 		a->t[a->n].tenant = strdup(tenant);
+		a->t[a->n].max_sandboxes = q[0];
+		a->t[a->n].max_running = q[1];
 		a->n++;
 	}
 	free(line);
@@ -109,4 +159,17 @@ const char *auth_tenant(const struct auth *a, const char *header)
 		if (same(tok, a->t[i].token))
 			found = a->t[i].tenant;
 	return found;
+}
+
+void auth_quota(const struct auth *a, const char *tenant,
+		uint32_t *max_sandboxes, uint32_t *max_running)
+{
+	*max_sandboxes = *max_running = 0;
+	for (size_t i = 0; a && i < a->n; i++)
+		if (!strcmp(a->t[i].tenant, tenant) &&
+		    (a->t[i].max_sandboxes || a->t[i].max_running)) {
+			*max_sandboxes = a->t[i].max_sandboxes;
+			*max_running = a->t[i].max_running;
+			return;
+		}
 }

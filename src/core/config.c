@@ -1,9 +1,12 @@
 #include "core/config.h"
 
 #include <getopt.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "lib/log.h"
 #include "lib/util.h"
@@ -44,8 +47,30 @@ static const char usage[] =
 	"  --max-ptys N             pseudo-terminals per sandbox, 1 to 4096\n"
 	"                           (default 64; the host's kernel.pty.max\n"
 	"                           bounds them all together)\n"
-	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\" per\n"
-	"                           line; required to listen beyond loopback\n"
+	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\n"
+	"                           [maxSandboxes=N] [maxRunning=N]\" per line\n"
+	"                           (a tenant's quotas); required to listen\n"
+	"                           beyond loopback\n"
+	"\n"
+	"Operator ceilings (a client's limits above one are refused with 400\n"
+	"limit_exceeds_ceiling; defaults from this machine):\n"
+	"  --max-memory SIZE        largest memory limit (default: physical RAM)\n"
+	"  --max-pids N             largest process limit (default: pid_max/8)\n"
+	"  --max-cpus N             largest CPU limit (default: the CPUs this\n"
+	"                           daemon may use)\n"
+	"  --max-disk SIZE          largest disk limit (default: the size of the\n"
+	"                           store, or of the state dir's filesystem)\n"
+	"  --max-sandboxes N        sandboxes running at once; beyond it the least\n"
+	"                           recently used idle one is stopped (files kept),\n"
+	"                           or 429 quota_exceeded when none is idle\n"
+	"                           (default: the smaller of (total pids)/--pids\n"
+	"                           and RAM/128M)\n"
+	"  --total-memory SIZE      one memory limit over all sandboxes together\n"
+	"                           (default: 3/4 of RAM; 0: none)\n"
+	"  --total-pids N           one process limit over all sandboxes together\n"
+	"                           (default: pid_max/2; 0: none)\n"
+	"A ceiling is never below the matching per-sandbox default; a default not\n"
+	"given is lowered to a ceiling that is.\n"
 	"  --log-level LEVEL        debug, info, warn or error (default info)\n"
 	"  --help                   this text\n"
 	"\n"
@@ -55,7 +80,9 @@ static const char usage[] =
 enum {
 	OPT_LISTEN = 1, OPT_STATE, OPT_SLEEP, OPT_TIMEOUT, OPT_MEMORY,
 	OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_BODY, OPT_UIDBASE, OPT_LOG,
-	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS,
+	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS, OPT_MAX_MEMORY,
+	OPT_MAX_PIDS, OPT_MAX_CPUS, OPT_MAX_DISK, OPT_MAX_SANDBOXES,
+	OPT_TOTAL_MEMORY, OPT_TOTAL_PIDS,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -103,6 +130,13 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"tokens", required_argument, NULL, OPT_TOKENS},
 		{"disk", required_argument, NULL, OPT_DISK},
 		{"store-size", required_argument, NULL, OPT_STORE},
+		{"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+		{"max-pids", required_argument, NULL, OPT_MAX_PIDS},
+		{"max-cpus", required_argument, NULL, OPT_MAX_CPUS},
+		{"max-disk", required_argument, NULL, OPT_MAX_DISK},
+		{"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
+		{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
+		{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"max-ptys", required_argument, NULL, OPT_PTYS},
 		{NULL, 0, NULL, 0},
@@ -148,26 +182,67 @@ int config_parse(struct config *cfg, int argc, char **argv)
 					 : &cfg->exec_timeout_ms) = v;
 			break;
 		case OPT_MEMORY:
-			if (parse_size(optarg, &v) || v < (16u << 20))
-				return bad("--memory", optarg,
-					   "expected a size of at least 16M");
-			cfg->limits.memory_bytes = v;
+		case OPT_MAX_MEMORY:
+			if (parse_size(optarg, &v) || v < (16u << 20) ||
+			    v > (1ull << 50))
+				return bad(c == OPT_MEMORY ? "--memory" : "--max-memory",
+					   optarg, "expected a size of at least 16M");
+			*(c == OPT_MEMORY ? &cfg->limits.memory_bytes
+					  : &cfg->max_limits.memory_bytes) = v;
+			cfg->given |= c == OPT_MEMORY ? CFG_MEMORY : CFG_MAX_MEMORY;
 			break;
 		case OPT_PIDS:
+		case OPT_MAX_PIDS:
 			v = strtoull(optarg, &end, 10);
-			if (*end || v < 8 || v > 4194304)
-				return bad("--pids", optarg,
-					   "expected a number from 8 to 4194304");
-			cfg->limits.pids = (uint32_t)v;
+			if (*end || !*optarg || v < 8 || v > 4194304)
+				return bad(c == OPT_PIDS ? "--pids" : "--max-pids",
+					   optarg, "expected a number from 8 to 4194304");
+			*(c == OPT_PIDS ? &cfg->limits.pids
+					: &cfg->max_limits.pids) = (uint32_t)v;
+			cfg->given |= c == OPT_PIDS ? CFG_PIDS : CFG_MAX_PIDS;
 			break;
-		case OPT_CPUS: {
+		case OPT_CPUS:
+		case OPT_MAX_CPUS: {
 			double d = strtod(optarg, &end);
 			if (*end || !(d >= 0.01 && d <= 1024))
-				return bad("--cpus", optarg,
-					   "expected a number from 0.01 to 1024");
-			cfg->limits.cpu_millis = (uint32_t)(d * 1000 + 0.5);
+				return bad(c == OPT_CPUS ? "--cpus" : "--max-cpus",
+					   optarg, "expected a number from 0.01 to 1024");
+			*(c == OPT_CPUS ? &cfg->limits.cpu_millis
+					: &cfg->max_limits.cpu_millis) =
+				(uint32_t)(d * 1000 + 0.5);
+			cfg->given |= c == OPT_CPUS ? CFG_CPUS : CFG_MAX_CPUS;
 			break;
 		}
+		case OPT_MAX_DISK:
+			if (parse_size(optarg, &v) || v < (64u << 20))
+				return bad("--max-disk", optarg,
+					   "expected a size of at least 64M");
+			cfg->max_disk = v;
+			cfg->given |= CFG_MAX_DISK;
+			break;
+		case OPT_MAX_SANDBOXES:
+			v = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || v < 1 || v > 65536)
+				return bad("--max-sandboxes", optarg,
+					   "expected a number from 1 to 65536");
+			cfg->max_sandboxes = (uint32_t)v;
+			cfg->given |= CFG_MAX_SANDBOXES;
+			break;
+		case OPT_TOTAL_MEMORY:
+			if (parse_size(optarg, &v) || (v && v < (64u << 20)))
+				return bad("--total-memory", optarg,
+					   "expected 0 or a size of at least 64M");
+			cfg->total_memory = v;
+			cfg->given |= CFG_TOTAL_MEMORY;
+			break;
+		case OPT_TOTAL_PIDS:
+			v = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || (v && v < 8) || v > 4194304)
+				return bad("--total-pids", optarg,
+					   "expected 0 or a number from 8 to 4194304");
+			cfg->total_pids = v;
+			cfg->given |= CFG_TOTAL_PIDS;
+			break;
 		case OPT_OUTPUT:
 		case OPT_BODY:
 			if (parse_size(optarg, &v) || v < 1024 ||
@@ -204,6 +279,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 				return bad(c == OPT_DISK ? "--disk" : "--store-size",
 					   optarg, "expected 0 or a size of at least 64M");
 			*(c == OPT_DISK ? &cfg->disk_bytes : &cfg->store_bytes) = v;
+			if (c == OPT_DISK)
+				cfg->given |= CFG_DISK;
 			break;
 		case OPT_PTYS:
 			v = strtoull(optarg, &end, 10);
@@ -225,5 +302,103 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind], "unexpected");
+	return 0;
+}
+
+void config_machine(struct machine *mc, const char *sandboxes_dir)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+	cpu_set_t set;
+	struct statvfs sv;
+	char buf[32];
+	memset(mc, 0, sizeof(*mc));
+	if (pages > 0 && psz > 0)
+		mc->ram_bytes = (uint64_t)pages * (uint64_t)psz;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		mc->ncpus = (uint32_t)CPU_COUNT(&set);
+	if (!mc->ncpus) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		mc->ncpus = n > 0 ? (uint32_t)n : 1;
+	}
+	FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
+	if (f) {
+		if (fgets(buf, sizeof(buf), f))
+			mc->pid_max = strtoull(buf, NULL, 10);
+		fclose(f);
+	}
+	if (!mc->pid_max)
+		mc->pid_max = 32768; /* the kernel's own default */
+	if (sandboxes_dir && statvfs(sandboxes_dir, &sv) == 0)
+		mc->disk_bytes = (uint64_t)sv.f_blocks * sv.f_frsize;
+}
+
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* One per-sandbox default against its ceiling (see config_resolve). */
+static int resolve_one(struct config *cfg, uint64_t *def, unsigned def_flag,
+		       uint64_t *ceil, unsigned ceil_flag, uint64_t derived,
+		       const char *def_name, const char *ceil_name, char *why,
+		       size_t whylen)
+{
+	if (!(cfg->given & ceil_flag)) {
+		*ceil = max_u64(derived, *def);
+		return 0;
+	}
+	if (!*def || *def <= *ceil)
+		return 0;
+	if (cfg->given & def_flag) {
+		snprintf(why, whylen,
+			 "%s is above %s: a sandbox's default limit cannot "
+			 "exceed the ceiling",
+			 def_name, ceil_name);
+		return -1;
+	}
+	*def = *ceil;
+	return 0;
+}
+
+int config_resolve(struct config *cfg, const struct machine *mc, char *why,
+		   size_t whylen)
+{
+	uint64_t mem = cfg->limits.memory_bytes, cmem = cfg->max_limits.memory_bytes;
+	uint64_t pids = cfg->limits.pids, cpids = cfg->max_limits.pids;
+	uint64_t cpu = cfg->limits.cpu_millis, ccpu = cfg->max_limits.cpu_millis;
+	uint64_t pid_max = mc->pid_max ? mc->pid_max : 32768;
+	uint64_t ram = mc->ram_bytes ? mc->ram_bytes : 1ull << 30;
+	if (resolve_one(cfg, &mem, CFG_MEMORY, &cmem, CFG_MAX_MEMORY, ram,
+			"--memory", "--max-memory", why, whylen) ||
+	    resolve_one(cfg, &pids, CFG_PIDS, &cpids, CFG_MAX_PIDS,
+			max_u64(pid_max / 8, 8), "--pids", "--max-pids", why,
+			whylen) ||
+	    resolve_one(cfg, &cpu, CFG_CPUS, &ccpu, CFG_MAX_CPUS,
+			(uint64_t)(mc->ncpus ? mc->ncpus : 1) * 1000, "--cpus",
+			"--max-cpus", why, whylen) ||
+	    resolve_one(cfg, &cfg->disk_bytes, CFG_DISK, &cfg->max_disk,
+			CFG_MAX_DISK, mc->disk_bytes, "--disk", "--max-disk", why,
+			whylen))
+		return -1;
+	cfg->limits.memory_bytes = mem;
+	cfg->max_limits.memory_bytes = cmem;
+	cfg->limits.pids = (uint32_t)pids;
+	cfg->max_limits.pids = (uint32_t)(cpids > 4194304 ? 4194304 : cpids);
+	cfg->limits.cpu_millis = (uint32_t)cpu;
+	cfg->max_limits.cpu_millis = (uint32_t)ccpu;
+	if (!(cfg->given & CFG_TOTAL_MEMORY))
+		cfg->total_memory = ram / 4 * 3;
+	if (!(cfg->given & CFG_TOTAL_PIDS))
+		cfg->total_pids = pid_max / 2;
+	if (!(cfg->given & CFG_MAX_SANDBOXES)) {
+		/* every running sandbox at its default pids limit fits in the
+		 * total (half of pid_max by default), and each has 128M of
+		 * the machine's memory */
+		uint64_t by_pids = (cfg->total_pids ? cfg->total_pids : pid_max / 2) /
+				   (cfg->limits.pids ? cfg->limits.pids : 1);
+		uint64_t by_ram = ram / (128ull << 20);
+		uint64_t n = by_pids < by_ram ? by_pids : by_ram;
+		cfg->max_sandboxes = (uint32_t)(n < 1 ? 1 : n > 65536 ? 65536 : n);
+	}
 	return 0;
 }

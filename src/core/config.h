@@ -23,6 +23,31 @@ struct config {
 	unsigned max_ptys;            /* per sandbox */
 	int log_level;
 	const char *tokens_path;       /* NULL: no auth, loopback only */
+	/* Operator ceilings and quotas (shared/spec/v1.md): a client's limits
+	 * above a ceiling are refused; what is not given on the command line
+	 * is derived from the machine by config_resolve(). */
+	struct cgroup_limits max_limits; /* ceilings of limits.memoryMB/pids/cpus */
+	uint64_t max_disk;               /* ceiling of limits.diskMB */
+	uint32_t max_sandboxes;          /* running at once */
+	uint64_t total_memory;           /* all sandboxes together; 0: none */
+	uint64_t total_pids;             /* all sandboxes together; 0: none */
+	unsigned given;                  /* CFG_* of the flags given */
+};
+
+enum {
+	CFG_MEMORY = 1u << 0, CFG_PIDS = 1u << 1, CFG_CPUS = 1u << 2,
+	CFG_DISK = 1u << 3, CFG_MAX_MEMORY = 1u << 4, CFG_MAX_PIDS = 1u << 5,
+	CFG_MAX_CPUS = 1u << 6, CFG_MAX_DISK = 1u << 7,
+	CFG_MAX_SANDBOXES = 1u << 8, CFG_TOTAL_MEMORY = 1u << 9,
+	CFG_TOTAL_PIDS = 1u << 10,
+};
+
+/* What the ceilings' defaults are derived from. */
+struct machine {
+	uint64_t ram_bytes;  /* physical memory */
+	uint32_t ncpus;      /* CPUs this process may run on */
+	uint64_t pid_max;    /* kernel.pid_max */
+	uint64_t disk_bytes; /* size of the filesystem holding the sandboxes */
 };
 
 /* 0x70000000: above systemd-nspawn's and nsresourced's container ranges
@@ -35,5 +60,12 @@ struct config {
 /* Fill cfg from argv; returns 0, 1 when --help was printed, -1 (with the
  * message printed) on a bad flag. */
 int config_parse(struct config *cfg, int argc, char **argv);
+/* This machine's figures; disk from the filesystem at sandboxes_dir. */
+void config_machine(struct machine *mc, const char *sandboxes_dir);
+/* Derive the ceilings and totals not given from mc (see the usage text),
+ * lower a per-sandbox default that was not given to a ceiling that was,
+ * and refuse (-1, why filled) a given default above a given ceiling. */
+int config_resolve(struct config *cfg, const struct machine *mc, char *why,
+		   size_t whylen);
 
 #endif

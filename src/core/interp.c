@@ -190,7 +190,8 @@ static struct interp_group *group_of(struct sandbox *sb, bool create)
 		return NULL;
 	g->m = sb->m;
 	g->sb = sb;
-	return sb->interp = g;
+	sb->interp = g;
+	return g;
 }
 
 void interp_sandbox_gone(struct sandbox *sb)
@@ -1096,4 +1097,10 @@ unsigned interp_idle_workers(struct sandbox *sb)
 		workers += c->job != NULL;
 	}
 	return workers;
+}
+
+bool interp_only_idle(struct sandbox *sb)
+{
+	unsigned workers = interp_idle_workers(sb);
+	return workers && sb->busy == workers;
 }

@@ -101,6 +101,9 @@ int interp_create(struct sandbox *sb, const struct interp_opts *opts,
 		  struct sbx_err *err);
 /* The sandbox's context by id, or NULL. */
 struct interp_ctx *interp_find(struct sandbox *sb, const char *id);
+/* Whether the sandbox's only jobs are the workers of idle contexts (so it
+ * may be stopped as idle; its contexts restart on their next cell). */
+bool interp_only_idle(struct sandbox *sb);
 /* Every context of the sandbox, oldest first. */
 void interp_foreach(struct sandbox *sb,
 		    void (*fn)(struct interp_ctx *c, void *data), void *data);

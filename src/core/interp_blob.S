@@ -3,15 +3,11 @@
  * /opt/sandboxd/interp. Each is followed by a NUL. */
 	.section .rodata
 	.global sbx_interp_python_worker
-	.global sbx_interp_python_worker_end
 	.global sbx_interp_node_worker
-	.global sbx_interp_node_worker_end
 sbx_interp_python_worker:
 	.incbin "interp/python_worker.py"
-sbx_interp_python_worker_end:
 	.byte 0
 sbx_interp_node_worker:
 	.incbin "interp/node_worker.js"
-sbx_interp_node_worker_end:
 	.byte 0
 	.section .note.GNU-stack,"",@progbits

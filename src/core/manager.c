@@ -35,6 +35,10 @@
 #define NBUCKETS 16384
 #define MAX_SLOTS 65536u
 
+enum { SLOT_FREE, SLOT_TAKEN, SLOT_DIRTY };
+#define DIRTY_RETRY_MIN_MS 1000
+#define DIRTY_RETRY_MAX_MS 60000
+
 static size_t hash(const char *tenant, const char *id)
 {
 	uint64_t h = 1469598103934665603ull;
@@ -77,7 +81,7 @@ static struct sandbox *add(struct manager *m, const char *tenant,
 	sb->base = m->cfg->uid_base + slot * USERNS_RANGE;
 	snprintf(sb->name, sizeof(sb->name), "s%u", slot);
 	sb->proc.sock = sb->proc.pidfd = -1;
-	m->slots[slot] = 1;
+	m->slots[slot] = SLOT_TAKEN;
 	size_t h = hash(tenant, id);
 	sb->hnext = m->buckets[h];
 	m->buckets[h] = sb;
@@ -93,7 +97,7 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 			*p = sb->hnext;
 			break;
 		}
-	m->slots[sb->slot] = 0;
+	m->slots[sb->slot] = SLOT_FREE;
 	if (sb->range_held)
 		uidrange_release(m->ranges, sb->base);
 	m->count--;
@@ -178,6 +182,96 @@ static int load_row(const struct registry_row *row, void *data)
 	return r;
 }
 
+/* Files of a removed sandbox that are still there (its removal failed,
+ * or the daemon died between the two): the slot is kept out of use until
+ * they are gone, so no new sandbox ever starts on an old upper layer. */
+static void slot_dirty(struct manager *m, uint32_t slot)
+{
+	if (m->slots[slot] == SLOT_DIRTY)
+		return;
+	m->slots[slot] = SLOT_DIRTY;
+	m->ndirty++;
+	m->dirty_backoff_ms = DIRTY_RETRY_MIN_MS;
+	m->dirty_next_ms = now_wall_ms() + DIRTY_RETRY_MIN_MS;
+}
+
+static bool slot_usable(struct manager *m, uint32_t slot)
+{
+	char name[16];
+	if (m->slots[slot] != SLOT_FREE)
+		return false;
+	snprintf(name, sizeof(name), "s%u", slot);
+	if (!runtime_files_exist(m->rt, name))
+		return true;
+	log_warn("slot=%u event=leftover-files its files are still there; "
+		 "removing them, the slot is not used until they are gone",
+		 slot);
+	slot_dirty(m, slot);
+	return false;
+}
+
+/* Try the removals that failed again, less often while they keep
+ * failing (from the housekeeping tick). */
+static void retry_dirty(struct manager *m)
+{
+	uint64_t now = now_wall_ms();
+	if (!m->ndirty || now < m->dirty_next_ms)
+		return;
+	for (uint32_t slot = 0; slot < m->nslots && m->ndirty; slot++) {
+		char name[16];
+		struct sbx_err err = {0};
+		if (m->slots[slot] != SLOT_DIRTY)
+			continue;
+		snprintf(name, sizeof(name), "s%u", slot);
+		if (runtime_files_exist(m->rt, name) &&
+		    runtime_remove_files(m->rt, name, &err) < 0) {
+			log_debug("slot=%u event=remove-retry %s", slot, err.msg);
+			continue;
+		}
+		m->slots[slot] = SLOT_FREE;
+		m->ndirty--;
+		log_info("slot=%u event=reclaimed its old files are gone", slot);
+	}
+	m->dirty_backoff_ms = m->dirty_backoff_ms * 2 > DIRTY_RETRY_MAX_MS
+				      ? DIRTY_RETRY_MAX_MS
+				      : m->dirty_backoff_ms * 2;
+	m->dirty_next_ms = now + m->dirty_backoff_ms;
+}
+
+/* At start: every s<N> in the store that no sandbox owns. */
+static void find_leftovers(struct manager *m)
+{
+	DIR *d = opendir(m->rt->sandboxes_dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char *end;
+		if (e->d_name[0] != 's' || e->d_name[1] < '0' || e->d_name[1] > '9')
+			continue;
+		unsigned long slot = strtoul(e->d_name + 1, &end, 10);
+		if (*end || slot >= m->nslots || m->slots[slot] != SLOT_FREE)
+			continue;
+		log_warn("slot=%lu event=leftover-files no sandbox owns them; "
+			 "removing them", slot);
+		slot_dirty(m, (uint32_t)slot);
+	}
+	if (d)
+		closedir(d);
+	m->dirty_next_ms = 0; /* at the first tick */
+}
+
+/* The tenant's sandboxes (running only, or all). */
+static uint32_t tenant_count(struct manager *m, const char *tenant,
+			     bool running)
+{
+	uint32_t n = 0;
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
+			if ((!running || sb->state != SB_STOPPED) &&
+			    !strcmp(sb->tenant, tenant))
+				n++;
+	return n;
+}
+
 int manager_create(struct manager *m, const char *tenant, const char *id,
 		   const struct sandbox_opts *opts, struct sandbox **out,
 		   struct sbx_err *err)
@@ -187,11 +281,20 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 		opts = &none;
 	if (manager_find(m, tenant, id))
 		return sbx_err_set(err, EEXIST, "sandbox %s exists", id);
-	/* the lowest slot whose range nobody on this host uses */
+	uint32_t max_sandboxes = 0, max_running = 0;
+	if (m->quota_of)
+		m->quota_of(m->quota_data, tenant, &max_sandboxes, &max_running);
+	if (max_sandboxes &&
+	    tenant_count(m, tenant, false) >= max_sandboxes)
+		return sbx_err_set(err, EDQUOT,
+				   "quota maxSandboxes reached: this tenant may "
+				   "have %u sandboxes; delete one first",
+				   max_sandboxes);
+	/* the lowest usable slot whose range nobody on this host uses */
 	uint32_t slot = 0;
 	for (; slot < m->nslots; slot++) {
 		uid_t first = m->cfg->uid_base + slot * USERNS_RANGE;
-		if (!m->slots[slot] && !uidrange_reserved(first) &&
+		if (slot_usable(m, slot) && !uidrange_reserved(first) &&
 		    uidrange_claim(m->ranges, first) == 0)
 			break;
 	}
@@ -504,7 +607,7 @@ static void on_task_exit(const struct taskstats_exit *x, void *data)
 			 * plain characters reach the log */
 			char comm[sizeof(x->comm)];
 			size_t i = 0;
-			for (; x->comm[i] && i < sizeof(comm) - 1; i++) {
+			for (; i < sizeof(comm) - 1 && x->comm[i]; i++) {
 				char c = x->comm[i];
 				comm[i] = (c >= 'a' && c <= 'z') ||
 						  (c >= 'A' && c <= 'Z') ||
@@ -556,6 +659,80 @@ static void on_init_exit(struct loop_watch *w, uint32_t events)
 	sandbox_stop(sb, "the sandbox's init exited");
 }
 
+static uint64_t min_nz(uint64_t v, uint64_t ceiling)
+{
+	return ceiling && (!v || v > ceiling) ? ceiling : v;
+}
+
+void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
+		    uint64_t *disk_bytes)
+{
+	const struct config *cfg = sb->m->cfg;
+	const struct cgroup_limits *d = &cfg->limits, *c = &cfg->max_limits;
+	/* a limit the sandbox was not created with follows the daemon's
+	 * current default; one made before the operator lowered a ceiling
+	 * runs under the ceiling */
+	lim->memory_bytes =
+		min_nz(sb->limits.memory_bytes ?: d->memory_bytes, c->memory_bytes);
+	lim->pids = (uint32_t)min_nz(sb->limits.pids ?: d->pids, c->pids);
+	lim->cpu_millis =
+		(uint32_t)min_nz(sb->limits.cpu_millis ?: d->cpu_millis,
+				 c->cpu_millis);
+	*disk_bytes = min_nz(sb->disk_bytes ?: cfg->disk_bytes, cfg->max_disk);
+}
+
+/* The least recently used running sandbox that nothing is using (no
+ * command, process or file operation, no interpreter cell; not
+ * keepAlive), of tenant if given. */
+static struct sandbox *lru_idle(struct manager *m, const char *tenant)
+{
+	struct sandbox *best = NULL;
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
+			if (sb->state != SB_STOPPED && !sb->keep_alive &&
+			    (!sb->busy || interp_only_idle(sb)) &&
+			    (!tenant || !strcmp(sb->tenant, tenant)) &&
+			    (!best || sb->last_active_ms < best->last_active_ms))
+				best = sb;
+	return best;
+}
+
+int manager_admit(struct sandbox *sb, struct sbx_err *err)
+{
+	struct manager *m = sb->m;
+	uint32_t max_sandboxes = 0, max_running = 0;
+	if (sb->state != SB_STOPPED)
+		return 0;
+	if (m->quota_of)
+		m->quota_of(m->quota_data, sb->tenant, &max_sandboxes,
+			    &max_running);
+	while (max_running && tenant_count(m, sb->tenant, true) >= max_running) {
+		struct sandbox *v = lru_idle(m, sb->tenant);
+		if (!v)
+			return sbx_err_set(err, EDQUOT,
+					   "quota maxRunning reached: this tenant "
+					   "may run %u sandboxes at once and none "
+					   "of them is idle",
+					   max_running);
+		log_info("sandbox=%s event=making-room for=%s quota=maxRunning",
+			 v->id, sb->id);
+		sandbox_stop(v, "stopped to make room (the tenant's maxRunning)");
+	}
+	while (m->nrunning >= m->cfg->max_sandboxes) {
+		struct sandbox *v = lru_idle(m, NULL);
+		if (!v)
+			return sbx_err_set(err, EDQUOT,
+					   "quota --max-sandboxes reached: this "
+					   "daemon runs %u sandboxes at once and "
+					   "none of them is idle",
+					   m->cfg->max_sandboxes);
+		log_info("sandbox=%s event=making-room for=%s quota=max-sandboxes",
+			 v->id, sb->id);
+		sandbox_stop(v, "stopped to make room (--max-sandboxes)");
+	}
+	return 0;
+}
+
 int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
@@ -573,16 +750,13 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 				(unsigned)(sb->base + USERNS_RANGE - 1));
 		sb->range_held = true;
 	}
-	/* a limit the sandbox was not created with follows the daemon's
-	 * current default */
-	const struct cgroup_limits *d = &m->cfg->limits;
-	struct cgroup_limits lim = {
-		.memory_bytes = sb->limits.memory_bytes ?: d->memory_bytes,
-		.pids = sb->limits.pids ?: d->pids,
-		.cpu_millis = sb->limits.cpu_millis ?: d->cpu_millis,
-	};
-	int r = runtime_start(m->rt, sb->name, sb->base, &lim,
-			      sb->disk_bytes ?: m->cfg->disk_bytes, &sb->proc, err);
+	struct cgroup_limits lim;
+	uint64_t disk;
+	sandbox_limits(sb, &lim, &disk);
+	int r = manager_admit(sb, err);
+	if (r < 0)
+		return r;
+	r = runtime_start(m->rt, sb->name, sb->base, &lim, disk, &sb->proc, err);
 	if (r < 0) {
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
@@ -594,6 +768,7 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	loop_add(m->loop, &sb->sock_w, EPOLLIN);
 	loop_add(m->loop, &sb->pid_w, EPOLLIN);
 	sb->state = SB_STARTING;
+	m->nrunning++;
 	log_info("sandbox=%s event=started pid=%d", sb->id, sb->proc.init_pid);
 	return 0;
 }
@@ -610,6 +785,7 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	runtime_kill(&sb->proc);
 	runtime_reap(&sb->proc);
 	sb->state = SB_STOPPED;
+	m->nrunning--;
 	exec_fail_all(sb, EXEC_STOPPED, why);
 	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
 	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id, why);
@@ -618,12 +794,25 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
+	struct sbx_err rerr = {0};
+	uint32_t slot = sb->slot;
 	sandbox_stop(sb, "sandbox destroyed");
-	int r = runtime_remove_files(m->rt, sb->name, err);
-	int r2 = registry_delete(m->reg, sb->tenant, sb->id, r ? NULL : err);
+	/* A removal that fails does not fail the request: the sandbox is
+	 * gone for its client either way, and its files are out of reach,
+	 * in a slot no sandbox gets until they are removed (retried). */
+	int r = runtime_files_exist(m->rt, sb->name)
+			? runtime_remove_files(m->rt, sb->name, &rerr)
+			: 0; /* never started: nothing on disk */
+	if (r < 0)
+		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
+			 "until it succeeds, the slot unused until then",
+			 sb->id, slot, rerr.msg);
+	int r2 = registry_delete(m->reg, sb->tenant, sb->id, err);
 	log_info("sandbox=%s event=destroyed", sb->id);
 	unlink_sandbox(m, sb);
-	return r ? r : r2;
+	if (r < 0)
+		slot_dirty(m, slot);
+	return r2;
 }
 
 static void cron(struct loop_timer *t)
@@ -648,6 +837,7 @@ static void cron(struct loop_timer *t)
 		}
 	}
 	runtime_collect(m->rt);
+	retry_dirty(m);
 	uint64_t tick = m->cfg->sleep_after_ms < 2000 ? 100 : 1000;
 	loop_timer_start(m->loop, &m->cron, tick);
 }
@@ -770,9 +960,23 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		r = sbx_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	/* no total limit over all sandboxes unless the operator sets one (a
-	 * limit left by an earlier run goes) */
-	if ((r = runtime_set_totals(m->rt, 0, 0, err)))
+	struct machine mc;
+	char why[300];
+	config_machine(&mc, m->rt->sandboxes_dir);
+	if (config_resolve(cfg, &mc, why, sizeof(why)) < 0) {
+		r = sbx_err_set(err, EINVAL, "%s", why);
+		goto fail;
+	}
+	log_info("event=ceilings max-memory=%lluM max-pids=%u max-cpus=%.2f "
+		 "max-disk=%lluM max-sandboxes=%u total-memory=%lluM "
+		 "total-pids=%llu",
+		 (unsigned long long)(cfg->max_limits.memory_bytes >> 20),
+		 cfg->max_limits.pids, cfg->max_limits.cpu_millis / 1000.0,
+		 (unsigned long long)(cfg->max_disk >> 20), cfg->max_sandboxes,
+		 (unsigned long long)(cfg->total_memory >> 20),
+		 (unsigned long long)cfg->total_pids);
+	if ((r = runtime_set_totals(m->rt, cfg->total_memory, cfg->total_pids,
+				    err)))
 		goto fail;
 	if (uidrange_in_container_range(cfg->uid_base))
 		log_warn("event=uid-base base=%u: inside systemd-nspawn's "
@@ -784,6 +988,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	    (r = registry_load(m->reg, load_row, m, err)) ||
 	    (r = registry_load_sessions(m->reg, load_session, m, err)))
 		goto fail;
+	find_leftovers(m);
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);

@@ -64,11 +64,18 @@ struct manager {
 	struct registry *reg;
 	struct sandbox **buckets;
 	size_t nbuckets, count;
-	uint8_t *slots; /* 1 = taken */
-	uint32_t nslots;
+	uint8_t *slots; /* 1: a sandbox's; 2: files of a removed one still
+			 * there (removal failed): out of use until gone */
+	uint32_t nslots, ndirty;
+	uint64_t dirty_next_ms, dirty_backoff_ms; /* retrying those removals */
 	struct uidrange *ranges; /* host-wide reservations */
 	uint64_t next_job_id;
 	struct loop_timer cron;
+	uint32_t nrunning; /* sandboxes not stopped */
+	/* a tenant's quotas (0: none); NULL: no tenant has any */
+	void (*quota_of)(void *data, const char *tenant,
+			 uint32_t *max_sandboxes, uint32_t *max_running);
+	void *quota_data;
 	int exits_fd;                /* taskstats exit reports, or -1 */
 	struct loop_watch exits_w;
 	uint64_t exits_lost_ms;      /* when a loss was last logged */
@@ -90,7 +97,8 @@ struct sandbox *manager_find(struct manager *m, const char *tenant,
  * daemon has no exit reports (then only a command's main process is
  * named, from init's status). */
 bool manager_poll_exits(struct manager *m);
-/* Register a new sandbox (not started). -EEXIST if it exists. */
+/* Register a new sandbox (not started). -EEXIST if it exists; -EDQUOT
+ * (message naming it) when the tenant's maxSandboxes is reached. */
 int manager_create(struct manager *m, const char *tenant, const char *id,
 		   const struct sandbox_opts *opts, struct sandbox **out,
 		   struct sbx_err *err);
@@ -98,8 +106,17 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 int manager_get(struct manager *m, const char *tenant, const char *id,
 		struct sandbox **out, struct sbx_err *err);
 /* Start it if it is stopped (returns at once; init finishes setup on its
- * own and queued commands run after). */
+ * own and queued commands run after). -EDQUOT as manager_admit. */
 int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err);
+/* Make room for a stopped sandbox to start: under --max-sandboxes and its
+ * tenant's maxRunning, stopping the least recently used idle sandbox (the
+ * tenant's own for its quota) where needed. -EDQUOT, with a message naming
+ * the quota, when none is idle. 0 at once for a running one. */
+int manager_admit(struct sandbox *sb, struct sbx_err *err);
+/* The limits it runs with: its own, else the daemon's defaults, never
+ * above the operator's ceilings. */
+void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
+		    uint64_t *disk_bytes);
 /* Stop: every process ends, files stay. Pending commands fail with why. */
 void sandbox_stop(struct sandbox *sb, const char *why);
 /* Stop, delete files and registry entry, free sb. */

@@ -80,6 +80,12 @@ fail:
 		close(mfd);
 }
 
+static void tenant_quota(void *data, const char *tenant,
+			 uint32_t *max_sandboxes, uint32_t *max_running)
+{
+	auth_quota(data, tenant, max_sandboxes, max_running);
+}
+
 static bool is_loopback(const char *addr)
 {
 	struct in_addr a4;
@@ -142,6 +148,10 @@ int main(int argc, char **argv)
 		log_error("event=fatal %s", err.msg);
 		manager_free(m);
 		return 1;
+	}
+	if (api.auth) {
+		m->quota_of = tenant_quota;
+		m->quota_data = api.auth;
 	}
 	/* without tokens anyone who can connect owns every sandbox: only
 	 * this machine's users may */

@@ -26,11 +26,16 @@
  *   list   base path [-r] [-a] stdout "D\n" + entries named by their path
  *                              relative to path; -r: whole tree (links not
  *                              followed), -a: names starting with "."
+ *   tar    base path [--exclude=P]  stdout: a tar of base/path
+ *   untar  base path           stdin: a tar, unpacked beneath base/path
+ *                              (both in builtin_tar.c, errors on stderr)
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
  * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1. */
 #ifndef SBX_BUILTIN_H
 #define SBX_BUILTIN_H
 
 _Noreturn void builtin_run(int argc, const char *const *argv);
+/* tar / untar (argv as above), base an O_PATH fd of argv[1]. */
+_Noreturn void builtin_tar(int base, int argc, const char *const *argv);
 
 #endif

@@ -17,7 +17,10 @@ int fs_write_str(int dirfd, const char *name, const char *s, mode_t mode,
 ssize_t fs_read_small(int dirfd, const char *name, char *buf, size_t cap);
 /* mkdir -p of a relative path below dirfd, each level O_NOFOLLOW. */
 int fs_mkdirs(int dirfd, const char *path, mode_t mode, struct sbx_err *err);
-/* Remove name below dirfd and everything in it, never following links. */
+/* Remove name below dirfd and everything in it, never following a link
+ * nor entering a mount below name (the path to name's directory, when
+ * name has one, is taken as given). Iterative: a fixed number of fds at
+ * any depth. */
 int fs_remove_tree(int dirfd, const char *name, struct sbx_err *err);
 /* Remove everything inside dirfd, which stays. */
 int fs_empty_dir(int dirfd, struct sbx_err *err);

@@ -296,11 +296,71 @@ void runtime_reap(struct sandbox_proc *sp)
 	sp->sock = sp->pidfd = -1;
 }
 
+static bool cleaning(struct runtime *rt, const char *name)
+{
+	for (size_t i = 0; i < rt->ncleaners; i++)
+		if (!strcmp(rt->cleaners[i].name, name))
+			return true;
+	return false;
+}
+
+/* Deleting a big tree takes long; a child does it while the daemon goes
+ * on: <dir>/<name>, or everything in dir when name is NULL. It keeps no
+ * fd of the daemon's (a listening socket held by it would outlive the
+ * daemon). Links inside are never followed, mounts never entered, and
+ * depth costs it no fds (fsutil.c). */
+static void start_cleaner(struct runtime *rt, const char *dir,
+			  const char *name)
+{
+	size_t max = sizeof(rt->cleaners) / sizeof(rt->cleaners[0]);
+	if (rt->ncleaners == max)
+		return; /* enough at work; a later call does the rest */
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (dup2(fd, 3) == 3) {
+			syscall(SYS_close_range, 4, ~0U, 0);
+			if (name)
+				fs_remove_tree(3, name, NULL);
+			else
+				fs_empty_dir(3, NULL);
+		}
+		_exit(0);
+	}
+	close(fd);
+	if (pid > 0) {
+		rt->cleaners[rt->ncleaners].pid = pid;
+		snprintf(rt->cleaners[rt->ncleaners].name,
+			 sizeof(rt->cleaners[0].name), "%s", name ? name : "");
+		rt->ncleaners++;
+	}
+}
+
+bool runtime_files_exist(struct runtime *rt, const char *name)
+{
+	_cleanup_free_ char *path = join(rt->sandboxes_dir, name);
+	struct stat st;
+	return !path || lstat(path, &st) == 0 || errno != ENOENT;
+}
+
 int runtime_remove_files(struct runtime *rt, const char *name,
 			 struct sbx_err *err)
 {
-	if (name && rt->store->quotas) /* a subvolume: gone at once */
-		return store_remove(rt->store, name, err);
+	int r;
+	if (name && *name && cleaning(rt, name))
+		return sbx_err_set(err, EBUSY, "%s: its files are being removed",
+				   name);
+	if (name && rt->store->quotas) { /* a subvolume: gone at once */
+		if ((r = store_remove(rt->store, name, err)) == 0)
+			return 0;
+		/* not a subvolume (made before the store existed), or one
+		 * that cannot go (immutable, busy): walk it in the
+		 * background; the name stays taken until it is gone */
+		start_cleaner(rt, rt->sandboxes_dir, name);
+		return r;
+	}
 	if (name) {
 		_cleanup_free_ char *src = join(rt->sandboxes_dir, name);
 		char dst[4096];
@@ -313,25 +373,7 @@ int runtime_remove_files(struct runtime *rt, const char *name,
 		if (rename(src, dst) < 0 && errno != ENOENT)
 			return sbx_err_sys(err, errno, "rename %s", src);
 	}
-	/* Deleting a big tree takes long; a child does it while the daemon
-	 * goes on. It keeps no fd of the daemon's (a listening socket held
-	 * by it would outlive the daemon). Links inside are never followed. */
-	if (rt->ncleaners == sizeof(rt->cleaners) / sizeof(pid_t))
-		return 0; /* enough at work; a later call empties the rest */
-	int fd = open(rt->trash_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return sbx_err_sys(err, errno, "open %s", rt->trash_dir);
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (dup2(fd, 3) == 3) {
-			syscall(SYS_close_range, 4, ~0U, 0);
-			fs_empty_dir(3, NULL);
-		}
-		_exit(0);
-	}
-	close(fd);
-	if (pid > 0)
-		rt->cleaners[rt->ncleaners++] = pid;
+	start_cleaner(rt, rt->trash_dir, NULL);
 	return 0;
 }
 
@@ -339,7 +381,7 @@ void runtime_collect(struct runtime *rt)
 {
 	for (size_t i = 0; i < rt->ncleaners;) {
 		int st;
-		if (waitpid(rt->cleaners[i], &st, WNOHANG) != 0)
+		if (waitpid(rt->cleaners[i].pid, &st, WNOHANG) != 0)
 			rt->cleaners[i] = rt->cleaners[--rt->ncleaners];
 		else
 			i++;

@@ -3,6 +3,7 @@
 #ifndef SBX_RUNTIME_H
 #define SBX_RUNTIME_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -27,7 +28,10 @@ struct runtime {
 	struct cgroup_manager *cg;
 	struct store *store;
 	struct seccomp_prog seccomp;
-	pid_t cleaners[64]; /* trash-emptying children not yet reaped */
+	struct {
+		pid_t pid;
+		char name[16]; /* the sandbox it removes in place, or "" */
+	} cleaners[64];        /* removing children not yet reaped */
 	size_t ncleaners;
 };
 
@@ -66,10 +70,16 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 void runtime_kill(struct sandbox_proc *sp);
 /* After init has exited: reap it, remove cgroups, close handles. */
 void runtime_reap(struct sandbox_proc *sp);
-/* Move a stopped sandbox's files to the trash and delete them in a
- * background process. */
+/* Remove a stopped sandbox's files: its subvolume at once, or (plain
+ * directories) a move to the trash, emptied by a background process.
+ * Returns 0 once <sandboxes>/<name> is gone from its place; otherwise an
+ * error (a background process may still be at work on it), and the name
+ * must not be given to another sandbox until runtime_files_exist() says
+ * it is gone or a later call returns 0. name NULL: empty the trash. */
 int runtime_remove_files(struct runtime *rt, const char *name,
 			 struct sbx_err *err);
+/* Whether <sandboxes>/<name> exists. */
+bool runtime_files_exist(struct runtime *rt, const char *name);
 /* Reap finished trash-removal processes (non-blocking). */
 void runtime_collect(struct runtime *rt);
 

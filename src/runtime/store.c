@@ -217,14 +217,13 @@ int store_remove(struct store *s, const char *name, struct sbx_err *err)
 	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_err_sys(err, errno, "open %s", s->dir);
-	if (s->quotas) {
-		struct btrfs_ioctl_vol_args va = {0};
-		snprintf(va.name, sizeof(va.name), "%s", name);
-		if (ioctl(dfd, BTRFS_IOC_SNAP_DESTROY, &va) == 0 || errno == ENOENT)
-			return 0;
-		/* not a subvolume (made before the store existed): walk it */
-	}
-	return fs_remove_tree(dfd, name, err);
+	if (!s->quotas)
+		return fs_remove_tree(dfd, name, err);
+	struct btrfs_ioctl_vol_args va = {0};
+	snprintf(va.name, sizeof(va.name), "%s", name);
+	if (ioctl(dfd, BTRFS_IOC_SNAP_DESTROY, &va) == 0 || errno == ENOENT)
+		return 0;
+	return sbx_err_sys(err, errno, "delete subvolume %s", name);
 }
 
 int store_usage(struct store *s, const char *name, uint64_t *bytes)

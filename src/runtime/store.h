@@ -41,7 +41,9 @@ int store_create(struct store *s, const char *name, uint64_t limit_bytes,
  * each commit of the store, every few seconds): no walk of a tree the
  * sandbox built. -EOPNOTSUPP on a plain directory store. */
 int store_usage(struct store *s, const char *name, uint64_t *bytes);
-/* Remove <dir>/<name> and everything in it (the sandbox is stopped). */
+/* Remove <dir>/<name> and everything in it (the sandbox is stopped). In a
+ * store, only by deleting its subvolume (instant): the caller walks what
+ * is not one (runtime.c, in the background). */
 int store_remove(struct store *s, const char *name, struct sbx_err *err);
 
 #endif

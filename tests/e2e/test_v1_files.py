@@ -1,6 +1,7 @@
 """/v1 files under /workspace: raw bytes both ways (streamed, 1 GiB within a
 small daemon RSS), listings, deletes, persist/hydrate tars, paths and
 symlinks that try to leave /workspace, interrupted and concurrent uploads."""
+import base64
 import hashlib
 import http.client
 import io
@@ -424,6 +425,88 @@ def test_hydrate_stays_inside_the_workspace(v1, sid):
     out = v1.sh(sid, "ls -d /escape.txt /abs.txt /tmp/evil 2>&1 | wc -l")
     assert out.strip() == "3", v1.sh(sid, "ls -la / /tmp")
     assert not os.path.exists("/tmp/evil") and not os.path.exists("/escape.txt")
+
+
+FAKE_TAR = "#!/bin/sh\necho ran \"$@\" >> /tmp/fake-tar-ran\nexit 0\n"
+
+
+def test_persist_and_hydrate_never_run_the_sandboxes_tar(v1, sid):
+    """The sandbox can replace any binary it has (its /usr is an overlay it
+    writes): persist and hydrate run the daemon's own tar code instead."""
+    v1.put(file_url(sid, "keep.txt"), data=b"keep")
+    script = base64.b64encode(FAKE_TAR.encode()).decode()
+    v1.sh(sid, f"echo {script} | base64 -d > /tmp/t && chmod 755 /tmp/t && "
+               "cp /tmp/t /usr/bin/tar && mkdir -p /usr/local/bin && "
+               "cp /tmp/t /usr/local/bin/tar && tar x; cat /tmp/fake-tar-ran && "
+               "rm /tmp/fake-tar-ran")
+    r = v1.post(f"/v1/sandbox/{sid}/persist")
+    assert r.status_code == 200, r.text
+    assert tar_members(r.content)["keep.txt"] == b"keep"
+    blob = make_tar({"in.txt": b"in"})
+    r = v1.post(f"/v1/sandbox/{sid}/hydrate", data=blob)
+    assert r.status_code == 200, r.text
+    assert v1.get(file_url(sid, "in.txt")).content == b"in"
+    res = v1.run(sid, "cat /tmp/fake-tar-ran")
+    assert res["exitCode"] != 0, f"the sandbox's tar ran: {res['stdout']}"
+
+
+def test_persist_keeps_long_names_links_and_modes(v1, sid):
+    deep = "/".join(["a-rather-long-directory-name"] * 6)
+    v1.sh(sid, f"cd /workspace && mkdir -p {deep} empty && echo x > {deep}/file.txt && "
+               f"ln {deep}/file.txt hard && ln -s {deep}/file.txt soft && "
+               "head -c 3000000 /dev/urandom > big && chmod 750 big && mkfifo pipe")
+    r = v1.post(f"/v1/sandbox/{sid}/persist")
+    assert r.status_code == 200, r.text
+    big = v1.get(file_url(sid, "big")).content
+    with tarfile.open(fileobj=io.BytesIO(r.content)) as t:
+        m = {x.name[2:] if x.name.startswith("./") else x.name: x for x in t.getmembers()}
+        assert m[f"{deep}/file.txt"].isfile()
+        assert t.extractfile(m[f"{deep}/file.txt"]).read() == b"x\n"
+        assert m["hard"].islnk() or t.extractfile(m["hard"]).read() == b"x\n"
+        assert m["soft"].issym() and m["soft"].linkname == f"{deep}/file.txt"
+        assert t.extractfile(m["big"]).read() == big
+        assert m["big"].mode & 0o777 == 0o750
+        assert m["empty"].isdir() and m["pipe"].isfifo()
+    # and back, into another sandbox, through hydrate
+    other = sid + "-b"
+    assert v1.post(f"/v1/sandbox/{other}/hydrate", data=r.content).status_code == 200
+    assert v1.get(file_url(other, f"{deep}/file.txt")).content == b"x\n"
+    assert v1.get(file_url(other, "big")).content == big
+    out = v1.sh(other, "cd /workspace && stat -c '%a %h' big hard && readlink soft "
+                       "&& test -p pipe && test -d empty && echo ok")
+    assert out.split("\n")[:2] == ["750 1", "644 2"], out
+    assert out.rstrip().endswith("ok"), out
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT, tarfile.USTAR_FORMAT])
+def test_hydrate_reads_the_usual_formats(v1, sid, fmt):
+    name = "n" * 90 + "/" + ("m" * 90 if fmt != tarfile.USTAR_FORMAT else "m")
+    bio = io.BytesIO()
+    with tarfile.open(fileobj=bio, mode="w", format=fmt) as t:
+        ti = tarfile.TarInfo(name)
+        ti.size = 5
+        ti.mode = 0o600
+        t.addfile(ti, io.BytesIO(b"hello"))
+    r = v1.post(f"/v1/sandbox/{sid}/hydrate", data=bio.getvalue())
+    assert r.status_code == 200, r.text
+    assert v1.get(file_url(sid, name)).content == b"hello"
+    assert v1.sh(sid, f"stat -c %a /workspace/{name}") == "600\n"
+
+
+def test_hydrate_of_a_compressed_archive_says_so(v1, sid):
+    import gzip
+    doc = assert_error(v1.post(f"/v1/sandbox/{sid}/hydrate",
+                               data=gzip.compress(make_tar({"a": b"a"}))),
+                       400, "invalid_request")
+    assert "gzip" in doc["error"], doc
+
+
+def test_hydrate_replaces_links_instead_of_writing_through_them(v1, sid):
+    v1.sh(sid, "echo precious > /tmp/precious && ln -s /tmp/precious /workspace/f")
+    r = v1.post(f"/v1/sandbox/{sid}/hydrate", data=make_tar({"f": b"new"}))
+    assert r.status_code == 200, r.text
+    assert v1.sh(sid, "cat /tmp/precious /workspace/f; test -L /workspace/f || echo") \
+        == "precious\nnew\n"
 
 
 # --- interrupted, concurrent and huge uploads ---------------------------------------------

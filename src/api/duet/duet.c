@@ -185,13 +185,30 @@ static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
 	snprintf(d->sandbox_name, sizeof(d->sandbox_name), "sandbox-%s", room);
 	struct sandbox *sb;
 	struct exec_params p = {.command = d->cmd};
-	if (manager_get(a->m, tenant, d->sandbox_name, &sb, &err) < 0) {
+	bool existed = manager_find(a->m, tenant, d->sandbox_name) != NULL;
+	int rc = manager_get(a->m, tenant, d->sandbox_name, &sb, &err);
+	if (rc == 0) {
+		sandbox_touch(sb);
+		if ((rc = manager_admit(sb, &err)) < 0 && !existed)
+			sandbox_destroy(sb, NULL); /* refused: leave nothing */
+	}
+	if (rc < 0) {
+		if (err.code == EDQUOT) { /* a quota: 429, which one named */
+			char msg[700];
+			snprintf(msg, sizeof(msg), "sandbox execution failed: %s",
+				 err.msg);
+			http_respond_json(r, 429, json_pack("{s:s, s:s}", "error",
+							    msg, "code",
+							    "quota_exceeded"));
+			free(d->cmd);
+			free(d);
+			return;
+		}
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, d);
 		return;
 	}
-	sandbox_touch(sb);
 	http_suspend(r);
 	if (exec_submit(sb, NULL, &p, exec_done, d, NULL, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};

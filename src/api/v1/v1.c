@@ -54,6 +54,16 @@ json_t *v1_body(struct http_req *r)
 	return j;
 }
 
+void v1_create_error(struct http_req *r, const struct sbx_err *err)
+{
+	if (err->code == EDQUOT)
+		v1_error(r, 429, "quota_exceeded", "%s", err->msg);
+	else if (err->code == ENOSPC)
+		v1_error(r, 429, "limit", "%s", err->msg);
+	else
+		v1_error(r, 500, "internal", "%s", err->msg);
+}
+
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
 			   struct route_match *m, bool create)
 {
@@ -74,11 +84,24 @@ struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
 		return NULL;
 	}
 	if (manager_create(a->m, m->tenant, id, NULL, &sb, &err) < 0) {
-		v1_error(r, err.code == ENOSPC ? 429 : 500,
-			 err.code == ENOSPC ? "limit" : "internal", "%s", err.msg);
+		v1_create_error(r, &err);
 		return NULL;
 	}
 	return sb;
+}
+
+struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
+				  struct route_match *m)
+{
+	struct sbx_err err = {0};
+	bool existed = manager_find(a->m, m->tenant, m->params[0]) != NULL;
+	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	if (!sb || manager_admit(sb, &err) == 0)
+		return sb;
+	if (!existed) /* a refused request leaves nothing behind */
+		sandbox_destroy(sb, NULL);
+	v1_create_error(r, &err);
+	return NULL;
 }
 
 struct session *v1_session(struct http_req *r, struct sandbox *sb)
@@ -94,14 +117,12 @@ struct session *v1_session(struct http_req *r, struct sandbox *sb)
 
 static json_t *limits_json(struct api *a, const struct sandbox *sb)
 {
-	const struct cgroup_limits *d = &a->m->cfg->limits;
-	uint64_t mem = sb->limits.memory_bytes ?: d->memory_bytes;
-	uint32_t pids = sb->limits.pids ?: d->pids;
-	uint32_t cpu = sb->limits.cpu_millis ?: d->cpu_millis;
-	uint64_t disk = sb->disk_bytes ?: a->m->cfg->disk_bytes;
+	struct cgroup_limits lim;
+	uint64_t disk;
+	sandbox_limits(sb, &lim, &disk);
 	json_t *j = json_pack("{s:I, s:i, s:f}", "memoryMB",
-			      (json_int_t)(mem >> 20), "pids", (int)pids, "cpus",
-			      cpu / 1000.0);
+			      (json_int_t)(lim.memory_bytes >> 20), "pids",
+			      (int)lim.pids, "cpus", lim.cpu_millis / 1000.0);
 	/* a limit only where the store enforces one */
 	if (a->m->rt->store->quotas && disk)
 		json_object_set_new(j, "diskMB", json_integer((json_int_t)(disk >> 20)));
@@ -154,9 +175,15 @@ static int parse_sleep(json_t *v, uint64_t *ms)
 	return -1;
 }
 
-static int parse_limits(json_t *l, struct cgroup_limits *out,
-			uint64_t *disk_bytes, char *why, size_t whylen)
+/* A client's limits: 400 invalid_request for a wrong type or a value
+ * below the minimum, 400 limit_exceeds_ceiling (naming the flag) above
+ * the operator's ceiling: never clamped. -1 with code and why filled. */
+static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
+			uint64_t *disk_bytes, const char **code, char *why,
+			size_t whylen)
 {
+	const struct config *cfg = a->m->cfg;
+	*code = "invalid_request";
 	if (!l)
 		return 0;
 	if (!json_is_object(l)) {
@@ -167,23 +194,53 @@ static int parse_limits(json_t *l, struct cgroup_limits *out,
 	       *pids = json_object_get(l, "pids"),
 	       *cpus = json_object_get(l, "cpus"),
 	       *disk = json_object_get(l, "diskMB");
-	if (mem && (!json_is_integer(mem) || json_integer_value(mem) < 16 ||
-		    json_integer_value(mem) > (1 << 24))) {
+	if (mem && (!json_is_integer(mem) || json_integer_value(mem) < 16)) {
 		snprintf(why, whylen, "limits.memoryMB: an integer from 16");
 		return -1;
 	}
-	if (pids && (!json_is_integer(pids) || json_integer_value(pids) < 8 ||
-		     json_integer_value(pids) > 4194304)) {
+	if (pids && (!json_is_integer(pids) || json_integer_value(pids) < 8)) {
 		snprintf(why, whylen, "limits.pids: an integer from 8");
 		return -1;
 	}
-	if (cpus && (!json_is_number(cpus) || json_number_value(cpus) < 0.01 ||
-		     json_number_value(cpus) > 1024)) {
+	if (cpus && (!json_is_number(cpus) || json_number_value(cpus) < 0.01)) {
 		snprintf(why, whylen, "limits.cpus: a number from 0.01");
 		return -1;
 	}
 	if (disk && (!json_is_integer(disk) || json_integer_value(disk) < 1)) {
 		snprintf(why, whylen, "limits.diskMB: a positive integer");
+		return -1;
+	}
+	*code = "limit_exceeds_ceiling";
+	uint64_t cmem = cfg->max_limits.memory_bytes >> 20,
+		 cdisk = cfg->max_disk >> 20;
+	if (mem && (uint64_t)json_integer_value(mem) > cmem) {
+		snprintf(why, whylen,
+			 "limits.memoryMB: %" JSON_INTEGER_FORMAT " is above "
+			 "this daemon's ceiling of %" PRIu64 " (--max-memory)",
+			 json_integer_value(mem), cmem);
+		return -1;
+	}
+	if (pids && (uint64_t)json_integer_value(pids) > cfg->max_limits.pids) {
+		snprintf(why, whylen,
+			 "limits.pids: %" JSON_INTEGER_FORMAT " is above this "
+			 "daemon's ceiling of %u (--max-pids)",
+			 json_integer_value(pids), cfg->max_limits.pids);
+		return -1;
+	}
+	if (cpus && json_number_value(cpus) * 1000 >
+			    cfg->max_limits.cpu_millis + 0.5) {
+		snprintf(why, whylen,
+			 "limits.cpus: %g is above this daemon's ceiling of "
+			 "%g (--max-cpus)",
+			 json_number_value(cpus),
+			 cfg->max_limits.cpu_millis / 1000.0);
+		return -1;
+	}
+	if (disk && (uint64_t)json_integer_value(disk) > cdisk) {
+		snprintf(why, whylen,
+			 "limits.diskMB: %" JSON_INTEGER_FORMAT " is above this "
+			 "daemon's ceiling of %" PRIu64 " (--max-disk)",
+			 json_integer_value(disk), cdisk);
 		return -1;
 	}
 	if (mem)
@@ -271,9 +328,13 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		goto out;
 	}
 	o.keep_alive = ka && json_is_true(ka);
-	if (parse_limits(json_object_get(body, "limits"), &o.limits,
-			 &o.disk_bytes, why, sizeof(why)) ||
-	    parse_env(json_object_get(body, "env"), &env, &envc, why,
+	const char *code;
+	if (parse_limits(a, json_object_get(body, "limits"), &o.limits,
+			 &o.disk_bytes, &code, why, sizeof(why))) {
+		v1_error(r, 400, code, "%s", why);
+		goto out;
+	}
+	if (parse_env(json_object_get(body, "env"), &env, &envc, why,
 		      sizeof(why))) {
 		v1_error(r, 400, "invalid_request", "%s", why);
 		goto out;
@@ -299,9 +360,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		if (err.code == EEXIST)
 			v1_error(r, 409, "sandbox_exists", "sandbox %s exists", sid);
 		else
-			v1_error(r, err.code == ENOSPC ? 429 : 500,
-				 err.code == ENOSPC ? "limit" : "internal", "%s",
-				 err.msg);
+			v1_create_error(r, &err);
 		goto out;
 	}
 	http_respond_json(r, 201, sandbox_json(a, sb, false));
@@ -611,7 +670,7 @@ json_t *v1_exec_request(struct api *a, struct http_req *r,
 	json_t *body = v1_body(r);
 	if (!body)
 		return NULL;
-	*sb = v1_sandbox(a, r, m, true);
+	*sb = v1_sandbox_to_run(a, r, m);
 	*sess = *sb ? v1_session(r, *sb) : NULL;
 	if (!*sess || v1_exec_params(r, body, *sb, *sess, p, hold) < 0) {
 		json_decref(body);

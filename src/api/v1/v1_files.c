@@ -242,7 +242,7 @@ static struct sandbox *file_target(struct api *a, struct http_req *r,
 		v1_error(r, 400, "invalid_request", "not a valid path");
 		return NULL;
 	}
-	return v1_sandbox(a, r, m, true);
+	return v1_sandbox_to_run(a, r, m);
 }
 
 static struct v1_file *file_new(struct api *a, struct http_req *r)
@@ -365,33 +365,35 @@ void v1_file_put(struct api *a, struct http_req *r, struct route_match *m)
 	run(f, sb, &p, false);
 }
 
+/* persist and hydrate run the daemon's own tar code inside the sandbox
+ * (builtin_tar.c), never a `tar` the sandbox could have replaced. */
 void v1_persist(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	struct sandbox *sb = v1_sandbox_to_run(a, r, m);
 	if (!sb)
 		return;
 	const char *ex = http_query(r, "excludes");
 	char *copy = ex ? strdup(ex) : NULL;
-	const char *argv[256] = {"tar", "-C", "/workspace", "-cf", "-"};
+	const char *argv[256] = {"tar", "/workspace", "."};
 	char *pats[240];
-	int n = 5, np = 0;
+	int n = 3, np = 0;
 	char *save = NULL;
 	for (char *t = copy ? strtok_r(copy, ",", &save) : NULL; t && np < 240;
 	     t = strtok_r(NULL, ",", &save)) {
 		char rel[4096];
 		if (path_beneath("/workspace", t, rel, sizeof(rel)) || !*rel)
 			continue;
-		if (asprintf(&pats[np], "--exclude=./%s", rel) < 0)
+		if (asprintf(&pats[np], "--exclude=%s", rel) < 0)
 			break;
 		argv[n++] = pats[np++];
 	}
-	argv[n++] = ".";
 	argv[n] = NULL;
 	struct v1_file *f = file_new(a, r);
 	if (f) {
 		f->raw = true;
 		f->content_type = "application/x-tar";
-		struct exec_params p = {.argv = argv, .detached = true,
+		struct exec_params p = {.argv = argv, .builtin = true,
+					.detached = true,
 					.timeout_ms = EXEC_NO_TIMEOUT};
 		run(f, sb, &p, true);
 	}
@@ -402,7 +404,7 @@ void v1_persist(struct api *a, struct http_req *r, struct route_match *m)
 
 void v1_hydrate(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	struct sandbox *sb = v1_sandbox_to_run(a, r, m);
 	if (!sb)
 		return;
 	struct v1_file *f = file_new(a, r);
@@ -410,10 +412,9 @@ void v1_hydrate(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	f->raw = true;
 	f->status_ok = 200;
-	/* the sandbox's root cannot chown: keep the files its own */
-	const char *argv[] = {"tar", "-C", "/workspace", "-xf", "-",
-			      "--no-same-owner", NULL};
-	struct exec_params p = {.argv = argv, .detached = true,
+	/* files owned by whoever runs it: the sandbox's root */
+	const char *argv[] = {"untar", "/workspace", ".", NULL};
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
 				.stdin_stream = true,
 				.on_stdin_drain = stdin_drained,
 				.timeout_ms = EXEC_NO_TIMEOUT};

@@ -135,7 +135,7 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 	json_t *body = v1_body(r);
 	if (!body)
 		return;
-	struct sandbox *sb = v1_sandbox(a, r, m, true);
+	struct sandbox *sb = v1_sandbox_to_run(a, r, m);
 	struct session *sess = sb ? v1_session(r, sb) : NULL;
 	if (!sess)
 		goto out;

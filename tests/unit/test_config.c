@@ -1,0 +1,136 @@
+/* The operator ceilings: flags, defaults derived from the machine, and the
+ * checks between a per-sandbox default and its ceiling. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/config.h"
+
+static const struct machine box = {.ram_bytes = 24ull << 30, .ncpus = 2,
+				   .pid_max = 32768, .disk_bytes = 100ull << 30};
+
+static int parse(struct config *cfg, const char *const *args)
+{
+	char *argv[32];
+	int argc = 0;
+	argv[argc++] = (char *)"sandboxd";
+	for (; *args; args++)
+		argv[argc++] = (char *)*args;
+	argv[argc] = NULL;
+	FILE *saved = stderr;
+	stderr = fopen("/dev/null", "w");
+	int r = config_parse(cfg, argc, argv);
+	fclose(stderr);
+	stderr = saved;
+	return r;
+}
+
+static void test_defaults_from_the_machine(void **state)
+{
+	(void)state;
+	struct config cfg;
+	char why[300];
+	const char *none[] = {NULL};
+	assert_int_equal(parse(&cfg, none), 0);
+	assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)), 0);
+	assert_true(cfg.max_limits.memory_bytes == 24ull << 30);
+	assert_int_equal(cfg.max_limits.pids, 32768 / 8);
+	assert_int_equal(cfg.max_limits.cpu_millis, 2000);
+	assert_true(cfg.max_disk == 100ull << 30);
+	assert_true(cfg.total_memory == (24ull << 30) / 4 * 3);
+	assert_int_equal(cfg.total_pids, 16384);
+	/* 16384 pids / 512 per sandbox, fewer than 24G / 128M */
+	assert_int_equal(cfg.max_sandboxes, 32);
+}
+
+static void test_ceiling_never_below_the_default(void **state)
+{
+	(void)state;
+	struct config cfg;
+	char why[300];
+	struct machine tiny = {.ram_bytes = 512ull << 20, .ncpus = 1,
+			       .pid_max = 1024, .disk_bytes = 1ull << 30};
+	const char *none[] = {NULL};
+	assert_int_equal(parse(&cfg, none), 0);
+	assert_int_equal(config_resolve(&cfg, &tiny, why, sizeof(why)), 0);
+	assert_true(cfg.max_limits.memory_bytes == 1ull << 30); /* --memory 1G */
+	assert_int_equal(cfg.max_limits.pids, 512);
+	assert_true(cfg.max_disk == 10ull << 30);
+	assert_int_equal(cfg.max_sandboxes, 1);
+}
+
+static void test_given_ceiling_lowers_a_default_not_given(void **state)
+{
+	(void)state;
+	struct config cfg;
+	char why[300];
+	const char *args[] = {"--max-memory", "256M", "--max-pids", "64",
+			      "--max-cpus", "0.5", "--max-disk", "1G", NULL};
+	assert_int_equal(parse(&cfg, args), 0);
+	assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)), 0);
+	assert_true(cfg.limits.memory_bytes == 256u << 20);
+	assert_int_equal(cfg.limits.pids, 64);
+	assert_int_equal(cfg.limits.cpu_millis, 500);
+	assert_true(cfg.disk_bytes == 1ull << 30);
+}
+
+static void test_given_default_above_given_ceiling_refused(void **state)
+{
+	(void)state;
+	static const char *const cases[][5] = {
+		{"--memory", "2G", "--max-memory", "1G", "--max-memory"},
+		{"--pids", "100", "--max-pids", "99", "--max-pids"},
+		{"--cpus", "2", "--max-cpus", "1", "--max-cpus"},
+		{"--disk", "2G", "--max-disk", "1G", "--max-disk"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct config cfg;
+		char why[300] = "";
+		const char *args[] = {cases[i][0], cases[i][1], cases[i][2],
+				      cases[i][3], NULL};
+		assert_int_equal(parse(&cfg, args), 0);
+		assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)), -1);
+		assert_non_null(strstr(why, cases[i][4]));
+		assert_non_null(strstr(why, cases[i][0]));
+	}
+}
+
+static void test_flag_values(void **state)
+{
+	(void)state;
+	struct config cfg;
+	char why[300];
+	const char *ok[] = {"--max-sandboxes", "3", "--total-memory", "0",
+			    "--total-pids", "0", NULL};
+	assert_int_equal(parse(&cfg, ok), 0);
+	assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)), 0);
+	assert_int_equal(cfg.max_sandboxes, 3);
+	assert_true(cfg.total_memory == 0 && cfg.total_pids == 0);
+	static const char *const bad[][2] = {
+		{"--max-sandboxes", "0"}, {"--max-sandboxes", "x"},
+		{"--max-memory", "1M"},   {"--max-pids", "7"},
+		{"--max-cpus", "0"},      {"--max-disk", "1M"},
+		{"--total-memory", "1M"}, {"--total-pids", "3"},
+		{"--total-pids", ""},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *args[] = {bad[i][0], bad[i][1], NULL};
+		assert_int_equal(parse(&cfg, args), -1);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults_from_the_machine),
+		cmocka_unit_test(test_ceiling_never_below_the_default),
+		cmocka_unit_test(test_given_ceiling_lowers_a_default_not_given),
+		cmocka_unit_test(test_given_default_above_given_ceiling_refused),
+		cmocka_unit_test(test_flag_values),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
