@@ -1207,10 +1207,13 @@ static bool path_has_component(const char *path, const char *name)
 /* Marks each unheld candidate that some process holds an fd on, in any
  * hierarchy: every sandboxd keeps its manager dirs open for life, those of
  * versions before the lock files too. The fd's link must name the dir and
- * the fd must be on that hierarchy's filesystem; nothing else is stat()ed
- * (a file on a hung network mount would block). Returns -errno when some
- * process could not be looked at: then nobody can be said not to hold. */
-static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk)
+ * the fd must be on one of the cgroup hierarchies' filesystems (devs), in
+ * whichever cgroup of it: a daemon in another memory cgroup than ours
+ * holds its dirs where we do not look; nothing else is stat()ed (a file on
+ * a hung network mount would block). Returns -errno when some process
+ * could not be looked at: then nobody can be said not to hold. */
+static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk,
+			const dev_t *devs, int ndevs)
 {
 	DIR *proc = opendir("/proc");
 	if (!proc)
@@ -1253,8 +1256,9 @@ static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk)
 						       &st, 0) < 0)
 					break;
 				stated = true;
-				if (st.st_dev == k[i].dev)
-					s->held = true;
+				for (int d = 0; d < ndevs; d++)
+					if (st.st_dev == devs[d])
+						s->held = true;
 			}
 		}
 		closedir(fds);
@@ -1298,7 +1302,7 @@ int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
 	for (int i = 0; i < m->nh && ret == 0; i++) {
 		own[i] = openat(m->h[i].dfd, "..",
 				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		int dfd = own[i] < 0 ? -1 : dup(own[i]);
+		int dfd = own[i] < 0 ? -1 : fcntl(own[i], F_DUPFD_CLOEXEC, 0);
 		DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 		if (!d) {
 			ret = sbx_err_sys(err, errno, "cgroup: open %s/..",
@@ -1334,7 +1338,14 @@ int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
 				k[nk++] = (struct stale_key){ st.st_dev, j };
 		}
 	}
-	if (nk > 0 && (ret = scan_holders(c, k, nk)) < 0) {
+	dev_t devs[CGROUP_HIER_MAX];
+	int ndevs = 0;
+	for (int i = 0; i < m->nh; i++) {
+		struct stat st;
+		if (fstat(own[i], &st) == 0)
+			devs[ndevs++] = st.st_dev;
+	}
+	if (nk > 0 && (ret = scan_holders(c, k, nk, devs, ndevs)) < 0) {
 		ret = sbx_err_sys(err, -ret,
 				  "cgroup: stale cgroups beside %s are left: "
 				  "cannot see which processes hold them",
