@@ -34,7 +34,21 @@ static const char usage[] =
 	"                           no disk limits)\n"
 	"  --max-output SIZE        keep at most this much of each of a\n"
 	"                           command's stdout and stderr; the rest is\n"
-	"                           dropped and flagged (default 16M)\n"
+	"                           dropped and flagged (default 16M); also\n"
+	"                           the most a client's maxOutputBytes may ask\n"
+	"  --max-process-logs SIZE  output of background processes kept per\n"
+	"                           sandbox, all together (each keeps at most\n"
+	"                           --max-output); the oldest goes first,\n"
+	"                           ended processes' before running ones'\n"
+	"                           (default 64M)\n"
+	"  --max-session-env SIZE   exported environment the sessions of one\n"
+	"                           sandbox keep, all together, counted as\n"
+	"                           execve counts it; a command that would\n"
+	"                           exceed it leaves its session as it was, and\n"
+	"                           says so on its stderr (default 4M)\n"
+	"  --file-timeout DURATION  end a file operation (file API) that makes\n"
+	"                           no progress for this long while the daemon\n"
+	"                           waits on it (504; default 5m)\n"
 	"  --max-body SIZE          largest JSON request body (default 1M)\n"
 	"  --uid-base N             first host uid of the sandboxes' uid ranges;\n"
 	"                           each sandbox owns 65536 uids from here\n"
@@ -51,6 +65,7 @@ enum {
 	OPT_LISTEN = 1, OPT_STATE, OPT_SLEEP, OPT_TIMEOUT, OPT_MEMORY,
 	OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_BODY, OPT_UIDBASE, OPT_LOG,
 	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP,
+	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -98,6 +113,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"tokens", required_argument, NULL, OPT_TOKENS},
 		{"disk", required_argument, NULL, OPT_DISK},
 		{"store-size", required_argument, NULL, OPT_STORE},
+		{"max-process-logs", required_argument, NULL, OPT_PROCLOGS},
+		{"max-session-env", required_argument, NULL, OPT_SESSENV},
+		{"file-timeout", required_argument, NULL, OPT_FILETIMEOUT},
 		{"help", no_argument, NULL, OPT_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -110,6 +128,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->limits = (struct cgroup_limits){
 		.memory_bytes = 1ull << 30, .pids = 512, .cpu_millis = 1000};
 	cfg->max_output = 16u << 20;
+	cfg->max_process_logs = 64u << 20;
+	cfg->max_session_env = 4u << 20;
+	cfg->file_timeout_ms = 5 * 60 * 1000;
 	cfg->disk_bytes = 10ull << 30;
 	cfg->store_bytes = UINT64_MAX;
 	cfg->max_body = 1u << 20;
@@ -199,6 +220,21 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			break;
 		case OPT_TOKENS:
 			cfg->tokens_path = optarg;
+			break;
+		case OPT_PROCLOGS:
+		case OPT_SESSENV:
+			if (parse_size(optarg, &v) || v < 1024 || v > (1ull << 40))
+				return bad(c == OPT_PROCLOGS ? "--max-process-logs"
+							     : "--max-session-env",
+					   optarg, "expected a size of at least 1K");
+			*(c == OPT_PROCLOGS ? &cfg->max_process_logs
+					    : &cfg->max_session_env) = v;
+			break;
+		case OPT_FILETIMEOUT:
+			if (parse_duration_ms(optarg, &v) || v == 0)
+				return bad("--file-timeout", optarg,
+					   "expected a duration like 30s");
+			cfg->file_timeout_ms = v;
 			break;
 		case OPT_HELP:
 			fputs(usage, stdout);

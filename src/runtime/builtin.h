@@ -23,9 +23,12 @@
  *   stat   base path           stdout "S <type> <size> <mode> <mtime>\n"
  *   rename base from to [-m]   stdout "OK\n"; -m: as mv, a directory `to`
  *                              receives `from` under its own name
- *   list   base path [-r] [-a] stdout "D\n" + entries named by their path
+ *   list   base path [-r] [-a] [-s]
+ *                              stdout "D\n" + entries named by their path
  *                              relative to path; -r: whole tree (links not
- *                              followed), -a: names starting with "."
+ *                              followed), -a: names starting with ".",
+ *                              -s: sorted by that path (byte order; held
+ *                              in the builtin's memory, the sandbox's)
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
  * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1. */
 #ifndef SBX_BUILTIN_H
