@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "daemon/api_cf.h"
+#include "daemon/jsonout.h"
 #include "daemon/sse.h"
 #include "lib/base64.h"
 #include "lib/util.h"
@@ -494,22 +495,15 @@ static void answer_read(struct cf_file *f)
 			 (unsigned long long)f->size, (unsigned long long)READ_MAX);
 		return;
 	}
-	if (b64) {
-		char *enc = malloc(base64_encoded_len(n) + 1);
-		if (!enc) {
-			cf_error(f->r, "INTERNAL_ERROR", NULL, "out of memory");
-			return;
-		}
-		base64_encode(data, n, enc);
-		content = json_stringn_nocheck(enc, base64_encoded_len(n));
-		free(enc);
-	} else {
-		content = json_bytes(data, n);
-	}
-	cf_ok(f->r, json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path", f->path,
-			      "content", content, "encoding",
-			      b64 ? "base64" : "utf-8", "isBinary", b64,
-			      "mimeType", mime, "size", (json_int_t)n));
+	/* up to READ_MAX of the sandbox's bytes: sent from f->out, encoded
+	 * as the client reads (daemon/jsonout.h), never copied whole */
+	struct jsonout *o = jsonout_new();
+	content = b64 ? jsonout_base64(o, &f->out) : jsonout_string(o, &f->out);
+	cf_ok_big(f->r, o,
+		  json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path", f->path,
+			    "content", content, "encoding",
+			    b64 ? "base64" : "utf-8", "isBinary", b64,
+			    "mimeType", mime, "size", (json_int_t)n));
 }
 
 static void file_done(const struct exec_result *res, void *ctx)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "lib/base64.h"
 #include "lib/jsonesc.h"
 
 #define JSONOUT_MAX 4
@@ -16,6 +17,7 @@ struct jsonout {
 	char mark[48];
 	size_t mark_len;
 	struct buf big[JSONOUT_MAX];
+	bool b64[JSONOUT_MAX]; /* sent as base64, not as text */
 	size_t nbig;
 	char *text; /* the document, with placeholders */
 	size_t tlen, at;
@@ -52,6 +54,22 @@ void jsonout_free(struct jsonout *o)
 		buf_free(&o->big[i]);
 	free(o->text);
 	free(o);
+}
+
+/* The length of big string i as sent. */
+static size_t sent_len(const struct jsonout *o, size_t i)
+{
+	const struct buf *b = &o->big[i];
+	return o->b64[i] ? base64_encoded_len(b->len)
+			 : jsonesc_len(b->data, b->len);
+}
+
+json_t *jsonout_base64(struct jsonout *o, struct buf *b)
+{
+	json_t *j = jsonout_string(o, b);
+	if (j)
+		o->b64[o->nbig - 1] = true;
+	return j;
 }
 
 json_t *jsonout_string(struct jsonout *o, struct buf *b)
@@ -94,12 +112,21 @@ static bool next_placeholder(struct jsonout *o, size_t *pos, size_t *len,
 static void pump(void *ctx)
 {
 	struct jsonout *o = ctx;
-	static char chunk[CHUNK];
+	static char chunk[CHUNK + 1]; /* base64_encode's NUL */
 	while (o->s) {
 		if (o->cur >= 0) {
 			struct buf *b = &o->big[o->cur];
-			size_t n = jsonesc_some(b->data, b->len, &o->off, chunk,
-						sizeof(chunk));
+			size_t n;
+			if (o->b64[o->cur]) { /* whole groups of 3 but the last */
+				size_t raw = b->len - o->off;
+				if (raw > sizeof(chunk) / 4 * 3)
+					raw = sizeof(chunk) / 4 * 3;
+				n = base64_encode(b->data + o->off, raw, chunk);
+				o->off += raw;
+			} else {
+				n = jsonesc_some(b->data, b->len, &o->off, chunk,
+						 sizeof(chunk));
+			}
 			if (o->off == b->len) {
 				buf_free(b); /* sent: its memory goes now */
 				o->cur = -1;
@@ -156,7 +183,7 @@ void jsonout_respond(struct jsonout *o, struct http_req *r, unsigned status,
 	size_t pos, len;
 	int idx;
 	while (next_placeholder(o, &pos, &len, &idx)) {
-		size = size - len + jsonesc_len(o->big[idx].data, o->big[idx].len);
+		size = size - len + sent_len(o, (size_t)idx);
 		o->at = pos + len;
 	}
 	o->at = 0;

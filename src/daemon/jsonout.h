@@ -20,6 +20,8 @@ struct jsonout *jsonout_new(void);
  * goes; the bytes move into o (b is left empty, ready for buf_free). NULL
  * when out of memory or out of placeholders. */
 json_t *jsonout_string(struct jsonout *o, struct buf *b);
+/* The same for bytes sent as base64. */
+json_t *jsonout_base64(struct jsonout *o, struct buf *b);
 /* Answer r with doc; o and doc are consumed, whatever happens. */
 void jsonout_respond(struct jsonout *o, struct http_req *r, unsigned status,
 		     json_t *doc);
