@@ -340,7 +340,9 @@ void v1_file_get(struct api *a, struct http_req *r, struct route_match *m)
 	if (!f)
 		return;
 	const char *argv[] = {"read", "/workspace", *rel ? rel : ".", NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true};
+	/* no wall clock (a slow client may take hours), --file-timeout */
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
+				.timeout_ms = EXEC_NO_TIMEOUT};
 	run(f, sb, &p, true);
 }
 
@@ -362,7 +364,8 @@ void v1_file_delete(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	const char *argv[] = {"delete", "/workspace", rel,
 			      recursive ? "-r" : NULL, NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true};
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
+				.timeout_ms = EXEC_NO_TIMEOUT};
 	run(f, sb, &p, true);
 }
 
