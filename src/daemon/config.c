@@ -46,9 +46,10 @@ static const char usage[] =
 	"                           execve counts it; a command that would\n"
 	"                           exceed it leaves its session as it was, and\n"
 	"                           says so on its stderr (default 4M)\n"
-	"  --file-timeout DURATION  end a file operation (file API) that makes\n"
-	"                           no progress for this long while the daemon\n"
-	"                           waits on it (504; default 5m)\n"
+	"  --file-timeout DURATION  end a file operation (file API) that shows\n"
+	"                           no progress, nor its once-a-second sign of\n"
+	"                           life, for this long while the daemon waits\n"
+	"                           on it (504; default 1m, at least 2s)\n"
 	"  --max-body SIZE          largest JSON request body (default 1M)\n"
 	"  --uid-base N             first host uid of the sandboxes' uid ranges;\n"
 	"                           each sandbox owns 65536 uids from here\n"
@@ -130,7 +131,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->max_output = 16u << 20;
 	cfg->max_process_logs = 64u << 20;
 	cfg->max_session_env = 4u << 20;
-	cfg->file_timeout_ms = 5 * 60 * 1000;
+	cfg->file_timeout_ms = 60 * 1000;
 	cfg->disk_bytes = 10ull << 30;
 	cfg->store_bytes = UINT64_MAX;
 	cfg->max_body = 1u << 20;
@@ -231,9 +232,10 @@ int config_parse(struct config *cfg, int argc, char **argv)
 					    : &cfg->max_session_env) = v;
 			break;
 		case OPT_FILETIMEOUT:
-			if (parse_duration_ms(optarg, &v) || v == 0)
+			/* above the builtins' 1 s heartbeat, with room */
+			if (parse_duration_ms(optarg, &v) || v < 2000)
 				return bad("--file-timeout", optarg,
-					   "expected a duration like 30s");
+					   "expected a duration of at least 2s");
 			cfg->file_timeout_ms = v;
 			break;
 		case OPT_HELP:

@@ -179,7 +179,9 @@ static void apply_state(struct exec_job *j)
  * a slow client may rightly take hours. It is ended instead when it makes
  * no progress for --file-timeout while the daemon waits on it, e.g. when
  * the sandbox's root SIGSTOPs it: not while its output is held back for a
- * slow client, nor while its stdin waits for an upload's next bytes. */
+ * slow client, nor while its stdin waits for an upload's next bytes. Its
+ * heartbeat on stderr (runtime/builtin.h) is progress: a long delete or
+ * sort is alive, a stopped builtin is silent. */
 static void stall_check(struct exec_job *j)
 {
 	struct loop *l = j->sb->m->loop;

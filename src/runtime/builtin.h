@@ -30,9 +30,16 @@
  *                              -s: sorted by that path (byte order; held
  *                              in the builtin's memory, the sandbox's)
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
- * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1. */
+ * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1.
+ *
+ * Every builtin writes a NUL byte to stderr each BUILTIN_HEARTBEAT_S
+ * seconds while it runs (a timer signal), so that the daemon can tell one
+ * that works long (a huge tree deleted or sorted) from one that was
+ * stopped. It runs with only its stdio open (runtime/spawn.c). */
 #ifndef SBX_BUILTIN_H
 #define SBX_BUILTIN_H
+
+#define BUILTIN_HEARTBEAT_S 1
 
 _Noreturn void builtin_run(int argc, const char *const *argv);
 

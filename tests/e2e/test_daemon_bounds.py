@@ -236,7 +236,7 @@ def test_a_stopped_builtin_ends_its_request_with_504(make_daemon, sid):
     """The sandbox's root SIGSTOPs the builtin of an upload: the request is
     answered 504 once it made no progress for --file-timeout, the builtin is
     killed, and the sandbox goes on."""
-    d = make_daemon("--file-timeout", "1s")
+    d = make_daemon("--file-timeout", "2s")
     v1 = V1(d)
     base = v1.host_uid(sid)
     conn = start_upload(d, sid, "stopped.txt", 100, 10)
@@ -262,3 +262,28 @@ def test_a_stopped_builtin_ends_its_request_with_504(make_daemon, sid):
     assert v1.get(f"/v1/sandbox/{sid}/file/stopped.txt").status_code == 404
     r = v1.put(f"/v1/sandbox/{sid}/file/stopped.txt", data=b"fine")
     assert r.status_code == 201, r.text
+
+
+def test_slow_clients_do_not_trip_the_file_timeout(make_daemon, sid):
+    """--file-timeout counts only time the daemon waits on the builtin: a
+    client that pauses its upload or its download for longer loses nothing."""
+    d = make_daemon("--file-timeout", "2s")
+    v1 = V1(d)
+    v1.sh(sid, "true")
+    conn = start_upload(d, sid, "slow.bin", 200_000, 100_000)
+    try:
+        time.sleep(5)
+        conn.send(b"y" * 100_000)
+        resp = conn.getresponse()
+        assert resp.status == 201, resp.read()
+    finally:
+        conn.close()
+    want = b"x" * 100_000 + b"y" * 100_000
+    v1.sh(sid, "for i in $(seq 100); do cat slow.bin; done > big.bin")
+    with v1.get(f"/v1/sandbox/{sid}/file/big.bin", stream=True, timeout=60) as r:
+        assert r.status_code == 200
+        it = r.iter_content(65536)
+        got = [next(it)]
+        time.sleep(5)  # the daemon holds the builtin back meanwhile
+        got.extend(it)
+    assert b"".join(got) == want * 100
