@@ -133,7 +133,11 @@ static void apply_state(struct exec_job *j)
 	const struct config *cfg = j->sb->m->cfg;
 	char why[200] = "";
 	long long cost = session_state_cost(j->state.data, j->state.len);
-	if (j->state.dropped || (cost > STATE_LIMIT))
+	if (j->state.dropped && j->state.limit < STATE_LIMIT)
+		snprintf(why, sizeof(why),
+			 "it is larger than --max-session-env (%zu bytes)",
+			 j->state.limit);
+	else if (j->state.dropped || cost > STATE_LIMIT)
 		snprintf(why, sizeof(why),
 			 "it is larger than a command's environment may be (%u "
 			 "bytes)", STATE_LIMIT);
