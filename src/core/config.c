@@ -37,7 +37,22 @@ static const char usage[] =
 	"                           no disk limits)\n"
 	"  --max-output SIZE        keep at most this much of each of a\n"
 	"                           command's stdout and stderr; the rest is\n"
-	"                           dropped and flagged (default 16M)\n"
+	"                           dropped and flagged (default 16M); also\n"
+	"                           the most a client's maxOutputBytes may ask\n"
+	"  --max-process-logs SIZE  output of background processes kept per\n"
+	"                           sandbox, all together (each keeps at most\n"
+	"                           --max-output); the oldest goes first,\n"
+	"                           ended processes' before running ones'\n"
+	"                           (default 64M)\n"
+	"  --max-session-env SIZE   exported environment the sessions of one\n"
+	"                           sandbox keep, all together, counted as\n"
+	"                           execve counts it; a command that would\n"
+	"                           exceed it leaves its session as it was, and\n"
+	"                           says so on its stderr (default 4M)\n"
+	"  --file-timeout DURATION  end a file operation (file API) that shows\n"
+	"                           no progress, nor its once-a-second sign of\n"
+	"                           life, for this long while the daemon waits\n"
+	"                           on it (504; default 1m, at least 2s)\n"
 	"  --max-body SIZE          largest JSON request body (default 1M)\n"
 	"  --uid-base N             first host uid of the sandboxes' uid ranges;\n"
 	"                           each sandbox owns 65536 uids from here, in\n"
@@ -83,6 +98,7 @@ enum {
 	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS, OPT_MAX_MEMORY,
 	OPT_MAX_PIDS, OPT_MAX_CPUS, OPT_MAX_DISK, OPT_MAX_SANDBOXES,
 	OPT_TOTAL_MEMORY, OPT_TOTAL_PIDS,
+	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -137,6 +153,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
 		{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
 		{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
+		{"max-process-logs", required_argument, NULL, OPT_PROCLOGS},
+		{"max-session-env", required_argument, NULL, OPT_SESSENV},
+		{"file-timeout", required_argument, NULL, OPT_FILETIMEOUT},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"max-ptys", required_argument, NULL, OPT_PTYS},
 		{NULL, 0, NULL, 0},
@@ -150,6 +169,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->limits = (struct cgroup_limits){
 		.memory_bytes = 1ull << 30, .pids = 512, .cpu_millis = 1000};
 	cfg->max_output = 16u << 20;
+	cfg->max_process_logs = 64u << 20;
+	cfg->max_session_env = 4u << 20;
+	cfg->file_timeout_ms = 60 * 1000;
 	cfg->disk_bytes = 10ull << 30;
 	cfg->store_bytes = UINT64_MAX;
 	cfg->max_body = 1u << 20;
@@ -291,6 +313,22 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			break;
 		case OPT_TOKENS:
 			cfg->tokens_path = optarg;
+			break;
+		case OPT_PROCLOGS:
+		case OPT_SESSENV:
+			if (parse_size(optarg, &v) || v < 1024 || v > (1ull << 40))
+				return bad(c == OPT_PROCLOGS ? "--max-process-logs"
+							     : "--max-session-env",
+					   optarg, "expected a size of at least 1K");
+			*(c == OPT_PROCLOGS ? &cfg->max_process_logs
+					    : &cfg->max_session_env) = v;
+			break;
+		case OPT_FILETIMEOUT:
+			/* above the builtins' 1 s heartbeat, with room */
+			if (parse_duration_ms(optarg, &v) || v < 2000)
+				return bad("--file-timeout", optarg,
+					   "expected a duration of at least 2s");
+			cfg->file_timeout_ms = v;
 			break;
 		case OPT_HELP:
 			fputs(usage, stdout);

@@ -16,7 +16,11 @@ struct config {
 	struct cgroup_limits limits;  /* defaults for new sandboxes */
 	uint64_t disk_bytes;          /* per sandbox; 0: no limit */
 	uint64_t store_bytes;         /* the disk store; UINT64_MAX: auto */
-	uint64_t max_output;          /* per stream of one command */
+	uint64_t max_output;          /* per stream of one command; the
+					 ceiling of maxOutputBytes */
+	uint64_t max_process_logs;    /* per sandbox: background logs kept */
+	uint64_t max_session_env;     /* per sandbox: sessions' environments */
+	uint64_t file_timeout_ms;     /* a file operation without progress */
 	uint64_t max_body;            /* JSON request bodies */
 	uint32_t uid_base;            /* first host uid of sandbox ranges */
 	bool uid_base_given;          /* --uid-base was on the command line */

@@ -21,6 +21,9 @@
 #include "lib/log.h"
 #include "lib/util.h"
 
+/* One session's state record at most: what one command's environment
+ * may hold (execve takes about 2 MiB of argv and env together; the spawn
+ * message the same), whatever --max-session-env allows a sandbox. */
 #define STATE_LIMIT SESSION_STATE_MAX
 
 struct exec_job {
@@ -38,6 +41,7 @@ struct exec_job {
 	struct loop_watch out_w, err_w, st_w, in_w;
 	bool out_paused, err_paused, in_waiting;
 	struct loop_timer timer;
+	struct loop_timer stall; /* builtins: no progress for too long */
 	int cg_idx;
 	bool exited, killed, finishing;
 	bool tree_left;         /* killed, and its cgroup is not empty yet */
@@ -121,6 +125,85 @@ static int drain(struct exec_job *j, struct loop_watch *w, struct buf *b,
 
 static void start_job(struct exec_job *j);
 
+/* The session takes the command's cwd and exports, unless they would take
+ * the sandbox's sessions past --max-session-env or cannot be given to the
+ * next command at all; then the session stays as it was, and the command's
+ * stderr ends with a line that says why (every face shows stderr). */
+static void apply_state(struct exec_job *j)
+{
+	const struct config *cfg = j->sb->m->cfg;
+	char why[200] = "";
+	long long cost = session_state_cost(j->state.data, j->state.len);
+	if (j->state.dropped && j->state.limit < STATE_LIMIT)
+		snprintf(why, sizeof(why),
+			 "it is larger than --max-session-env (%zu bytes)",
+			 j->state.limit);
+	else if (j->state.dropped || cost > STATE_LIMIT)
+		snprintf(why, sizeof(why),
+			 "it is larger than a command's environment may be (%u "
+			 "bytes)", STATE_LIMIT);
+	else if (cost == -E2BIG)
+		snprintf(why, sizeof(why),
+			 "a variable is longer than execve takes (%u bytes)",
+			 SESSION_MAX_VAR);
+	if (!why[0] && cost > 0) {
+		uint64_t total = (uint64_t)cost;
+		for (struct session *s = j->sb->sessions; s; s = s->next)
+			if (s != j->sess)
+				total += session_env_cost(s);
+		if (total > cfg->max_session_env)
+			snprintf(why, sizeof(why),
+				 "the sandbox's sessions would keep %llu bytes of "
+				 "environment, more than --max-session-env %llu",
+				 (unsigned long long)total,
+				 (unsigned long long)cfg->max_session_env);
+	}
+	if (!why[0]) {
+		/* the session's new state is kept, for a daemon restart */
+		if (session_apply_state_except(j->sess, j->state.data,
+					       j->state.len, j->env,
+					       j->p.envc) == 1)
+			sandbox_session_save(j->sb, j->sess);
+		return;
+	}
+	log_warn("sandbox=%s event=session-state-refused session=%s %s",
+		 j->sb->id, j->sess->id, why);
+	char note[300];
+	int n = snprintf(note, sizeof(note),
+			 "sandboxd: the session keeps its previous cwd and "
+			 "environment: this command's exported environment was "
+			 "not kept, %s\n", why);
+	if (j->p.on_output) {
+		j->p.on_output(j->ctx, 2, note, (size_t)n);
+	} else { /* past the output cap too: it must be seen */
+		size_t limit = j->res.err.limit;
+		j->res.err.limit = 0;
+		buf_append(&j->res.err, note, (size_t)n);
+		j->res.err.limit = limit;
+	}
+}
+
+/* A builtin (a file operation) has no wall-clock limit: a big download to
+ * a slow client may rightly take hours. It is ended instead when it makes
+ * no progress for --file-timeout while the daemon waits on it, e.g. when
+ * the sandbox's root SIGSTOPs it: not while its output is held back for a
+ * slow client, nor while its stdin waits for an upload's next bytes. Its
+ * heartbeat on stderr (runtime/builtin.h) is progress: a long delete or
+ * sort is alive, a stopped builtin is silent. */
+static void stall_check(struct exec_job *j)
+{
+	struct loop *l = j->sb->m->loop;
+	uint64_t t = j->sb->m->cfg->file_timeout_ms;
+	if (!j->p.builtin || !t || j->killed || j->finishing || !j->start_mono)
+		return;
+	bool waiting = !j->out_paused && !j->err_paused &&
+		       !(j->p.stdin_stream && j->in_w.fd >= 0 && !j->in_waiting);
+	if (waiting)
+		loop_timer_start(l, &j->stall, t);
+	else
+		loop_timer_stop(l, &j->stall);
+}
+
 static void unlink_job(struct exec_job *j)
 {
 	for (struct exec_job **p = &j->sb->jobs; *p; p = &(*p)->next)
@@ -139,6 +222,7 @@ static void finish(struct exec_job *j)
 		return;
 	j->finishing = true;
 	loop_timer_stop(l, &j->timer);
+	loop_timer_stop(l, &j->stall);
 	/* output written before the exit is in the pipes: take it, unless
 	 * its consumer is gone or full (then the rest is dropped) */
 	if (j->out_w.fd >= 0 && !j->out_paused)
@@ -151,12 +235,9 @@ static void finish(struct exec_job *j)
 	close_watch(l, &j->err_w);
 	close_watch(l, &j->st_w);
 	close_watch(l, &j->in_w);
-	/* a background job's cd or export is its own, never the session's;
-	 * the session's new state is kept, for a daemon restart */
-	if (j->res.failure == EXEC_OK && j->state.len && !j->p.detached &&
-	    session_apply_state_except(j->sess, j->state.data, j->state.len,
-				       j->env, j->p.envc) == 1)
-		sandbox_session_save(sb, j->sess);
+	/* a background job's cd or export is its own, never the session's */
+	if (j->res.failure == EXEC_OK && j->state.len && !j->p.detached)
+		apply_state(j);
 	if (j->cg_idx >= 0 && sb->proc.cg)
 		cgroup_cmd_release(sb->proc.cg, j->cg_idx);
 	j->res.duration_ms = j->start_mono ? now_mono_ms() - j->start_mono : 0;
@@ -210,10 +291,13 @@ static void on_output(struct loop_watch *w, uint32_t events)
 	if (r == 1) {
 		close_watch(l, w);
 		maybe_done(j);
-	} else if (r == 2) {
+		return;
+	}
+	if (r == 2) {
 		loop_del(l, w);
 		*(no == 1 ? &j->out_paused : &j->err_paused) = true;
 	}
+	stall_check(j);
 }
 
 void exec_resume_output(struct exec_job *j)
@@ -227,6 +311,7 @@ void exec_resume_output(struct exec_job *j)
 		j->err_paused = false;
 		loop_add(l, &j->err_w, EPOLLIN);
 	}
+	stall_check(j);
 }
 
 /* One kill round (it never waits: see cgroup_cmd_kill), repeated from
@@ -240,6 +325,7 @@ static void kill_tree(struct exec_job *j)
 	struct sbx_err err;
 	int left = 0;
 	j->killed = true;
+	loop_timer_stop(j->sb->m->loop, &j->stall);
 	if (j->cg_idx >= 0 && j->sb->proc.cg &&
 	    (left = cgroup_cmd_kill(j->sb->proc.cg, j->cg_idx, &err)) < 0) {
 		log_warn("sandbox=%s event=kill-failed %s", j->sb->id, err.msg);
@@ -260,6 +346,22 @@ static void on_timeout(struct loop_timer *t)
 		j->res.failure = EXEC_TIMEOUT;
 		snprintf(j->res.msg, sizeof(j->res.msg), "timeout");
 	}
+	kill_tree(j);
+	maybe_done(j);
+}
+
+static void on_stall(struct loop_timer *t)
+{
+	struct exec_job *j = t->data;
+	if (j->res.failure == EXEC_OK) {
+		j->res.failure = EXEC_TIMEOUT;
+		snprintf(j->res.msg, sizeof(j->res.msg),
+			 "the file operation made no progress for %llu ms "
+			 "(--file-timeout) and was ended",
+			 (unsigned long long)j->sb->m->cfg->file_timeout_ms);
+	}
+	log_warn("sandbox=%s event=file-op-stalled pid=%d", j->sb->id,
+		 j->res.pid);
 	kill_tree(j);
 	maybe_done(j);
 }
@@ -307,6 +409,17 @@ int exec_signal_tree(struct exec_job *j, int signo)
 	return cgroup_cmd_signal(j->sb->proc.cg, j->cg_idx, signo);
 }
 
+void exec_result_take(const struct exec_result *res, struct buf *out,
+		      struct buf *err)
+{
+	/* the result is the job's, which frees what is left in it */
+	struct exec_result *r = (struct exec_result *)res;
+	*out = r->out;
+	*err = r->err;
+	buf_init(&r->out, 0);
+	buf_init(&r->err, 0);
+}
+
 int exec_pid(const struct exec_job *j)
 {
 	return j->res.pid;
@@ -333,6 +446,7 @@ static void pump_stdin(struct exec_job *j)
 	}
 	if (j->stdin_copy)
 		close_watch(j->sb->m->loop, &j->in_w);
+	stall_check(j);
 }
 
 static void on_stdin_ready(struct loop_watch *w, uint32_t events)
@@ -341,6 +455,7 @@ static void on_stdin_ready(struct loop_watch *w, uint32_t events)
 	(void)events;
 	loop_del(j->sb->m->loop, w);
 	j->in_waiting = false;
+	stall_check(j);
 	if (j->stdin_copy)
 		pump_stdin(j);
 	else if (j->p.on_stdin_drain)
@@ -361,10 +476,12 @@ size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len)
 				if (!j->in_waiting) {
 					j->in_waiting = true;
 					loop_add(j->sb->m->loop, &j->in_w, EPOLLOUT);
+					stall_check(j);
 				}
 				return off;
 			}
 			close_watch(j->sb->m->loop, &j->in_w); /* EPIPE */
+			stall_check(j);
 			return len;
 		}
 		off += (size_t)n;
@@ -380,6 +497,7 @@ bool exec_stdin_open(const struct exec_job *j)
 void exec_stdin_close(struct exec_job *j)
 {
 	close_watch(j->sb->m->loop, &j->in_w);
+	stall_check(j);
 }
 
 static int watch_pipe(struct exec_job *j, struct loop_watch *w, int fd,
@@ -479,6 +597,9 @@ static void start_job(struct exec_job *j)
 	j->timer.data = j;
 	if (j->p.timeout_ms != EXEC_NO_TIMEOUT)
 		loop_timer_start(sb->m->loop, &j->timer, j->p.timeout_ms);
+	j->stall.cb = on_stall;
+	j->stall.data = j;
+	stall_check(j);
 	if (j->stdin_copy)
 		pump_stdin(j);
 }
@@ -513,7 +634,9 @@ int exec_submit(struct sandbox *sb, struct session *sess,
 	uint64_t cap = p->max_output ? p->max_output : cfg->max_output;
 	buf_init(&j->res.out, cap);
 	buf_init(&j->res.err, cap);
-	buf_init(&j->state, STATE_LIMIT);
+	buf_init(&j->state, cfg->max_session_env < STATE_LIMIT
+				    ? cfg->max_session_env
+				    : STATE_LIMIT);
 	size_t argc = 0;
 	if (p->argv)
 		while (p->argv[argc])

@@ -17,7 +17,9 @@
 struct exec_params {
 	const char *command;            /* a shell command (bash -c), or */
 	const char *const *argv;        /* argv, NULL-terminated */
-	bool builtin;                   /* argv is a runtime/builtin.c op */
+	bool builtin;                   /* argv is a runtime/builtin.c op:
+					   ended after --file-timeout without
+					   progress (EXEC_TIMEOUT) */
 	bool detached;                  /* a background process: runs beside
 					   the session's commands, not after */
 	const char *const *env;         /* extra "KEY=VALUE", or NULL */
@@ -81,6 +83,10 @@ int exec_signal_tree(struct exec_job *j, int signo);
  * it had ended already. */
 void exec_cancel(struct exec_job *j);
 int exec_pid(const struct exec_job *j);
+/* For a done callback: take the output buffers (so that an answer can be
+ * sent from them after the job is freed); the result keeps empty ones. */
+void exec_result_take(const struct exec_result *res, struct buf *out,
+		      struct buf *err);
 
 /* Manager hooks: messages from init, and a sandbox going away. */
 void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -37,9 +38,56 @@ static void pump_all(struct process *p)
 	}
 }
 
+/* Drop the oldest n bytes of p's log (n <= what it keeps). */
+static void log_drop(struct process *p, uint64_t n)
+{
+	while (n && p->head) {
+		struct log_chunk *h = p->head;
+		size_t d = n < h->len ? (size_t)n : h->len;
+		h->data += d;
+		h->start += d;
+		h->len -= d;
+		p->log_bytes -= d;
+		n -= d;
+		if (!h->len) {
+			p->head = h->next;
+			if (!p->head)
+				p->tail = NULL;
+			free(h);
+		}
+	}
+	p->log_start = p->head ? p->head->start : p->log_end;
+	p->log_dropped = true;
+}
+
+/* Whose oldest output goes when the sandbox keeps more than
+ * --max-process-logs: the process that ended longest ago, else the
+ * running one that keeps the most. */
+static struct process *log_victim(struct sandbox *sb)
+{
+	struct process *ended = NULL, *biggest = NULL;
+	for (struct process *q = sb->procs; q; q = q->next) {
+		if (!q->log_bytes)
+			continue;
+		if (q->ended)
+			ended = q; /* the list is newest first */
+		else if (!biggest || q->log_bytes > biggest->log_bytes)
+			biggest = q;
+	}
+	return ended ? ended : biggest;
+}
+
 static void log_add(struct process *p, int fd, const char *data, size_t len)
 {
-	uint64_t cap = p->sb->m->cfg->max_output;
+	const struct config *cfg = p->sb->m->cfg;
+	uint64_t cap = cfg->max_output;
+	/* what would be dropped at once is never stored */
+	if (len > cap) {
+		p->log_end += len - cap;
+		data += len - cap;
+		len = (size_t)cap;
+		log_drop(p, p->log_bytes);
+	}
 	struct log_chunk *c = malloc(sizeof(*c) + len);
 	if (!c)
 		return;
@@ -47,6 +95,7 @@ static void log_add(struct process *p, int fd, const char *data, size_t len)
 	c->start = p->log_end;
 	c->len = len;
 	c->fd = (uint8_t)fd;
+	c->data = (char *)(c + 1);
 	memcpy(c->data, data, len);
 	if (p->tail)
 		p->tail->next = c;
@@ -55,14 +104,22 @@ static void log_add(struct process *p, int fd, const char *data, size_t len)
 	p->tail = c;
 	p->log_end += len;
 	p->log_bytes += len;
-	/* oldest chunks go first; a follower behind them is told */
-	while (p->log_bytes > cap && p->head != p->tail) {
-		struct log_chunk *h = p->head;
-		p->head = h->next;
-		p->log_bytes -= h->len;
-		p->log_start = p->head->start;
-		p->log_dropped = true;
-		free(h);
+	/* exact caps, oldest bytes first (a follower behind them is told):
+	 * this process's, then the sandbox's over all its processes */
+	if (p->log_bytes > cap)
+		log_drop(p, p->log_bytes - cap);
+	uint64_t total = 0;
+	for (struct process *q = p->sb->procs; q; q = q->next)
+		total += q->log_bytes;
+	while (total > cfg->max_process_logs) {
+		struct process *v = log_victim(p->sb);
+		uint64_t n = total - cfg->max_process_logs;
+		if (!v)
+			break;
+		if (n > v->log_bytes)
+			n = v->log_bytes;
+		log_drop(v, n);
+		total -= n;
 	}
 }
 

@@ -36,7 +36,8 @@ struct log_chunk {
 	uint64_t start;  /* cursor of its first byte */
 	size_t len;
 	uint8_t fd;      /* 1 stdout, 2 stderr */
-	char data[];
+	char *data;      /* its bytes, in the same allocation (moved on when
+			    the oldest of them are dropped) */
 };
 
 struct process_follower;

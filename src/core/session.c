@@ -1,6 +1,7 @@
 #include "core/session.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,11 +55,22 @@ static const char *const default_env[] = {
  * (SHLVL would grow by one per command) or pointless. */
 static const char *const not_carried[] = {"SHLVL", "PWD", "_", "BASH_ENV"};
 
-static void free_env(char **env, size_t n)
+/* Whether an entry was allocated on its own (not in the record block). */
+static bool own_string(const struct session *s, const char *p)
 {
-	for (size_t i = 0; i < n; i++)
-		free(env[i]);
-	free(env);
+	return !(s->block && p >= s->block && p < s->block + s->block_len);
+}
+
+static void session_env_free(struct session *s)
+{
+	for (size_t i = 0; s->env && i < s->envc; i++)
+		if (own_string(s, s->env[i]))
+			free(s->env[i]);
+	free(s->env);
+	free(s->block);
+	s->env = NULL;
+	s->block = NULL;
+	s->envc = s->block_len = 0;
 }
 
 static size_t key_len(const char *kv)
@@ -97,8 +109,7 @@ void session_free(struct session *s)
 		return;
 	free(s->id);
 	free(s->cwd);
-	if (s->env)
-		free_env(s->env, s->envc);
+	session_env_free(s);
 	free(s);
 }
 
@@ -110,7 +121,8 @@ int session_setenv(struct session *s, const char *kv)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->envc; i++) {
 		if (key_len(s->env[i]) == kl && !strncmp(s->env[i], kv, kl)) {
-			free(s->env[i]);
+			if (own_string(s, s->env[i]))
+				free(s->env[i]);
 			s->env[i] = dup;
 			return 0;
 		}
@@ -140,7 +152,8 @@ void session_unsetenv(struct session *s, const char *kv)
 	size_t kl = key_len(kv);
 	for (size_t i = 0; i < s->envc; i++)
 		if (key_len(s->env[i]) == kl && !strncmp(s->env[i], kv, kl)) {
-			free(s->env[i]);
+			if (own_string(s, s->env[i]))
+				free(s->env[i]);
 			s->env[i] = s->env[--s->envc];
 			s->env[s->envc] = NULL;
 			return;
@@ -185,7 +198,8 @@ static int carried(const char *kv)
 	return 1;
 }
 
-int session_apply_state(struct session *s, const char *buf, size_t len)
+/* The last complete record's start in buf (its mark), or NULL. */
+static const char *last_record(const char *buf, size_t len)
 {
 	static const char mark[] = SESSION_STATE_MARK; /* followed by NUL */
 	const char *rec = NULL;
@@ -198,43 +212,91 @@ int session_apply_state(struct session *s, const char *buf, size_t len)
 			rec = m;
 		p = m + 1;
 	}
+	return rec;
+}
+
+/* Check a record's shape: its cwd, and where its entries start; -EINVAL
+ * when it was cut short (the shell died while writing). */
+static int record_parts(const char *rec, const char *end, const char **cwd,
+			const char **entries)
+{
+	const char *p = rec + sizeof(SESSION_STATE_MARK);
+	const char *nul = memchr(p, '\0', (size_t)(end - p));
+	if (!nul || p[0] != '/')
+		return -EINVAL;
+	if (end > nul + 1 && end[-1] != '\0')
+		return -EINVAL; /* the last entry is incomplete */
+	*cwd = p;
+	*entries = nul + 1;
+	return 0;
+}
+
+long long session_state_cost(const char *buf, size_t len)
+{
+	const char *rec = last_record(buf, len), *cwd, *q, *end = buf + len;
 	if (!rec)
 		return 0;
-	const char *p = rec + sizeof(mark), *end = buf + len;
-	const char *cwd = p, *nul = memchr(p, '\0', (size_t)(end - p));
-	if (!nul || cwd[0] != '/')
-		return -EINVAL; /* cut short: the shell died while writing */
-	/* count the complete entries */
-	size_t n = 0;
-	for (const char *q = nul + 1; q < end;) {
-		const char *z = memchr(q, '\0', (size_t)(end - q));
-		if (!z)
-			return -EINVAL;
-		n++;
-		q = z + 1;
+	if (record_parts(rec, end, &cwd, &q) < 0)
+		return -EINVAL;
+	long long cost = (long long)(q - cwd);
+	for (size_t l; q < end; q += l + 1) {
+		l = strlen(q);
+		if (l + 1 > SESSION_MAX_VAR)
+			return -E2BIG;
+		if (carried(q))
+			cost += (long long)(l + 1 + sizeof(char *));
 	}
+	return cost;
+}
+
+size_t session_env_cost(const struct session *s)
+{
+	size_t cost = strlen(s->cwd) + 1;
+	for (size_t i = 0; i < s->envc; i++)
+		cost += strlen(s->env[i]) + 1 + sizeof(char *);
+	return cost;
+}
+
+int session_apply_state(struct session *s, const char *buf, size_t len)
+{
+	const char *rec = last_record(buf, len), *cwd, *first, *end = buf + len;
+	if (!rec)
+		return 0;
+	if (record_parts(rec, end, &cwd, &first) < 0)
+		return -EINVAL;
+	/* one block for the carried strings and one array pointing into
+	 * it: a record of many tiny variables costs what it weighs, not a
+	 * heap chunk and a pointer per variable */
+	size_t n = 0, bytes = 0;
+	for (const char *q = first; q < end; q += strlen(q) + 1)
+		if (carried(q)) {
+			n++;
+			bytes += strlen(q) + 1;
+		}
 	char **env = calloc(n + 1, sizeof(char *));
+	char *block = bytes ? malloc(bytes) : NULL;
 	char *ncwd = strdup(cwd);
-	if (!env || !ncwd) {
+	if (!env || (bytes && !block) || !ncwd) {
 		free(env);
+		free(block);
 		free(ncwd);
 		return -ENOMEM;
 	}
-	size_t k = 0;
-	for (const char *q = nul + 1; q < end; q += strlen(q) + 1) {
+	size_t k = 0, at = 0;
+	for (const char *q = first; q < end; q += strlen(q) + 1) {
 		if (!carried(q))
 			continue;
-		if (!(env[k] = strdup(q))) {
-			free_env(env, k);
-			free(ncwd);
-			return -ENOMEM;
-		}
-		k++;
+		size_t l = strlen(q) + 1;
+		memcpy(block + at, q, l);
+		env[k++] = block + at;
+		at += l;
 	}
-	free_env(s->env, s->envc);
+	session_env_free(s);
 	free(s->cwd);
 	s->env = env;
 	s->envc = k;
+	s->block = block;
+	s->block_len = bytes;
 	s->cwd = ncwd;
 	return 1;
 }
@@ -307,15 +369,16 @@ int session_state_decode(struct session *s, const char *buf, size_t len)
 	for (size_t k = 0; k < n; k++, p += strlen(p) + 1)
 		if (!(env[k] = strdup(p)))
 			goto nomem;
-	free_env(s->env, s->envc);
+	session_env_free(s);
 	free(s->cwd);
 	s->env = env;
 	s->envc = n;
 	s->cwd = cwd;
 	return 0;
 nomem:
-	if (env)
-		free_env(env, n);
+	for (size_t k = 0; env && k < n; k++)
+		free(env[k]);
+	free(env);
 	free(cwd);
 	return -ENOMEM;
 }

@@ -31,6 +31,10 @@ struct session {
 	char **env;  /* "KEY=VALUE", NULL-terminated */
 	size_t envc;
 	uint64_t timeout_ms; /* its commands' default timeout; 0: the daemon's */
+	/* the strings of the last state record, in one piece (an entry of
+	 * env points in here, or was allocated on its own) */
+	char *block;
+	size_t block_len;
 	struct exec_job *running;
 	struct exec_job *queue_head, *queue_tail;
 	/* closing (sandbox_session_close): freed once its command ends */
@@ -56,6 +60,13 @@ int session_apply_state_except(struct session *s, const char *buf,
 /* Take the last complete state record in buf[0..len); returns 1 when the
  * session changed, 0 when there was no record, -errno on a bad one. */
 int session_apply_state(struct session *s, const char *buf, size_t len);
+/* What a session's state costs, counted as execve counts its environment
+ * (each string, its NUL and a pointer) plus the cwd: of the session as it
+ * is, and of the last complete record in buf[0..len) (0: none; -EINVAL: a
+ * bad one; -E2BIG: a variable longer than execve takes, SESSION_MAX_VAR). */
+#define SESSION_MAX_VAR (128u << 10)
+size_t session_env_cost(const struct session *s);
+long long session_state_cost(const char *buf, size_t len);
 /* Environment for a command: the session's, then extra (which win),
  * then add ("KEY=VALUE" each, may be NULL). NULL-terminated; free the
  * array only (strings are borrowed). */

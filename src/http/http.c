@@ -63,6 +63,7 @@ struct http_stream {
 	struct buf q;
 	size_t off;        /* first unsent byte in q */
 	bool ended;
+	bool aborted;        /* cut: the client sees the body end short */
 	bool reader_waiting; /* connection suspended in the reader */
 	bool paused;         /* producer told to wait */
 	void (*on_drain)(void *ctx);
@@ -157,6 +158,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 	struct http_stream *s = cls;
 	(void)pos;
 	size_t avail = s->q.len - s->off;
+	if (s->aborted)
+		return MHD_CONTENT_READER_END_WITH_ERROR;
 	if (avail) {
 		size_t n = avail < max ? avail : max;
 		memcpy(out, s->q.data + s->off, n);
@@ -246,6 +249,12 @@ int http_stream_write(struct http_stream *s, const void *data, size_t len)
 void http_stream_end(struct http_stream *s)
 {
 	s->ended = true;
+	stream_wake(s);
+}
+
+void http_stream_abort(struct http_stream *s)
+{
+	s->ended = s->aborted = true;
 	stream_wake(s);
 }
 

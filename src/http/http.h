@@ -89,6 +89,10 @@ struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
 					const char *const *headers);
 int http_stream_write(struct http_stream *s, const void *data, size_t len);
 void http_stream_end(struct http_stream *s);
+/* End it short: what is queued is dropped and the connection closes
+ * without the body's end (chunked: no last chunk; sized: fewer bytes), so
+ * the client knows it did not get the whole answer. */
+void http_stream_abort(struct http_stream *s);
 size_t http_stream_pending(const struct http_stream *s);
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
 			 void (*on_close)(void *ctx), void *ctx);

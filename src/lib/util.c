@@ -109,7 +109,7 @@ int parse_size(const char *s, uint64_t *out)
 }
 
 /* Length of the valid UTF-8 sequence at s (1-4), or 0 if invalid. */
-static size_t utf8_seq(const unsigned char *s, size_t len)
+size_t utf8_seq(const unsigned char *s, size_t len)
 {
 	unsigned c = s[0];
 	if (c == 0)

@@ -27,6 +27,9 @@ void id_random(char *buf, size_t cap, const char *prefix);
  * U+FFFD, so the result is always valid for JSON. out must have room for
  * 3 * len + 1 bytes; returns the output length. */
 size_t utf8_sanitize(const char *s, size_t len, char *out);
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is invalid,
+ * cut short by len, or NUL. */
+size_t utf8_seq(const unsigned char *s, size_t len);
 /* Whether s[0..len) is valid UTF-8 without NUL. */
 int utf8_valid(const char *s, size_t len);
 

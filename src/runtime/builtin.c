@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "runtime/fsutil.h"
@@ -322,6 +324,56 @@ static _Noreturn void op_rename(int base, const char *from, const char *to,
 	_exit(0);
 }
 
+/* Entries of a sorted listing, held until the walk is over: in the
+ * builtin, so in the sandbox's memory (its cgroup), never the daemon's. */
+struct held {
+	char *line;      /* "<type> <size> <mode> <mtime> <rel>" */
+	size_t len;      /* without the NUL */
+	size_t rel;      /* where rel starts in line */
+};
+static struct held *held;
+static size_t nheld, capheld;
+static bool sorted;
+
+static void emit(const struct stat *st, const char *rel)
+{
+	char *line;
+	int n = asprintf(&line, "%c %lld %o %lld ", type_of(st->st_mode),
+			 (long long)st->st_size,
+			 (unsigned)(st->st_mode & 07777),
+			 (long long)st->st_mtim.tv_sec * 1000 +
+				 st->st_mtim.tv_nsec / 1000000);
+	if (n < 0)
+		fail(ENOMEM, "list");
+	if (!sorted) {
+		fputs(line, stdout);
+		fputs(rel, stdout);
+		putchar('\0');
+		free(line);
+		return;
+	}
+	size_t rl = strlen(rel);
+	char *full = realloc(line, (size_t)n + rl + 1);
+	if (!full)
+		fail(ENOMEM, "list");
+	memcpy(full + n, rel, rl + 1);
+	if (nheld == capheld) {
+		size_t c = capheld ? capheld * 2 : 1024;
+		struct held *h = realloc(held, c * sizeof(*h));
+		if (!h)
+			fail(ENOMEM, "list");
+		held = h;
+		capheld = c;
+	}
+	held[nheld++] = (struct held){full, (size_t)n + rl, (size_t)n};
+}
+
+static int by_rel(const void *x, const void *y)
+{
+	const struct held *a = x, *b = y;
+	return strcmp(a->line + a->rel, b->line + b->rel);
+}
+
 /* One directory's entries (and, when recursive, its subdirectories'),
  * named by their path relative to the listed directory in rel[0..rl).
  * Links are listed, never followed; hidden names are skipped (and not
@@ -347,11 +399,7 @@ static void list_dir(int dfd, char *rel, size_t rl, size_t cap,
 		if (l)
 			rel[l++] = '/';
 		memcpy(rel + l, name, nl + 1);
-		printf("%c %lld %o %lld %s%c", type_of(st.st_mode),
-		       (long long)st.st_size, (unsigned)(st.st_mode & 07777),
-		       (long long)st.st_mtim.tv_sec * 1000 +
-			       st.st_mtim.tv_nsec / 1000000,
-		       rel, '\0');
+		emit(&st, rel);
 		if (recursive && S_ISDIR(st.st_mode) && depth < 64) {
 			int sub = openat(dirfd(d), name,
 					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -381,6 +429,11 @@ static _Noreturn void op_list(int base, const char *path, bool recursive,
 		fail(errno, "opendir");
 	printf("D\n");
 	list_dir(dfd, rel, 0, sizeof(rel), recursive, hidden, 0);
+	if (sorted) {
+		qsort(held, nheld, sizeof(*held), by_rel);
+		for (size_t i = 0; i < nheld; i++)
+			fwrite(held[i].line, 1, held[i].len + 1, stdout);
+	}
 	_exit(fflush(stdout) ? 1 : 0);
 }
 
@@ -393,8 +446,25 @@ static bool has_flag(int argc, const char *const *argv, int from,
 	return false;
 }
 
+/* A sign of life on stderr, once a second, whatever the operation is
+ * doing: the daemon ends a builtin that stays silent for --file-timeout
+ * (one the sandbox's root SIGSTOPped), not one that works long. */
+static void heartbeat(int sig)
+{
+	int e = errno;
+	(void)sig;
+	if (write(2, "", 1) < 0) {
+		/* the daemon went away: the next write to stdout says so */
+	}
+	errno = e;
+}
+
 _Noreturn void builtin_run(int argc, const char *const *argv)
 {
+	struct sigaction sa = {.sa_handler = heartbeat, .sa_flags = SA_RESTART};
+	struct itimerval every = {{BUILTIN_HEARTBEAT_S, 0}, {BUILTIN_HEARTBEAT_S, 0}};
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &every, NULL);
 	if (argc < 3)
 		fail(EINVAL, "usage");
 	int base = open(argv[1], O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -421,8 +491,10 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 		op_rename(base, path, argv[3], has_flag(argc, argv, 4, "-m"));
 	if (!strcmp(op, "tar") || !strcmp(op, "untar"))
 		builtin_tar(base, argc, argv);
-	if (!strcmp(op, "list"))
+	if (!strcmp(op, "list")) {
+		sorted = has_flag(argc, argv, 3, "-s");
 		op_list(base, path, has_flag(argc, argv, 3, "-r"),
 			has_flag(argc, argv, 3, "-a"));
+	}
 	fail(EINVAL, "unknown operation");
 }

@@ -23,16 +23,26 @@
  *   stat   base path           stdout "S <type> <size> <mode> <mtime>\n"
  *   rename base from to [-m]   stdout "OK\n"; -m: as mv, a directory `to`
  *                              receives `from` under its own name
- *   list   base path [-r] [-a] stdout "D\n" + entries named by their path
+ *   list   base path [-r] [-a] [-s]
+ *                              stdout "D\n" + entries named by their path
  *                              relative to path; -r: whole tree (links not
- *                              followed), -a: names starting with "."
+ *                              followed), -a: names starting with ".",
+ *                              -s: sorted by that path (byte order; held
+ *                              in the builtin's memory, the sandbox's)
  *   tar    base path [--exclude=P]  stdout: a tar of base/path
  *   untar  base path           stdin: a tar, unpacked beneath base/path
  *                              (both in builtin_tar.c, errors on stderr)
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
- * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1. */
+ * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1.
+ *
+ * Every builtin writes a NUL byte to stderr each BUILTIN_HEARTBEAT_S
+ * seconds while it runs (a timer signal), so that the daemon can tell one
+ * that works long (a huge tree deleted or sorted) from one that was
+ * stopped. It runs with only its stdio open (runtime/spawn.c). */
 #ifndef SBX_BUILTIN_H
 #define SBX_BUILTIN_H
+
+#define BUILTIN_HEARTBEAT_S 1
 
 _Noreturn void builtin_run(int argc, const char *const *argv);
 /* tar / untar (argv as above), base an O_PATH fd of argv[1]. */

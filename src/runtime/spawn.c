@@ -8,7 +8,8 @@
  *      become its root (setresgid before setresuid, isolation.md A.11);
  *   3. stdio in place, every other fd close-on-exec (A.6), cwd checked;
  *   4. capabilities gone, securebits locked, no_new_privs, seccomp last
- *      (A.13-15, A.29), then execve.
+ *      (A.13-15, A.29), then execve; a builtin, which does not exec,
+ *      first closes every fd but its stdio.
  * Async-signal-safe calls only: init may have other children in flight. */
 #include "runtime/spawn.h"
 
@@ -170,8 +171,17 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 	if ((r = seccomp_prog_apply(seccomp)) < 0)
 		fail(errfd, -r, "seccomp");
 
-	if (req->flags & SPAWN_BUILTIN)
+	if (req->flags & SPAWN_BUILTIN) {
+		/* A builtin does not exec, so close-on-exec protects nothing:
+		 * whatever init holds (its socket to the daemon, the user
+		 * namespace fd, cgroup.procs fds, other commands' pipes and
+		 * error pipes) would stay open in a process the sandbox's root
+		 * may signal. Only its stdio stay; its errors go to stdout
+		 * from here on, and init reads an empty error pipe. */
+		if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
+			fail(errfd, errno, "close_range");
 		builtin_run((int)req->argc, req->argv);
+	}
 	if ((req->flags & SPAWN_SEARCH_PATH) && !strchr(req->argv[0], '/'))
 		exec_search(req);
 	else

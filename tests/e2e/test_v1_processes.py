@@ -145,24 +145,53 @@ def test_logs(v1, sid):
                    "cursorStart": 0, "cursorEnd": 15}, doc
 
 
-def test_logs_are_capped_oldest_first(make_daemon, sid):
+LINES = "for i in $(seq 1000 1999); do echo line-$i; done"
+
+
+@pytest.mark.parametrize("command", [
+    LINES,  # a thousand writes
+    # one write of all 10,000 bytes: the daemon gets them in one read
+    f"{LINES} > /tmp/l; dd if=/tmp/l bs=10000 count=1 status=none",
+], ids=["many-writes", "one-write"])
+def test_logs_are_capped_oldest_first(make_daemon, sid, command):
+    """--max-output caps each process's log exactly, however the output
+    arrived: the last 4096 bytes are kept, the rest is dropped and said so."""
     api = V1(make_daemon("--max-output", "4K"))
-    api.start_process(sid, command="for i in $(seq 1000 1999); do echo line-$i; done",
-                      processId="big")
+    api.start_process(sid, command=command, processId="big")
     wait_ended(api, sid, "big")
     doc = logs(api, sid, "big")
-    total = 1000 * len("line-1000\n")
+    full = "".join(f"line-{i}\n" for i in range(1000, 2000))
+    total = len(full)
     assert doc["truncated"] is True and doc["cursorEnd"] == total, \
         {k: v for k, v in doc.items() if k != "stdout"}
-    assert 0 < doc["cursorStart"] < total
-    assert len(doc["stdout"]) == total - doc["cursorStart"] <= 4096 + 65536
-    assert doc["stdout"].endswith("line-1999\n") and "line-1000\n" not in doc["stdout"]
+    assert doc["cursorStart"] == total - 4096
+    assert doc["stdout"] == full[-4096:]
     # a stream from 0 says what it dropped, then replays what is kept
     with api.get(proc_url(sid, "big", "/stream?cursor=0"), stream=True, timeout=10) as r:
         events = list(sse_events(r))
     assert any(e.comment and "dropped" in e.comment for e in events), events[:3]
     out = b"".join(base64.b64decode(e.data) for e in events if e.event == "stdout")
     assert out.decode() == doc["stdout"]
+
+
+def test_logs_of_all_processes_are_capped_per_sandbox(make_daemon, sid):
+    """--max-process-logs bounds what a sandbox's processes keep together:
+    the oldest ended process loses its output first, the newest keeps its
+    own (--max-output) whole."""
+    api = V1(make_daemon("--max-output", "64K", "--max-process-logs", "128K"))
+    for n in range(4):
+        api.start_process(sid, processId=f"p{n}",
+                          command=f"head -c 100000 /dev/zero | tr '\\0' '{n}'")
+        wait_ended(api, sid, f"p{n}")
+    docs = [logs(api, sid, f"p{n}") for n in range(4)]
+    kept = [len(d["stdout"]) for d in docs]
+    assert sum(kept) <= 128 * 1024, kept
+    assert kept[3] == kept[2] == 65536, kept
+    assert kept[0] == kept[1] == 0, kept
+    for n, d in enumerate(docs):
+        assert d["truncated"] is True and d["cursorEnd"] == 100000, (n, d["cursorStart"])
+        assert d["cursorStart"] == 100000 - kept[n]
+        assert d["stdout"] == str(n) * kept[n]
 
 
 def stream(v1, sid, pid, query="", headers=None, timeout=30):

@@ -206,6 +206,50 @@ static void test_state_is_bounded(void **state)
 	session_free(s);
 }
 
+static void test_state_cost_counts_as_execve(void **state)
+{
+	(void)state;
+	static const char rec[] = "SBXSTATE\0/tmp\0A=1\0SHLVL=2\0BB=22\0";
+	/* "/tmp" + NUL, then A=1 and BB=22, each with its NUL and a pointer
+	 * (SHLVL is not carried) */
+	assert_int_equal(session_state_cost(rec, sizeof(rec) - 1),
+			 5 + (4 + 8) + (6 + 8));
+	assert_int_equal(session_state_cost("x", 1), 0);
+	static const char cut[] = "SBXSTATE\0/tmp\0A=1";
+	assert_int_equal(session_state_cost(cut, sizeof(cut) - 1), -EINVAL);
+	size_t big = SESSION_MAX_VAR + 10;
+	char *huge = malloc(big + 32);
+	memcpy(huge, "SBXSTATE\0/\0X=", 13);
+	memset(huge + 13, 'a', big);
+	huge[13 + big] = '\0';
+	assert_int_equal(session_state_cost(huge, 14 + big), -E2BIG);
+	free(huge);
+	struct session *s = session_new("x", "/w", NULL, 0);
+	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
+	assert_int_equal(session_env_cost(s), 5 + (4 + 8) + (6 + 8));
+	session_free(s);
+}
+
+static void test_record_strings_in_one_block(void **state)
+{
+	(void)state;
+	struct session *s = session_new("x", NULL, NULL, 0);
+	static const char rec[] = "SBXSTATE\0/tmp\0A=1\0B=2\0C=3\0";
+	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
+	assert_int_equal(s->envc, 3);
+	assert_ptr_equal(s->env[0], s->block);
+	assert_ptr_equal(s->env[2], s->block + 8);
+	/* entries replaced or removed one by one, then the block freed:
+	 * (under ASan) no double free, no leak */
+	assert_int_equal(session_setenv(s, "B=two"), 0);
+	session_unsetenv(s, "A=");
+	assert_string_equal(getenv_s(s, "B"), "two");
+	assert_string_equal(getenv_s(s, "C"), "3");
+	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
+	assert_string_equal(getenv_s(s, "B"), "2");
+	session_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -218,6 +262,8 @@ int main(void)
 		cmocka_unit_test(test_state_round_trip),
 		cmocka_unit_test(test_state_decode_refuses_damage),
 		cmocka_unit_test(test_state_is_bounded),
+		cmocka_unit_test(test_state_cost_counts_as_execve),
+		cmocka_unit_test(test_record_strings_in_one_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,7 @@
 
 #include "api/cf/cf.h"
 #include "core/process.h"
+#include "http/jsonout.h"
 #include "lib/util.h"
 
 /* What version/ping say: the protocol of this SDK release is what is
@@ -58,6 +59,8 @@ static const struct {
 	{"SESSION_ALREADY_EXISTS", 409}, {"OPERATION_INTERRUPTED", 409},
 	{"SESSION_DESTROYED", 410}, {"SESSION_TERMINATED", 410},
 	{"FILE_TOO_LARGE", 413},
+	/* sandboxd's own: a file operation ended for want of progress */
+	{"FILE_OPERATION_TIMEOUT", 504},
 	{"PYTHON_NOT_AVAILABLE", 501}, {"JAVASCRIPT_NOT_AVAILABLE", 501},
 	{"SERVICE_NOT_RESPONDING", 502}, {"GIT_NETWORK_ERROR", 502},
 	{"INTERPRETER_NOT_READY", 503}, {"OPENCODE_STARTUP_FAILED", 503},
@@ -78,20 +81,39 @@ const char *cf_now(char *buf, size_t cap)
 	return buf;
 }
 
-void cf_error(struct http_req *r, const char *code, json_t *context,
-	      const char *fmt, ...)
+static void error_answer(struct http_req *r, struct jsonout *o,
+			 const char *code, json_t *context, const char *fmt,
+			 va_list ap)
 {
 	char msg[1200], ts[32];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	unsigned status = cf_status(code);
 	json_t *j = json_pack("{s:s, s:o, s:o, s:i, s:s}", "code", code,
 			      "message", json_bytes(msg, strlen(msg)), "context",
 			      context ? context : json_object(), "httpStatus",
 			      (int)status, "timestamp", cf_now(ts, sizeof(ts)));
-	http_respond_json(r, status, j);
+	if (o)
+		jsonout_respond(o, r, status, j);
+	else
+		http_respond_json(r, status, j);
+}
+
+void cf_error(struct http_req *r, const char *code, json_t *context,
+	      const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	error_answer(r, NULL, code, context, fmt, ap);
+	va_end(ap);
+}
+
+void cf_error_big(struct http_req *r, struct jsonout *o, const char *code,
+		  json_t *context, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	error_answer(r, o, code, context, fmt, ap);
+	va_end(ap);
 }
 
 void cf_ok(struct http_req *r, json_t *body)
@@ -103,6 +125,17 @@ void cf_ok(struct http_req *r, json_t *body)
 		json_object_set_new(body, "timestamp",
 				    json_string(cf_now(ts, sizeof(ts))));
 	http_respond_json(r, 200, body);
+}
+
+void cf_ok_big(struct http_req *r, struct jsonout *o, json_t *body)
+{
+	char ts[32];
+	if (body && !json_object_get(body, "success"))
+		json_object_set_new(body, "success", json_true());
+	if (body && !json_object_get(body, "timestamp"))
+		json_object_set_new(body, "timestamp",
+				    json_string(cf_now(ts, sizeof(ts))));
+	jsonout_respond(o, r, 200, body);
 }
 
 void cf_errno(struct http_req *r, int e, const char *what, const char *path)

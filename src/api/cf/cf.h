@@ -34,10 +34,17 @@ struct cf_req {
  * with the status the SDK maps the code to. context may be NULL. */
 void cf_error(struct http_req *r, const char *code, json_t *context,
 	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* cf_error whose context holds big strings from o (daemon/jsonout.h). */
+struct jsonout;
+void cf_error_big(struct http_req *r, struct jsonout *o, const char *code,
+		  json_t *context, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* The HTTP status of a code, as in the SDK's table (500 when unknown). */
 unsigned cf_status(const char *code);
 /* 200 with body plus "success": true and "timestamp" (takes body). */
 void cf_ok(struct http_req *r, json_t *body);
+/* cf_ok for a body with big strings from o (daemon/jsonout.h). */
+void cf_ok_big(struct http_req *r, struct jsonout *o, json_t *body);
 /* The ISO time of now into buf (>= 32 bytes). */
 const char *cf_now(char *buf, size_t cap);
 /* An errno from a file operation as the protocol's error for path. */

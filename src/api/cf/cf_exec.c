@@ -23,6 +23,7 @@
 #include "api/source.h"
 #include "core/process.h"
 #include "http/sse.h"
+#include "http/jsonout.h"
 #include "lib/util.h"
 
 #define GIT_DEFAULT_TIMEOUT_MS 600000 /* the SDK's default */
@@ -198,24 +199,23 @@ static void stream_end(struct cf_exec *e, const struct exec_result *res)
 	relay_end(e->x.rl);
 }
 
-static json_t *output_context(const struct cf_exec *e,
-			      const struct exec_result *res)
-{
-	return json_pack("{s:s, s:i, s:o, s:o}", "command", e->command,
-			 "exitCode", res->failure == EXEC_TIMEOUT ? 124 : res->exit_code,
-			 "stdout", json_bytes(res->out.data, res->out.len),
-			 "stderr", json_bytes(res->err.data, res->err.len));
-}
-
 static void run_done(struct cf_exec *e, const struct exec_result *res)
 {
 	char ts[32];
 	if (res->failure == EXEC_TIMEOUT) {
-		json_t *ctx = output_context(e, res);
-		json_object_set_new(ctx, "timeoutMs", json_integer((json_int_t)e->timeout_ms));
-		cf_error(e->r, "COMMAND_EXECUTION_ERROR", ctx,
-			 "Command timed out after %llu ms (its process tree was "
-			 "killed)", (unsigned long long)e->timeout_ms);
+		struct buf out, err;
+		exec_result_take(res, &out, &err);
+		struct jsonout *o = jsonout_new();
+		json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
+		json_t *ctx = json_pack("{s:s, s:i, s:o, s:o, s:I}", "command",
+					e->command, "exitCode", 124, "stdout", jo,
+					"stderr", je, "timeoutMs",
+					(json_int_t)e->timeout_ms);
+		buf_free(&out);
+		buf_free(&err);
+		cf_error_big(e->r, o, "COMMAND_EXECUTION_ERROR", ctx,
+			     "Command timed out after %llu ms (its process tree "
+			     "was killed)", (unsigned long long)e->timeout_ms);
 		return;
 	}
 	if (res->failure != EXEC_OK) {
@@ -226,15 +226,20 @@ static void run_done(struct cf_exec *e, const struct exec_result *res)
 		return;
 	}
 	iso8601_ms(res->start_wall_ms, ts, sizeof(ts));
+	struct buf out, err;
+	exec_result_take(res, &out, &err);
+	struct jsonout *o = jsonout_new();
+	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 	json_t *j = json_pack("{s:b, s:i, s:o, s:o, s:s, s:I, s:s}", "success",
 			      res->exit_code == 0, "exitCode", res->exit_code,
-			      "stdout", json_bytes(res->out.data, res->out.len),
-			      "stderr", json_bytes(res->err.data, res->err.len),
-			      "command", e->command, "duration",
-			      (json_int_t)res->duration_ms, "timestamp", ts);
-	if (e->sid)
+			      "stdout", jo, "stderr", je, "command", e->command,
+			      "duration", (json_int_t)res->duration_ms,
+			      "timestamp", ts);
+	if (j && e->sid)
 		json_object_set_new(j, "sessionId", json_string(e->sid));
-	cf_ok(e->r, j);
+	buf_free(&out);
+	buf_free(&err);
+	cf_ok_big(e->r, o, j);
 }
 
 static void commands_done(struct cf_exec *e, const struct exec_result *res)
@@ -739,9 +744,10 @@ void cf_process_logs(struct cf_req *q, const char *id)
 	buf_init(&out, 0);
 	buf_init(&err, 0);
 	process_logs(p, &out, &err);
-	cf_ok(q->r, json_pack("{s:s, s:o, s:o}", "processId", p->id, "stdout",
-			      json_bytes(out.data, out.len), "stderr",
-			      json_bytes(err.data, err.len)));
+	struct jsonout *o = jsonout_new();
+	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
+	cf_ok_big(q->r, o, json_pack("{s:s, s:o, s:o}", "processId", p->id,
+				     "stdout", jo, "stderr", je));
 	buf_free(&out);
 	buf_free(&err);
 }

@@ -6,7 +6,11 @@
  * read answers text as UTF-8 and anything else as base64, by MIME type:
  * from the name's extension, else from the first bytes (magic numbers,
  * then "valid UTF-8 without NUL" is text/plain), as the container does
- * with its extension table and `file --mime-type`. */
+ * with its extension table and `file --mime-type`.
+ *
+ * A listing is sorted by the builtin (in the sandbox's memory, charged to
+ * its cgroup) and turned into JSON here one entry at a time, as the client
+ * reads: the daemon never holds a listing whole. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +18,12 @@
 
 #include "api/cf/cf.h"
 #include "http/sse.h"
+#include "http/jsonout.h"
 #include "lib/base64.h"
 #include "lib/util.h"
 
 #define READ_MAX (32ull << 20)   /* the container's limit for /api/read */
-#define LIST_MAX (64ull << 20)   /* a listing's text */
+#define HEAD_MAX (16u << 10)     /* a head or error line, one entry */
 #define SNIFF_BYTES 8192
 #define CHUNK_MAX 65535          /* raw bytes per read/stream chunk */
 
@@ -158,6 +163,7 @@ struct cf_file {
 	int encoding;            /* read: 0 by type, 1 utf-8, 2 base64 */
 	bool recursive;          /* list */
 	bool headed, dir, too_big, job_done, stream_gone, started;
+	size_t count;            /* list: entries sent */
 	const char *mime;
 	uint64_t size, sent;
 	struct cf_utf8 u;
@@ -298,11 +304,150 @@ static ssize_t take_head(struct cf_file *f, const char *data, size_t len)
 	return (ssize_t)len; /* "D" or "E": kept as it is, for the end */
 }
 
+/* ---- list ------------------------------------------------------------- */
+
+static const char *const type_names[] = {"file", "directory", "symlink",
+					 "other"};
+
+static void mode_string(unsigned mode, char *out)
+{
+	static const char rwx[] = "rwxrwxrwx";
+	for (int i = 0; i < 9; i++)
+		out[i] = mode & (0400u >> i) ? rwx[i] : '-';
+	out[9] = '\0';
+}
+
+/* One entry "<type> <size> <mode> <mtime_ms> <relative path>" (NUL-
+ * terminated) as a JSON object on the stream; 1 when the stream is full. */
+static int list_entry(struct cf_file *f, const char *p, size_t len)
+{
+	char type, when[32], mstr[10];
+	long long size, mtime;
+	unsigned mode;
+	int off = 0;
+	if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
+		   &off) != 4 || off <= 0 || (size_t)off > len)
+		return 0;
+	const char *rel = p + off;
+	size_t rl = len - (size_t)off;
+	const char *slash = memrchr(rel, '/', rl);
+	const char *name = slash ? slash + 1 : rel;
+	struct buf absb;
+	buf_init(&absb, 0);
+	buf_printf(&absb, "%s/%.*s", strcmp(f->abs, "/") ? f->abs : "", (int)rl,
+		   rel);
+	int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
+	iso8601_ms((uint64_t)mtime, when, sizeof(when));
+	mode_string(mode, mstr);
+	json_t *j = json_pack(
+		"{s:o, s:o, s:o, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name",
+		json_bytes(name, (size_t)(rel + rl - name)), "absolutePath",
+		json_bytes(absb.data, absb.len), "relativePath",
+		json_bytes(rel, rl), "type", type_names[t], "size",
+		(json_int_t)size, "modifiedAt", when, "mode", mstr, "permissions",
+		"readable", (mode & 0400) != 0, "writable", (mode & 0200) != 0,
+		"executable", (mode & 0100) != 0);
+	buf_free(&absb);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!text)
+		return 0;
+	int r = f->count++ ? http_stream_write(f->s, ",", 1) : 0;
+	r |= http_stream_write(f->s, text, strlen(text));
+	free(text);
+	return r;
+}
+
+/* Listing bytes: whole entries go out at once, a cut one waits in out. */
+static int list_feed(struct cf_file *f, const char *data, size_t len)
+{
+	int paused = 0;
+	while (len) {
+		const char *z = memchr(data, '\0', len);
+		if (!z) {
+			buf_append(&f->out, data, len);
+			break;
+		}
+		size_t n = (size_t)(z - data);
+		if (f->out.len) {
+			buf_append(&f->out, data, n);
+			paused |= list_entry(f, buf_cstr(&f->out), f->out.len);
+			buf_reset(&f->out);
+		} else {
+			paused |= list_entry(f, data, n);
+		}
+		data = z + 1;
+		len -= n + 1;
+	}
+	return paused;
+}
+
+/* Until the head line is in: "D" starts the answer (200, then entries as
+ * they come), anything else is an error answered at the end. */
+static int list_output(struct cf_file *f, const char *data, size_t len)
+{
+	if (f->s)
+		return list_feed(f, data, len);
+	if (f->started || !f->r)
+		return 0;
+	if (f->out.len && memchr(f->out.data, '\n', f->out.len))
+		return buf_append(&f->out, data, len), 0; /* an error line */
+	const char *nl = memchr(data, '\n', len);
+	size_t take = nl ? (size_t)(nl + 1 - data) : len;
+	buf_append(&f->out, data, take);
+	if (!nl || strncmp(f->out.data, "D\n", 2))
+		return 0;
+	data += take;
+	len -= take;
+	buf_reset(&f->out);
+	f->started = true;
+	f->s = http_respond_stream(f->r, 200, "application/json",
+				   HTTP_SIZE_UNKNOWN, NULL);
+	int r = 0;
+	json_t *path = json_string(f->path);
+	char *ptext = path ? json_dumps(path, JSON_COMPACT | JSON_ENCODE_ANY)
+			   : NULL;
+	json_decref(path);
+	if (f->s && ptext) {
+		http_stream_set_cbs(f->s, stream_drained, stream_closed, f);
+		static const char a[] = "{\"success\":true,\"path\":";
+		static const char b[] = ",\"files\":[";
+		http_stream_write(f->s, a, sizeof(a) - 1);
+		http_stream_write(f->s, ptext, strlen(ptext));
+		r = http_stream_write(f->s, b, sizeof(b) - 1);
+		r |= list_feed(f, data, len);
+	} else if (f->s) {
+		http_stream_set_cbs(f->s, stream_drained, stream_closed, f);
+		http_stream_abort(f->s);
+	}
+	free(ptext);
+	return r;
+}
+
+/* The end of a started listing: its count and time, or, after a failure,
+ * a body cut short (the status is out already). */
+static void list_end(struct cf_file *f, const struct exec_result *res)
+{
+	char tail[96], ts[32];
+	if (!f->s || f->stream_gone)
+		return;
+	if (res->failure != EXEC_OK || res->exit_code || f->out.len) {
+		http_stream_abort(f->s);
+		return;
+	}
+	int n = snprintf(tail, sizeof(tail), "],\"count\":%zu,\"timestamp\":\"%s\"}",
+			 f->count, cf_now(ts, sizeof(ts)));
+	http_stream_write(f->s, tail, (size_t)n);
+	http_stream_end(f->s);
+}
+
 static int file_output(void *ctx, int fd, const char *data, size_t len)
 {
 	struct cf_file *f = ctx;
 	if (fd != 1 || f->stream_gone || (!f->r && !f->s))
 		return 0;
+	if (f->op == OP_LIST)
+		return list_output(f, data, len);
 	if ((f->op == OP_READ || f->op == OP_STREAM) && !f->headed) {
 		ssize_t h = take_head(f, data, len);
 		if (h < 0)
@@ -350,107 +495,15 @@ static void answer_read(struct cf_file *f)
 			 (unsigned long long)f->size, (unsigned long long)READ_MAX);
 		return;
 	}
-	if (b64) {
-		char *enc = malloc(base64_encoded_len(n) + 1);
-		if (!enc) {
-			cf_error(f->r, "INTERNAL_ERROR", NULL, "out of memory");
-			return;
-		}
-		base64_encode(data, n, enc);
-		content = json_stringn_nocheck(enc, base64_encoded_len(n));
-		free(enc);
-	} else {
-		content = json_bytes(data, n);
-	}
-	cf_ok(f->r, json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path", f->path,
-			      "content", content, "encoding",
-			      b64 ? "base64" : "utf-8", "isBinary", b64,
-			      "mimeType", mime, "size", (json_int_t)n));
-}
-
-static const char *const type_names[] = {"file", "directory", "symlink",
-					 "other"};
-
-static void mode_string(unsigned mode, char *out)
-{
-	static const char rwx[] = "rwxrwxrwx";
-	for (int i = 0; i < 9; i++)
-		out[i] = mode & (0400u >> i) ? rwx[i] : '-';
-	out[9] = '\0';
-}
-
-static int by_relative(const void *x, const void *y)
-{
-	json_t *const *a = x, *const *b = y;
-	return strcmp(json_string_value(json_object_get(*a, "relativePath")),
-		      json_string_value(json_object_get(*b, "relativePath")));
-}
-
-static void answer_list(struct cf_file *f)
-{
-	const char *p = f->out.data + 2, *end = f->out.data + f->out.len;
-	size_t n = 0, cap = 64;
-	json_t **items = malloc(cap * sizeof(*items));
-	if (f->out.dropped) {
-		free(items);
-		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
-			 "%s: the listing is larger than %llu bytes", f->path,
-			 (unsigned long long)LIST_MAX);
-		return;
-	}
-	while (items && p < end) {
-		const char *z = memchr(p, '\0', (size_t)(end - p));
-		char type, when[32], mstr[10];
-		long long size, mtime;
-		unsigned mode;
-		int off = 0;
-		if (!z)
-			break;
-		if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
-			   &off) == 4 && off > 0) {
-			const char *rel = p + off;
-			size_t rl = (size_t)(z - rel);
-			const char *slash = memrchr(rel, '/', rl);
-			const char *name = slash ? slash + 1 : rel;
-			struct buf absb;
-			buf_init(&absb, 0);
-			buf_printf(&absb, "%s/%.*s", strcmp(f->abs, "/") ? f->abs : "",
-				   (int)rl, rel);
-			int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
-			iso8601_ms((uint64_t)mtime, when, sizeof(when));
-			mode_string(mode, mstr);
-			if (n == cap) {
-				json_t **more = realloc(items, (cap *= 2) * sizeof(*items));
-				if (!more) {
-					buf_free(&absb);
-					break;
-				}
-				items = more;
-			}
-			items[n++] = json_pack(
-				"{s:o, s:o, s:o, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}",
-				"name", json_bytes(name, (size_t)(z - name)),
-				"absolutePath", json_bytes(absb.data, absb.len),
-				"relativePath", json_bytes(rel, rl), "type",
-				type_names[t], "size", (json_int_t)size, "modifiedAt",
-				when, "mode", mstr, "permissions", "readable",
-				(mode & 0400) != 0, "writable", (mode & 0200) != 0,
-				"executable", (mode & 0100) != 0);
-			buf_free(&absb);
-		}
-		p = z + 1;
-	}
-	if (!items) {
-		cf_error(f->r, "INTERNAL_ERROR", NULL, "out of memory");
-		return;
-	}
-	qsort(items, n, sizeof(*items), by_relative);
-	json_t *arr = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, items[i]);
-	free(items);
-	cf_ok(f->r, json_pack("{s:s, s:o, s:I}", "path", f->path, "files", arr,
-			      "count", (json_int_t)n));
+	/* up to READ_MAX of the sandbox's bytes: sent from f->out, encoded
+	 * as the client reads (daemon/jsonout.h), never copied whole */
+	struct jsonout *o = jsonout_new();
+	content = b64 ? jsonout_base64(o, &f->out) : jsonout_string(o, &f->out);
+	cf_ok_big(f->r, o,
+		  json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path", f->path,
+			    "content", content, "encoding",
+			    b64 ? "base64" : "utf-8", "isBinary", b64,
+			    "mimeType", mime, "size", (json_int_t)n));
 }
 
 static void file_done(const struct exec_result *res, void *ctx)
@@ -460,7 +513,9 @@ static void file_done(const struct exec_result *res, void *ctx)
 	int e;
 	f->job_done = true;
 	f->job = NULL;
-	if (f->op == OP_STREAM && f->started) {
+	if (f->op == OP_LIST && f->started) {
+		list_end(f, res);
+	} else if (f->op == OP_STREAM && f->started) {
 		if (f->s && !f->stream_gone) {
 			if (res->failure != EXEC_OK || res->exit_code) {
 				cf_sse(f->s, json_pack("{s:s, s:s}", "type", "error",
@@ -474,6 +529,10 @@ static void file_done(const struct exec_result *res, void *ctx)
 		}
 	} else if (!f->r) {
 		/* the client is gone */
+	} else if (res->failure == EXEC_TIMEOUT) {
+		cf_error(f->r, "FILE_OPERATION_TIMEOUT",
+			 json_pack("{s:s}", "path", f->path), "%s: %s", f->path,
+			 res->msg);
 	} else if (res->failure == EXEC_NOT_STARTED || res->failure == EXEC_STOPPED) {
 		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
 			 "%s", res->msg);
@@ -502,8 +561,6 @@ static void file_done(const struct exec_result *res, void *ctx)
 					       "bytesRead", (json_int_t)f->sent));
 			http_stream_end(f->s);
 		}
-	} else if (f->op == OP_LIST && f->out.len >= 2) {
-		answer_list(f);
 	} else if (f->op == OP_EXISTS) {
 		cf_ok(f->r, json_pack("{s:s, s:b}", "path", f->path, "exists", 1));
 	} else {
@@ -540,7 +597,12 @@ static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
 	f->op = op;
 	f->cancel.cb = cancel_now;
 	f->cancel.data = f;
-	buf_init(&f->out, op == OP_READ ? READ_MAX + 64 : LIST_MAX);
+	/* read: the whole file; stream: what the type is sniffed from
+	 * (less than SNIFF_BYTES, then one read of the pipe at most);
+	 * others: an answer line, or one listing entry */
+	buf_init(&f->out, op == OP_READ     ? READ_MAX + 64
+			  : op == OP_STREAM ? SNIFF_BYTES + (128u << 10)
+					    : HEAD_MAX);
 	f->headed = op != OP_READ && op != OP_STREAM;
 	return f;
 }
@@ -730,8 +792,9 @@ void cf_file_list(struct cf_req *q)
 	struct cf_file *f = file_new(q, OP_LIST, "path");
 	if (!f)
 		return;
-	const char *argv[6] = {"list", "/", cf_rel(f->abs)};
-	int n = 3;
+	/* sorted by relative path, as the container answers */
+	const char *argv[7] = {"list", "/", cf_rel(f->abs), "-s"};
+	int n = 4;
 	if (rec && json_is_true(rec))
 		argv[n++] = "-r";
 	if (hid && json_is_true(hid))

@@ -8,6 +8,7 @@
 
 #include "api/api.h"
 #include "core/exec.h"
+#include "http/jsonout.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -125,20 +126,26 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	} else {
 		char ts[32];
 		iso8601_ms(res->start_wall_ms, ts, sizeof(ts));
+		struct buf out, err;
+		exec_result_take(res, &out, &err);
+		bool cut_out = out.dropped > 0, cut_err = err.dropped > 0;
+		struct jsonout *o = jsonout_new();
+		json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 		json_t *result = json_pack(
 			"{s:b, s:i, s:o, s:o, s:s, s:I, s:s, s:s}", "success",
 			res->exit_code == 0, "exitCode", res->exit_code, "stdout",
-			json_bytes(res->out.data, res->out.len), "stderr",
-			json_bytes(res->err.data, res->err.len), "command", d->cmd,
+			jo, "stderr", je, "command", d->cmd,
 			"duration", (json_int_t)res->duration_ms, "timestamp", ts,
 			"sessionId", d->sandbox_name);
-		if (result && (res->out.dropped || res->err.dropped))
+		if (result && (cut_out || cut_err))
 			json_object_set_new(result, "truncated",
 					    json_pack("{s:b, s:b}", "stdout",
-						      res->out.dropped > 0, "stderr",
-						      res->err.dropped > 0));
-		http_respond_json(r, 200, json_pack("{s:o, s:s}", "result", result,
-						    "sandboxName", d->sandbox_name));
+						      cut_out, "stderr", cut_err));
+		buf_free(&out);
+		buf_free(&err);
+		jsonout_respond(o, r, 200,
+				json_pack("{s:o, s:s}", "result", result,
+					  "sandboxName", d->sandbox_name));
 	}
 	free(missing);
 	free(d->cmd);

@@ -16,6 +16,7 @@
 #include "core/exec.h"
 #include "core/process.h"
 #include "api/source.h"
+#include "http/jsonout.h"
 #include "lib/base64.h"
 #include "lib/log.h"
 #include "lib/path.h"
@@ -463,7 +464,6 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 	       *cwd = json_object_get(body, "cwd"),
 	       *to = json_object_get(body, "timeoutMs"),
 	       *maxo = json_object_get(body, "maxOutputBytes");
-	(void)sb;
 	memset(p, 0, sizeof(*p));
 	memset(h, 0, sizeof(*h));
 	if (!argv == !cmd) {
@@ -577,6 +577,17 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 			goto bad;
 		}
 		p->max_output = (uint64_t)json_integer_value(maxo);
+		uint64_t ceiling = sb->m->cfg->max_output;
+		if (p->max_output > ceiling) {
+			/* the daemon keeps up to this much per stream: the
+			 * operator's bound, never silently lowered */
+			v1_error(r, 400, "limit_exceeds_ceiling",
+				 "maxOutputBytes %llu is above this daemon's "
+				 "ceiling of %llu bytes (--max-output)",
+				 (unsigned long long)p->max_output,
+				 (unsigned long long)ceiling);
+			goto bad;
+		}
 	}
 	return 0;
 bad:
@@ -625,16 +636,23 @@ static void exec_done(const struct exec_result *res, void *ctx)
 			json_decref(sig);
 			v1_error(e->r, 500, "exec_failed", "%s", res->msg);
 		} else {
+			/* the output is sent from its buffers, escaped as the
+			 * client reads (no second copy, jsonout.h) */
+			struct buf out, err;
+			exec_result_take(res, &out, &err);
+			bool cut_out = out.dropped > 0, cut_err = err.dropped > 0;
+			struct jsonout *o = jsonout_new();
+			json_t *jo = jsonout_string(o, &out);
+			json_t *je = jsonout_string(o, &err);
 			json_t *j = json_pack(
 				"{s:i, s:o, s:o, s:b, s:{s:b, s:b}, s:I, s:o}",
-				"exitCode", code, "stdout",
-				json_bytes(res->out.data, res->out.len), "stderr",
-				json_bytes(res->err.data, res->err.len), "timedOut",
-				timed_out, "truncated", "stdout",
-				res->out.dropped > 0, "stderr", res->err.dropped > 0,
-				"durationMs", (json_int_t)res->duration_ms, "signal",
-				sig);
-			http_respond_json(e->r, 200, j);
+				"exitCode", code, "stdout", jo, "stderr", je,
+				"timedOut", timed_out, "truncated", "stdout", cut_out,
+				"stderr", cut_err, "durationMs",
+				(json_int_t)res->duration_ms, "signal", sig);
+			buf_free(&out);
+			buf_free(&err);
+			jsonout_respond(o, e->r, 200, j);
 		}
 	} else {
 		if (failed) {

@@ -1,7 +1,13 @@
 /* /v1 files: raw bytes streamed both ways, directory listings, persist
  * (tar of /workspace) and hydrate (tar into it). Every path is resolved by
  * a builtin running inside the sandbox (runtime/builtin.c), beneath
- * /workspace: the daemon never opens a sandbox path on the host. */
+ * /workspace: the daemon never opens a sandbox path on the host.
+ *
+ * Nothing here holds what a sandbox controls whole: a file's bytes and a
+ * directory's listing are both streamed, the listing turned into JSON one
+ * entry at a time as the client reads it (a slow client holds the builtin
+ * back, through the pipe), so a directory of millions of entries costs the
+ * daemon the same few hundred KiB as an empty one. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +23,11 @@ struct v1_file {
 	struct http_req *r;       /* NULL once the request is gone */
 	struct http_stream *s;
 	struct exec_job *job;
-	struct buf head;          /* the builtin's first line, or all of it */
+	struct buf head;          /* the builtin's first line; then, in a
+				     listing, an entry not complete yet */
 	struct buf err;           /* stderr, for tar's complaints */
 	bool headed, dir, job_done, stream_gone, raw;
+	size_t entries;           /* listing: sent so far */
 	const char *content_type;
 	int status_ok;            /* raw mode: the status to answer with */
 };
@@ -125,6 +133,62 @@ static void start_stream(struct v1_file *f, uint64_t size)
 				    file_stream_closed, f);
 }
 
+/* One entry "<type> <size> <mode> <mtime_ms> <name>" (NUL-terminated) as
+ * a JSON object on the stream; returns 1 when the stream is full. */
+static int list_entry(struct v1_file *f, const char *p, size_t len)
+{
+	static const char *const names[] = {"file", "directory", "symlink",
+					    "other"};
+	char type, ts[32];
+	long long size, mtime;
+	unsigned mode;
+	int off = 0;
+	if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
+		   &off) != 4 || off <= 0 || (size_t)off > len)
+		return 0;
+	int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
+	iso8601_ms((uint64_t)mtime, ts, sizeof(ts));
+	json_t *j = json_pack("{s:o, s:s, s:I, s:i, s:s}", "name",
+			      json_bytes(p + off, len - (size_t)off), "type",
+			      names[t], "size", (json_int_t)size, "mode",
+			      (int)mode, "mtime", ts);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!text)
+		return 0;
+	int r = 0;
+	if (f->entries++)
+		r = http_stream_write(f->s, ",", 1);
+	r |= http_stream_write(f->s, text, strlen(text));
+	free(text);
+	return r;
+}
+
+/* Listing bytes from the builtin: whole entries go out at once, a cut one
+ * waits in head for its end. */
+static int list_feed(struct v1_file *f, const char *data, size_t len)
+{
+	int paused = 0;
+	while (len) {
+		const char *z = memchr(data, '\0', len);
+		if (!z) {
+			buf_append(&f->head, data, len);
+			break;
+		}
+		size_t n = (size_t)(z - data);
+		if (f->head.len) {
+			buf_append(&f->head, data, n);
+			paused |= list_entry(f, buf_cstr(&f->head), f->head.len);
+			buf_reset(&f->head);
+		} else {
+			paused |= list_entry(f, data, n);
+		}
+		data = z + 1;
+		len -= n + 1;
+	}
+	return paused;
+}
+
 static int file_output(void *ctx, int fd, const char *data, size_t len)
 {
 	struct v1_file *f = ctx;
@@ -132,65 +196,44 @@ static int file_output(void *ctx, int fd, const char *data, size_t len)
 		buf_append(&f->err, data, len);
 		return 0;
 	}
+	if (f->s && f->dir)
+		return list_feed(f, data, len);
 	if (f->s)
 		return http_stream_write(f->s, data, len);
-	if (f->stream_gone || !f->r)
+	if (f->stream_gone || !f->r || f->dir)
 		return 0;
 	if (f->raw) { /* tar: the first bytes start the response */
 		start_stream(f, HTTP_SIZE_UNKNOWN);
 		return f->s ? http_stream_write(f->s, data, len) : 0;
 	}
-	if (f->headed || f->dir) {
-		buf_append(&f->head, data, len); /* a listing: kept whole */
-		return 0;
-	}
-	buf_append(&f->head, data, len);
-	char *nl = memchr(f->head.data, '\n', f->head.len);
+	if (f->headed) /* "OK ...", "E ...": kept for the answer */
+		return buf_append(&f->head, data, len), 0;
+	/* the head line first; what follows it is the body */
+	const char *nl = memchr(data, '\n', len);
+	size_t take = nl ? (size_t)(nl + 1 - data) : len;
+	buf_append(&f->head, data, take);
 	if (!nl)
 		return 0;
+	data += take;
+	len -= take;
+	f->headed = true;
 	if (!strncmp(f->head.data, "F ", 2)) {
-		f->headed = true;
 		uint64_t size = strtoull(f->head.data + 2, NULL, 10);
-		size_t rest = f->head.len - (size_t)(nl + 1 - f->head.data);
-		start_stream(f, size);
-		int r = f->s && rest ? http_stream_write(f->s, nl + 1, rest) : 0;
 		buf_reset(&f->head);
-		return r;
+		start_stream(f, size);
+		return f->s && len ? http_stream_write(f->s, data, len) : 0;
 	}
-	if (!strncmp(f->head.data, "D\n", 2))
-		f->dir = true;
-	return 0;
-}
-
-static void answer_listing(struct v1_file *f)
-{
-	json_t *arr = json_array();
-	const char *p = f->head.data + 2, *end = f->head.data + f->head.len;
-	while (p < end) {
-		const char *z = memchr(p, '\0', (size_t)(end - p));
-		if (!z)
-			break;
-		char type;
-		long long size, mtime;
-		unsigned mode;
-		int off = 0;
-		if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
-			   &off) == 4 && off > 0) {
-			static const char *const names[] = {"file", "directory",
-							    "symlink", "other"};
-			int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
-			char ts[32];
-			iso8601_ms((uint64_t)mtime, ts, sizeof(ts));
-			json_array_append_new(
-				arr, json_pack("{s:o, s:s, s:I, s:i, s:s}", "name",
-					       json_bytes(p + off, (size_t)(z - p - off)),
-					       "type", names[t], "size",
-					       (json_int_t)size, "mode", (int)mode,
-					       "mtime", ts));
-		}
-		p = z + 1;
-	}
-	http_respond_json(f->r, 200, json_pack("{s:o}", "entries", arr));
+	if (strncmp(f->head.data, "D\n", 2))
+		return buf_append(&f->head, data, len), 0;
+	/* a directory: the listing starts now, and goes out as it comes */
+	f->dir = true;
+	f->content_type = "application/json";
+	buf_reset(&f->head);
+	start_stream(f, HTTP_SIZE_UNKNOWN);
+	if (!f->s)
+		return 0;
+	int r = http_stream_write(f->s, "{\"entries\":[", 12);
+	return r | list_feed(f, data, len);
 }
 
 static void file_done(const struct exec_result *res, void *ctx)
@@ -199,18 +242,27 @@ static void file_done(const struct exec_result *res, void *ctx)
 	f->job_done = true;
 	f->job = NULL;
 	if (f->s) {
-		http_stream_end(f->s);
+		/* a status is out already: a failure can only cut the body
+		 * short, so that the client cannot take it for the whole */
+		bool ok = res->failure == EXEC_OK && (f->raw || !res->exit_code);
+		if (ok && f->dir && !f->head.len)
+			http_stream_write(f->s, "]}", 2);
+		if (ok && !(f->dir && f->head.len))
+			http_stream_end(f->s);
+		else
+			http_stream_abort(f->s);
 	} else if (f->r && !f->stream_gone) {
 		int e;
 		const char *what;
 		const char *path = f->r->url;
-		if (res->failure == EXEC_NOT_STARTED ||
+		if (res->failure == EXEC_TIMEOUT)
+			v1_error(f->r, 504, "file_operation_timeout", "%s",
+				 res->msg);
+		else if (res->failure == EXEC_NOT_STARTED ||
 		    res->failure == EXEC_STOPPED)
 			v1_error(f->r, 500, "internal", "%s", res->msg);
 		else if (builtin_error(&f->head, &e, &what))
 			errno_answer(f->r, e, what, path);
-		else if (f->dir)
-			answer_listing(f);
 		else if (f->raw && res->exit_code == 0)
 			http_respond_json(f->r, f->status_ok,
 					  json_pack("{s:b}", "ok", 1));
@@ -255,7 +307,9 @@ static struct v1_file *file_new(struct api *a, struct http_req *r)
 	f->a = a;
 	f->r = r;
 	f->content_type = "application/octet-stream";
-	buf_init(&f->head, 64u << 20);
+	/* a head line, an "OK"/"E" answer, or one listing entry (a name
+	 * is at most 255 bytes) */
+	buf_init(&f->head, 16u << 10);
 	buf_init(&f->err, 64u << 10);
 	r->ctx = f;
 	r->on_close = file_req_closed;
@@ -286,7 +340,9 @@ void v1_file_get(struct api *a, struct http_req *r, struct route_match *m)
 	if (!f)
 		return;
 	const char *argv[] = {"read", "/workspace", *rel ? rel : ".", NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true};
+	/* no wall clock (a slow client may take hours), --file-timeout */
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
+				.timeout_ms = EXEC_NO_TIMEOUT};
 	run(f, sb, &p, true);
 }
 
@@ -308,7 +364,8 @@ void v1_file_delete(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	const char *argv[] = {"delete", "/workspace", rel,
 			      recursive ? "-r" : NULL, NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true};
+	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
+				.timeout_ms = EXEC_NO_TIMEOUT};
 	run(f, sb, &p, true);
 }
 

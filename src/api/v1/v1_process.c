@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "core/process.h"
 #include "api/source.h"
+#include "http/jsonout.h"
 #include "lib/util.h"
 
 #define KILL_GRACE_MS 5000
@@ -128,13 +129,13 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 	buf_init(&out, 0);
 	buf_init(&err, 0);
 	process_logs(p, &out, &err);
-	http_respond_json(r, 200,
-			  json_pack("{s:o, s:o, s:b, s:I, s:I}", "stdout",
-				    json_bytes(out.data, out.len), "stderr",
-				    json_bytes(err.data, err.len), "truncated",
-				    p->log_dropped, "cursorStart",
-				    (json_int_t)p->log_start, "cursorEnd",
-				    (json_int_t)p->log_end));
+	struct jsonout *o = jsonout_new();
+	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
+	jsonout_respond(o, r, 200,
+			json_pack("{s:o, s:o, s:b, s:I, s:I}", "stdout", jo,
+				  "stderr", je, "truncated", p->log_dropped,
+				  "cursorStart", (json_int_t)p->log_start,
+				  "cursorEnd", (json_int_t)p->log_end));
 	buf_free(&out);
 	buf_free(&err);
 }
