@@ -128,7 +128,8 @@ check-format:
 lint:
 	@scripts/install-deps --check
 	cppcheck --quiet --enable=warning,portability --inline-suppr --std=c11 \
-		-D_GNU_SOURCE -Isrc --error-exitcode=1 \
+		-D_GNU_SOURCE "-D_Noreturn=__attribute__((noreturn))" -Isrc \
+		--error-exitcode=1 \
 		--template='{file}:{line}: {severity}: {message} [{id}]' src/
 
 check-layers:
