@@ -365,9 +365,11 @@ static void emit(const struct stat *st, const char *rel)
 		held = h;
 		capheld = c;
 	}
-	/* the list owns it from here (cppcheck loses it in the struct) */
-	/* cppcheck-suppress memleak */
-	held[nheld++] = (struct held){full, (size_t)n + rl, (size_t)n};
+	/* the list owns it from here */
+	held[nheld].line = full;
+	held[nheld].len = (size_t)n + rl;
+	held[nheld].rel = (size_t)n;
+	nheld++;
 }
 
 static int by_rel(const void *x, const void *y)
