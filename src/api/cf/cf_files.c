@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "api/cf/cf.h"
+#include "core/files.h"
 #include "http/sse.h"
 #include "http/jsonout.h"
 #include "lib/base64.h"
@@ -306,9 +307,6 @@ static ssize_t take_head(struct cf_file *f, const char *data, size_t len)
 
 /* ---- list ------------------------------------------------------------- */
 
-static const char *const type_names[] = {"file", "directory", "symlink",
-					 "other"};
-
 static void mode_string(unsigned mode, char *out)
 {
 	static const char rwx[] = "rwxrwxrwx";
@@ -317,36 +315,28 @@ static void mode_string(unsigned mode, char *out)
 	out[9] = '\0';
 }
 
-/* One entry "<type> <size> <mode> <mtime_ms> <relative path>" (NUL-
- * terminated) as a JSON object on the stream; 1 when the stream is full. */
-static int list_entry(struct cf_file *f, const char *p, size_t len)
+/* One entry as a JSON object on the stream; 1 when the stream is full. */
+static int list_entry(void *ctx, const struct file_entry *e)
 {
-	char type, when[32], mstr[10];
-	long long size, mtime;
-	unsigned mode;
-	int off = 0;
-	if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
-		   &off) != 4 || off <= 0 || (size_t)off > len)
-		return 0;
-	const char *rel = p + off;
-	size_t rl = len - (size_t)off;
-	const char *slash = memrchr(rel, '/', rl);
-	const char *name = slash ? slash + 1 : rel;
+	struct cf_file *f = ctx;
+	char when[32], mstr[10];
+	const char *slash = memrchr(e->path, '/', e->path_len);
+	const char *name = slash ? slash + 1 : e->path;
 	struct buf absb;
 	buf_init(&absb, 0);
-	buf_printf(&absb, "%s/%.*s", strcmp(f->abs, "/") ? f->abs : "", (int)rl,
-		   rel);
-	int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
-	iso8601_ms((uint64_t)mtime, when, sizeof(when));
-	mode_string(mode, mstr);
+	buf_printf(&absb, "%s/%.*s", strcmp(f->abs, "/") ? f->abs : "",
+		   (int)e->path_len, e->path);
+	iso8601_ms(e->mtime_ms, when, sizeof(when));
+	mode_string(e->mode, mstr);
 	json_t *j = json_pack(
 		"{s:o, s:o, s:o, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name",
-		json_bytes(name, (size_t)(rel + rl - name)), "absolutePath",
-		json_bytes(absb.data, absb.len), "relativePath",
-		json_bytes(rel, rl), "type", type_names[t], "size",
-		(json_int_t)size, "modifiedAt", when, "mode", mstr, "permissions",
-		"readable", (mode & 0400) != 0, "writable", (mode & 0200) != 0,
-		"executable", (mode & 0100) != 0);
+		json_bytes(name, (size_t)(e->path + e->path_len - name)),
+		"absolutePath", json_bytes(absb.data, absb.len), "relativePath",
+		json_bytes(e->path, e->path_len), "type",
+		file_type_name(e->type), "size", (json_int_t)e->size,
+		"modifiedAt", when, "mode", mstr, "permissions", "readable",
+		(e->mode & 0400) != 0, "writable", (e->mode & 0200) != 0,
+		"executable", (e->mode & 0100) != 0);
 	buf_free(&absb);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
@@ -358,28 +348,10 @@ static int list_entry(struct cf_file *f, const char *p, size_t len)
 	return r;
 }
 
-/* Listing bytes: whole entries go out at once, a cut one waits in out. */
+/* Listing bytes, as entries (a cut one waits in out). */
 static int list_feed(struct cf_file *f, const char *data, size_t len)
 {
-	int paused = 0;
-	while (len) {
-		const char *z = memchr(data, '\0', len);
-		if (!z) {
-			buf_append(&f->out, data, len);
-			break;
-		}
-		size_t n = (size_t)(z - data);
-		if (f->out.len) {
-			buf_append(&f->out, data, n);
-			paused |= list_entry(f, buf_cstr(&f->out), f->out.len);
-			buf_reset(&f->out);
-		} else {
-			paused |= list_entry(f, data, n);
-		}
-		data = z + 1;
-		len -= n + 1;
-	}
-	return paused;
+	return file_listing_feed(&f->out, data, len, list_entry, f);
 }
 
 /* Until the head line is in: "D" starts the answer (200, then entries as

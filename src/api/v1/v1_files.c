@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/files.h"
 #include "core/exec.h"
 #include "lib/log.h"
 #include "lib/path.h"
@@ -133,25 +134,17 @@ static void start_stream(struct v1_file *f, uint64_t size)
 				    file_stream_closed, f);
 }
 
-/* One entry "<type> <size> <mode> <mtime_ms> <name>" (NUL-terminated) as
- * a JSON object on the stream; returns 1 when the stream is full. */
-static int list_entry(struct v1_file *f, const char *p, size_t len)
+/* One entry as a JSON object on the stream; 1 when the stream is full. */
+static int list_entry(void *ctx, const struct file_entry *e)
 {
-	static const char *const names[] = {"file", "directory", "symlink",
-					    "other"};
-	char type, ts[32];
-	long long size, mtime;
-	unsigned mode;
-	int off = 0;
-	if (sscanf(p, "%c %lld %o %lld %n", &type, &size, &mode, &mtime,
-		   &off) != 4 || off <= 0 || (size_t)off > len)
-		return 0;
-	int t = type == 'f' ? 0 : type == 'd' ? 1 : type == 'l' ? 2 : 3;
-	iso8601_ms((uint64_t)mtime, ts, sizeof(ts));
+	struct v1_file *f = ctx;
+	char ts[32];
+	iso8601_ms(e->mtime_ms, ts, sizeof(ts));
 	json_t *j = json_pack("{s:o, s:s, s:I, s:i, s:s}", "name",
-			      json_bytes(p + off, len - (size_t)off), "type",
-			      names[t], "size", (json_int_t)size, "mode",
-			      (int)mode, "mtime", ts);
+			      json_bytes(e->path, e->path_len), "type",
+			      file_type_name(e->type), "size",
+			      (json_int_t)e->size, "mode", (int)e->mode, "mtime",
+			      ts);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!text)
@@ -164,29 +157,10 @@ static int list_entry(struct v1_file *f, const char *p, size_t len)
 	return r;
 }
 
-/* Listing bytes from the builtin: whole entries go out at once, a cut one
- * waits in head for its end. */
+/* Listing bytes from the builtin, as entries (a cut one waits in head). */
 static int list_feed(struct v1_file *f, const char *data, size_t len)
 {
-	int paused = 0;
-	while (len) {
-		const char *z = memchr(data, '\0', len);
-		if (!z) {
-			buf_append(&f->head, data, len);
-			break;
-		}
-		size_t n = (size_t)(z - data);
-		if (f->head.len) {
-			buf_append(&f->head, data, n);
-			paused |= list_entry(f, buf_cstr(&f->head), f->head.len);
-			buf_reset(&f->head);
-		} else {
-			paused |= list_entry(f, data, n);
-		}
-		data = z + 1;
-		len -= n + 1;
-	}
-	return paused;
+	return file_listing_feed(&f->head, data, len, list_entry, f);
 }
 
 static int file_output(void *ctx, int fd, const char *data, size_t len)
