@@ -290,13 +290,19 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 				   "quota maxSandboxes reached: this tenant may "
 				   "have %u sandboxes; delete one first",
 				   max_sandboxes);
-	/* the lowest usable slot whose range nobody on this host uses */
-	uint32_t slot = 0;
-	for (; slot < m->nslots; slot++) {
-		uid_t first = m->cfg->uid_base + slot * USERNS_RANGE;
-		if (slot_usable(m, slot) && !uidrange_reserved(first) &&
-		    uidrange_claim(m->ranges, first) == 0)
+	/* a usable slot whose range nobody on this host uses, searched from
+	 * this state dir's own starting point: a daemon that is down holds
+	 * no reservation, and another daemon sharing the base then takes
+	 * ranges far from the ones it will want back */
+	uint32_t slot = m->nslots;
+	for (uint32_t k = 0; k < m->nslots; k++) {
+		uint32_t s = (m->slot_start + k) % m->nslots;
+		uid_t first = m->cfg->uid_base + s * USERNS_RANGE;
+		if (slot_usable(m, s) && !uidrange_reserved(first) &&
+		    uidrange_claim(m->ranges, first) == 0) {
+			slot = s;
 			break;
+		}
 	}
 	if (slot == m->nslots)
 		return sbx_err_set(err, ENOSPC, "no free uid range for a sandbox");
@@ -954,6 +960,13 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	m->nslots = (uint32_t)((0xffff0000ull - cfg->uid_base) / USERNS_RANGE);
 	if (m->nslots > MAX_SLOTS)
 		m->nslots = MAX_SLOTS;
+	/* where this state dir's search for a free range starts: among the
+	 * ranges below 2^31 (some tools take uids above as negative) */
+	uint32_t h = 2166136261u;
+	for (const char *c = m->rt->state_dir; *c; c++)
+		h = (h ^ (unsigned char)*c) * 16777619u;
+	uint32_t low = m->nslots < 4095 ? m->nslots : 4095;
+	m->slot_start = low ? h % low : 0;
 	m->buckets = calloc(NBUCKETS, sizeof(*m->buckets));
 	m->slots = calloc(m->nslots ? m->nslots : 1, 1);
 	if (!m->buckets || !m->slots) {

@@ -67,6 +67,7 @@ struct manager {
 	uint8_t *slots; /* 1: a sandbox's; 2: files of a removed one still
 			 * there (removal failed): out of use until gone */
 	uint32_t nslots, ndirty;
+	uint32_t slot_start; /* where the search for a free slot starts */
 	uint64_t dirty_next_ms, dirty_backoff_ms; /* retrying those removals */
 	struct uidrange *ranges; /* host-wide reservations */
 	uint64_t next_job_id;

@@ -11,12 +11,12 @@ import pytest
 import helpers
 from helpers import UID_RANGE, V1, assert_error, wait_until
 
-UID_BASE = 1 << 30  # the daemon's default --uid-base
-
-
 def sandbox_dir(d, v1, sid):
-    """The host dir of a sandbox's files, from the uid range it runs as."""
-    slot = (v1.host_uid(sid) - UID_BASE) // UID_RANGE
+    """The host dir of a sandbox's files, from the uid range it runs as and
+    the base the state dir records."""
+    with open(os.path.join(d.state_dir, "uid-base")) as f:
+        base = int(f.read())
+    slot = (v1.host_uid(sid) - base) // UID_RANGE
     return os.path.join(d.state_dir, "sandboxes", f"s{slot}")
 
 
