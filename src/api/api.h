@@ -101,8 +101,12 @@ struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
 struct session *v1_session(struct http_req *r, struct sandbox *sb);
 /* Parse the exec-like fields of a body into p (strings borrowed from
  * body, arrays allocated in *hold, free with v1_exec_params_free). */
+/* {"K": "V"} (names as core/env.h says) into env (env_free); -1 after
+ * answering 400. */
+int v1_env(struct http_req *r, json_t *env, char ***out, size_t *n);
 struct v1_hold {
-	const char **argv, **env;
+	const char **argv;
+	char **env;
 	char *stdin_buf;
 	char cwd[4200];
 };

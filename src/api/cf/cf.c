@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "api/cf/cf.h"
+#include "core/env.h"
 #include "core/process.h"
 #include "http/jsonout.h"
 #include "lib/util.h"
@@ -231,65 +232,21 @@ int cf_uint(struct cf_req *q, const char *key, uint64_t *out)
 	return 0;
 }
 
-static bool shell_name(const char *k)
-{
-	if (!*k || (*k >= '0' && *k <= '9'))
-		return false;
-	for (; *k; k++)
-		if (!((*k >= 'a' && *k <= 'z') || (*k >= 'A' && *k <= 'Z') ||
-		      (*k >= '0' && *k <= '9') || *k == '_'))
-			return false;
-	return true;
-}
-
-void cf_env_free(char **env)
-{
-	for (char **e = env; e && *e; e++)
-		free(*e);
-	free(env);
-}
-
 int cf_env(struct cf_req *q, json_t *env, char ***out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	if (!env || json_is_null(env))
-		return 0;
-	if (!json_is_object(env)) {
+	const char *bad;
+	int r = env_from_json(env, out, n, &bad);
+	if (r == -ENOMEM)
+		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
+	else if (r < 0 && !bad)
 		cf_error(q->r, "VALIDATION_FAILED",
 			 json_pack("{s:s}", "field", "env"),
 			 "env must be an object of strings");
-		return -1;
-	}
-	char **v = calloc(json_object_size(env) + 1, sizeof(char *));
-	const char *k;
-	json_t *val;
-	if (!v) {
-		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
-		return -1;
-	}
-	json_object_foreach(env, k, val)
-	{
-		if (json_is_null(val))
-			continue; /* undefined in the SDK: not configured */
-		if (!json_is_string(val) || !shell_name(k)) {
-			cf_error(q->r, "VALIDATION_FAILED",
-				 json_pack("{s:s}", "key", k),
-				 "Invalid environment variable: %.200s (names are "
-				 "[A-Za-z_][A-Za-z0-9_]*, values strings)", k);
-			cf_env_free(v);
-			return -1;
-		}
-		if (asprintf(&v[*n], "%s=%s", k, json_string_value(val)) < 0) {
-			v[*n] = NULL;
-			cf_env_free(v);
-			cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
-			return -1;
-		}
-		(*n)++;
-	}
-	*out = v;
-	return 0;
+	else if (r < 0)
+		cf_error(q->r, "VALIDATION_FAILED", json_pack("{s:s}", "key", bad),
+			 "Invalid environment variable: %.200s (names are "
+			 "[A-Za-z_][A-Za-z0-9_]*, values strings)", bad);
+	return r < 0 ? -1 : 0;
 }
 
 /* ---- paths ------------------------------------------------------------- */
@@ -530,7 +487,7 @@ static void session_create(struct cf_req *q)
 			      "containerPlacementId", "data", "id", id, "cwd",
 			      cwd));
 out:
-	cf_env_free(env);
+	env_free(env);
 }
 
 static void session_list(struct cf_req *q)

@@ -58,7 +58,6 @@ int cf_uint(struct cf_req *q, const char *key, uint64_t *out);
 /* {"K": "V"} into a NULL-terminated array of "K=V" (null values
  * skipped; names must be shell names). -1 after answering 400. */
 int cf_env(struct cf_req *q, json_t *env, char ***out, size_t *n);
-void cf_env_free(char **env);
 
 /* cf_shell.c: s as one single-quoted shell word, appended to b. */
 void cf_shell_quote(struct buf *b, const char *s);

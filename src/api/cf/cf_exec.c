@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "api/cf/cf.h"
+#include "core/env.h"
 #include "api/source.h"
 #include "core/process.h"
 #include "http/sse.h"
@@ -44,7 +45,7 @@ struct cf_cmd {
 
 static void cmd_free(struct cf_cmd *c)
 {
-	cf_env_free(c->env);
+	env_free(c->env);
 	buf_free(&c->script);
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "api/cf/cf.h"
+#include "core/env.h"
 #include "api/source.h"
 #include "core/interp.h"
 #include "lib/util.h"
@@ -149,7 +150,7 @@ void cf_context_create(struct cf_req *q)
 				 "Failed to create code context: %s", err.msg);
 	}
 out:
-	cf_env_free(env);
+	env_free(env);
 }
 
 static void list_one(struct interp_ctx *c, void *data)

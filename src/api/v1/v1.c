@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "core/env.h"
 #include "core/exec.h"
 #include "core/process.h"
 #include "api/source.h"
@@ -255,49 +256,21 @@ static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
 	return 0;
 }
 
-/* {"K": "V"} into "K=V" strings (allocated in *hold). */
-static int parse_env(json_t *env, const char ***out, size_t *n, char *why,
-		     size_t whylen)
+int v1_env(struct http_req *r, json_t *env, char ***out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	if (!env)
-		return 0;
-	if (!json_is_object(env)) {
-		snprintf(why, whylen, "env must be an object of strings");
-		return -1;
-	}
-	size_t cnt = json_object_size(env);
-	const char **v = calloc(cnt + 1, sizeof(char *));
-	if (!v)
-		return -1;
-	const char *k;
-	json_t *val;
-	json_object_foreach(env, k, val)
-	{
-		if (!json_is_string(val) || !*k || strchr(k, '=') ||
-		    strlen(k) > 4096) {
-			snprintf(why, whylen, "env.%.100s: a string value and a "
-					      "name without '='", k);
-			for (size_t i = 0; i < *n; i++)
-				free((void *)v[i]);
-			free(v);
-			return -1;
-		}
-		char *kv;
-		if (asprintf(&kv, "%s=%s", k, json_string_value(val)) < 0)
-			break;
-		v[(*n)++] = kv;
-	}
-	*out = v;
-	return 0;
-}
-
-static void free_env(const char **env, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free((void *)env[i]);
-	free(env);
+	const char *bad;
+	int e = env_from_json(env, out, n, &bad);
+	if (e == -ENOMEM)
+		v1_error(r, 500, "internal", "out of memory");
+	else if (e < 0 && !bad)
+		v1_error(r, 400, "invalid_request",
+			 "env must be an object of strings");
+	else if (e < 0)
+		v1_error(r, 400, "invalid_request",
+			 "env.%.100s: a string value and a name of letters, "
+			 "digits and _ (not a digit first)",
+			 bad);
+	return e < 0 ? -1 : 0;
 }
 
 void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
@@ -311,7 +284,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	json_t *id = json_object_get(body, "id"),
 	       *ka = json_object_get(body, "keepAlive"),
 	       *labels = json_object_get(body, "labels");
-	const char **env = NULL;
+	char **env = NULL;
 	size_t envc = 0;
 	char *labels_txt = NULL;
 	if (id && (!json_is_string(id) || !sandbox_id_valid(json_string_value(id)))) {
@@ -335,11 +308,8 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		v1_error(r, 400, code, "%s", why);
 		goto out;
 	}
-	if (parse_env(json_object_get(body, "env"), &env, &envc, why,
-		      sizeof(why))) {
-		v1_error(r, 400, "invalid_request", "%s", why);
+	if (v1_env(r, json_object_get(body, "env"), &env, &envc) < 0)
 		goto out;
-	}
 	if (labels) {
 		if (!json_is_object(labels)) {
 			v1_error(r, 400, "invalid_request",
@@ -348,7 +318,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		}
 		labels_txt = json_dumps(labels, JSON_COMPACT);
 	}
-	o.env = env;
+	o.env = (const char *const *)env;
 	o.envc = envc;
 	o.labels = labels_txt;
 	const char *sid = id ? json_string_value(id) : NULL;
@@ -366,7 +336,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	http_respond_json(r, 201, sandbox_json(a, sb, false));
 out:
-	free_env(env, envc);
+	env_free(env);
 	free(labels_txt);
 	json_decref(body);
 }
@@ -444,10 +414,7 @@ void v1_sandbox_delete(struct api *a, struct http_req *r,
 void v1_exec_params_free(struct v1_hold *h)
 {
 	free(h->argv);
-	if (h->env)
-		for (const char **e = h->env; *e; e++)
-			free((void *)*e);
-	free(h->env);
+	env_free(h->env);
 	free(h->stdin_buf);
 	memset(h, 0, sizeof(*h));
 }
@@ -456,7 +423,6 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		   struct session *sess, struct exec_params *p,
 		   struct v1_hold *h)
 {
-	char why[300];
 	json_t *argv = json_object_get(body, "argv"),
 	       *cmd = json_object_get(body, "command"),
 	       *in = json_object_get(body, "stdin"),
@@ -499,13 +465,11 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		p->argv = h->argv;
 	}
 	size_t envc;
-	if (parse_env(json_object_get(body, "env"), &h->env, &envc, why,
-		      sizeof(why))) {
-		v1_error(r, 400, "invalid_request", "%s", why);
+	if (v1_env(r, json_object_get(body, "env"), &h->env, &envc) < 0) {
 		v1_exec_params_free(h);
 		return -1;
 	}
-	p->env = h->env;
+	p->env = (const char *const *)h->env;
 	p->envc = envc;
 	if (in && in64) {
 		v1_error(r, 400, "invalid_request",
@@ -740,21 +704,18 @@ out:
 
 void v1_session_create(struct api *a, struct http_req *r, struct route_match *m)
 {
-	char why[300], id[40], rel[4096], cwd[4200];
+	char id[40], rel[4096], cwd[4200];
 	json_t *body = v1_body(r);
 	if (!body)
 		return;
 	struct sandbox *sb = v1_sandbox(a, r, m, true);
-	const char **env = NULL;
+	char **env = NULL;
 	size_t envc = 0;
 	json_t *c = json_object_get(body, "cwd");
 	if (!sb)
 		goto out;
-	if (parse_env(json_object_get(body, "env"), &env, &envc, why,
-		      sizeof(why))) {
-		v1_error(r, 400, "invalid_request", "%s", why);
+	if (v1_env(r, json_object_get(body, "env"), &env, &envc) < 0)
 		goto out;
-	}
 	snprintf(cwd, sizeof(cwd), "/workspace");
 	if (c) {
 		int v = json_is_string(c) ? path_beneath("/workspace",
@@ -774,13 +735,14 @@ void v1_session_create(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	id_random(id, sizeof(id), "sess_");
 	struct session *s;
-	if (sandbox_session_new(sb, id, cwd, env, envc, &s) < 0) {
+	if (sandbox_session_new(sb, id, cwd, (const char *const *)env, envc,
+				&s) < 0) {
 		v1_error(r, 500, "internal", "out of memory");
 		goto out;
 	}
 	http_respond_json(r, 201, json_pack("{s:s, s:s}", "id", id, "cwd", cwd));
 out:
-	free_env(env, envc);
+	env_free(env);
 	json_decref(body);
 }
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/env.h"
 #include "core/interp.h"
 #include "api/source.h"
 #include "lib/log.h"
@@ -81,50 +82,6 @@ static void created(struct interp_ctx *c, enum interp_start st,
 	}
 }
 
-/* {"K": "V"} as "K=V" strings (freed with free_env). */
-static int parse_env(struct http_req *r, json_t *env, char ***out, size_t *n)
-{
-	*out = NULL;
-	*n = 0;
-	if (!env)
-		return 0;
-	if (!json_is_object(env)) {
-		v1_error(r, 400, "invalid_request", "env must be an object of strings");
-		return -1;
-	}
-	char **v = calloc(json_object_size(env) + 1, sizeof(char *));
-	if (!v) {
-		v1_error(r, 500, "internal", "out of memory");
-		return -1;
-	}
-	*out = v;
-	const char *k;
-	json_t *val;
-	json_object_foreach(env, k, val)
-	{
-		if (!json_is_string(val) || !*k || strchr(k, '=') ||
-		    strlen(k) > 4096) {
-			v1_error(r, 400, "invalid_request",
-				 "env.%.100s: a string value and a name without '='",
-				 k);
-			return -1;
-		}
-		if (asprintf(&v[*n], "%s=%s", k, json_string_value(val)) < 0) {
-			v[*n] = NULL;
-			v1_error(r, 500, "internal", "out of memory");
-			return -1;
-		}
-		(*n)++;
-	}
-	return 0;
-}
-
-static void free_env(char **env, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(env[i]);
-	free(env);
-}
 
 void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 {
@@ -173,7 +130,7 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 		snprintf(cwd, sizeof(cwd), "/workspace%s%s", *rel ? "/" : "", rel);
 		o.cwd = cwd;
 	}
-	if (parse_env(r, json_object_get(body, "env"), &env, &envc) < 0)
+	if (v1_env(r, json_object_get(body, "env"), &env, &envc) < 0)
 		goto out;
 	o.env = (const char *const *)env;
 	o.envc = envc;
@@ -185,7 +142,7 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 			v1_error(r, 500, "internal", "%s", err.msg);
 	}
 out:
-	free_env(env, envc);
+	env_free(env);
 	json_decref(body);
 }
 
