@@ -104,11 +104,15 @@ struct session *v1_session(struct http_req *r, struct sandbox *sb);
 /* {"K": "V"} (names as core/env.h says) into env (env_free); -1 after
  * answering 400. */
 int v1_env(struct http_req *r, json_t *env, char ***out, size_t *n);
+/* A client's cwd (NULL or null: none, *out NULL), relative to from, as an
+ * absolute path inside /workspace into *out (free it); -1 after
+ * answering 400/403. */
+int v1_cwd(struct http_req *r, json_t *cwd, const char *from, char **out);
 struct v1_hold {
 	const char **argv;
 	char **env;
 	char *stdin_buf;
-	char cwd[4200];
+	char *cwd;
 };
 int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		   struct session *sess, struct exec_params *p,

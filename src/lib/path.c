@@ -1,5 +1,9 @@
 #include "lib/path.h"
 
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int path_beneath(const char *base, const char *p, char *out, size_t cap)
@@ -40,4 +44,31 @@ int path_beneath(const char *base, const char *p, char *out, size_t cap)
 	}
 	out[o] = '\0';
 	return PATH_OK;
+}
+
+int path_join_beneath(const char *base, const char *from, const char *p,
+		      char **out)
+{
+	char *joined = NULL, *rel = NULL;
+	*out = NULL;
+	if (!p)
+		return PATH_INVALID;
+	if (asprintf(&joined, "%s%s%s", p[0] == '/' ? "" : from,
+		     p[0] == '/' ? "" : "/", p) < 0)
+		return -ENOMEM;
+	size_t cap = strlen(joined) + 1;
+	int v = -ENOMEM;
+	if (cap > PATH_MAX)
+		v = PATH_INVALID;
+	else if ((rel = malloc(cap)))
+		v = path_beneath(base, joined, rel, cap);
+	if (v == PATH_OK &&
+	    asprintf(out, "%s%s%s", strcmp(base, "/") ? base : "",
+		     *rel || !strcmp(base, "/") ? "/" : "", rel) < 0) {
+		*out = NULL;
+		v = -ENOMEM;
+	}
+	free(joined);
+	free(rel);
+	return v;
 }

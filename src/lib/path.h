@@ -18,4 +18,11 @@ enum path_verdict {
  * slash ("/" allowed). */
 int path_beneath(const char *base, const char *p, char *out, size_t cap);
 
+/* p (absolute, or relative to from) as an absolute path beneath base,
+ * normalized as path_beneath does, into *out (malloc'd, no length limit
+ * but the kernel's PATH_MAX). PATH_OK, PATH_OUTSIDE, PATH_INVALID, or
+ * -ENOMEM. */
+int path_join_beneath(const char *base, const char *from, const char *p,
+		      char **out);
+
 #endif

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lib/base64.h"
@@ -120,6 +121,46 @@ static void test_path_beneath(void **state)
 	assert_string_equal(out, "..a");
 }
 
+static void test_path_join_beneath(void **state)
+{
+	(void)state;
+	char *out;
+	assert_int_equal(path_join_beneath("/workspace", "/workspace/d", "x/y",
+					   &out), PATH_OK);
+	assert_string_equal(out, "/workspace/d/x/y");
+	free(out);
+	assert_int_equal(path_join_beneath("/workspace", "/tmp", "/workspace",
+					   &out), PATH_OK);
+	assert_string_equal(out, "/workspace");
+	free(out);
+	assert_int_equal(path_join_beneath("/workspace", "/workspace", "..", &out),
+			 PATH_OUTSIDE);
+	assert_null(out);
+	/* a relative path from a cwd outside the base is outside */
+	assert_int_equal(path_join_beneath("/workspace", "/tmp", "x", &out),
+			 PATH_OUTSIDE);
+	assert_int_equal(path_join_beneath("/", "/", "a/./b", &out), PATH_OK);
+	assert_string_equal(out, "/a/b");
+	free(out);
+	/* long paths are never cut: names of 200 bytes, 15 deep, whole; 30
+	 * deep (past PATH_MAX) refused */
+	char *deep = malloc(30 * 201 + 1), *p = deep;
+	for (int i = 0; i < 30; i++) {
+		memset(p, 'n', 200);
+		p[200] = '/';
+		p += 201;
+	}
+	*p = '\0';
+	assert_int_equal(path_join_beneath("/workspace", "/workspace", deep, &out),
+			 PATH_INVALID);
+	deep[15 * 201] = '\0';
+	assert_int_equal(path_join_beneath("/workspace", "/workspace", deep, &out),
+			 PATH_OK);
+	assert_int_equal(strlen(out), strlen("/workspace/") + 15 * 201 - 1);
+	free(out);
+	free(deep);
+}
+
 static void test_base64(void **state)
 {
 	(void)state;
@@ -143,6 +184,7 @@ int main(void)
 		cmocka_unit_test(test_durations), cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_utf8), cmocka_unit_test(test_buf_limit),
 		cmocka_unit_test(test_iso8601), cmocka_unit_test(test_path_beneath),
+		cmocka_unit_test(test_path_join_beneath),
 		cmocka_unit_test(test_base64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -256,6 +256,27 @@ static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
 	return 0;
 }
 
+int v1_cwd(struct http_req *r, json_t *cwd, const char *from, char **out)
+{
+	*out = NULL;
+	if (!cwd || json_is_null(cwd))
+		return 0;
+	if (!json_is_string(cwd)) {
+		v1_error(r, 400, "invalid_request", "cwd must be a string");
+		return -1;
+	}
+	int v = path_join_beneath("/workspace", from, json_string_value(cwd),
+				  out);
+	if (v == PATH_OUTSIDE)
+		v1_error(r, 403, "path_outside_workspace",
+			 "cwd must be inside /workspace");
+	else if (v == -ENOMEM)
+		v1_error(r, 500, "internal", "out of memory");
+	else if (v)
+		v1_error(r, 400, "invalid_request", "cwd is not a valid path");
+	return v ? -1 : 0;
+}
+
 int v1_env(struct http_req *r, json_t *env, char ***out, size_t *n)
 {
 	const char *bad;
@@ -415,6 +436,7 @@ void v1_exec_params_free(struct v1_hold *h)
 {
 	free(h->argv);
 	env_free(h->env);
+	free(h->cwd);
 	free(h->stdin_buf);
 	memset(h, 0, sizeof(*h));
 }
@@ -498,34 +520,11 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		p->stdin_data = h->stdin_buf;
 		p->stdin_len = (size_t)n;
 	}
-	if (cwd) {
-		char rel[4096];
-		if (!json_is_string(cwd)) {
-			v1_error(r, 400, "invalid_request", "cwd must be a string");
-			goto bad;
-		}
-		/* relative to the session's cwd, and never outside
-		 * /workspace (as in the Bridge) */
-		const char *c = json_string_value(cwd);
-		char joined[8300];
-		if (c[0] != '/')
-			snprintf(joined, sizeof(joined), "%s/%s", sess->cwd, c);
-		else
-			snprintf(joined, sizeof(joined), "%s", c);
-		int v = path_beneath("/workspace", joined, rel, sizeof(rel));
-		if (v == PATH_OUTSIDE) {
-			v1_error(r, 403, "path_outside_workspace",
-				 "cwd must be inside /workspace");
-			goto bad;
-		}
-		if (v) {
-			v1_error(r, 400, "invalid_request", "cwd is not a valid path");
-			goto bad;
-		}
-		snprintf(h->cwd, sizeof(h->cwd), "/workspace%s%s", *rel ? "/" : "",
-			 rel);
-		p->cwd = h->cwd;
-	}
+	/* relative to the session's cwd, and never outside /workspace (as in
+	 * the Bridge) */
+	if (v1_cwd(r, cwd, sess->cwd, &h->cwd) < 0)
+		goto bad;
+	p->cwd = h->cwd;
 	if (to) {
 		if (!json_is_integer(to) || json_integer_value(to) <= 0) {
 			v1_error(r, 400, "invalid_request",
@@ -704,7 +703,7 @@ out:
 
 void v1_session_create(struct api *a, struct http_req *r, struct route_match *m)
 {
-	char id[40], rel[4096], cwd[4200];
+	char id[40], *cwd = NULL;
 	json_t *body = v1_body(r);
 	if (!body)
 		return;
@@ -716,22 +715,12 @@ void v1_session_create(struct api *a, struct http_req *r, struct route_match *m)
 		goto out;
 	if (v1_env(r, json_object_get(body, "env"), &env, &envc) < 0)
 		goto out;
-	snprintf(cwd, sizeof(cwd), "/workspace");
-	if (c) {
-		int v = json_is_string(c) ? path_beneath("/workspace",
-							 json_string_value(c), rel,
-							 sizeof(rel))
-					  : PATH_INVALID;
-		if (v == PATH_OUTSIDE) {
-			v1_error(r, 403, "path_outside_workspace",
-				 "cwd must be inside /workspace");
-			goto out;
-		}
-		if (v) {
-			v1_error(r, 400, "invalid_request", "cwd must be a path");
-			goto out;
-		}
-		snprintf(cwd, sizeof(cwd), "/workspace%s%s", *rel ? "/" : "", rel);
+	/* relative to /workspace */
+	if (v1_cwd(r, c, "/workspace", &cwd) < 0)
+		goto out;
+	if (!cwd && !(cwd = strdup("/workspace"))) {
+		v1_error(r, 500, "internal", "out of memory");
+		goto out;
 	}
 	id_random(id, sizeof(id), "sess_");
 	struct session *s;
@@ -742,6 +731,7 @@ void v1_session_create(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	http_respond_json(r, 201, json_pack("{s:s, s:s}", "id", id, "cwd", cwd));
 out:
+	free(cwd);
 	env_free(env);
 	json_decref(body);
 }

@@ -20,7 +20,6 @@
 #include "core/interp.h"
 #include "api/source.h"
 #include "lib/log.h"
-#include "lib/path.h"
 #include "lib/util.h"
 
 
@@ -86,7 +85,7 @@ static void created(struct interp_ctx *c, enum interp_start st,
 void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
-	char cwd[4200], rel[4096], joined[8300];
+	char *cwd = NULL;
 	char **env = NULL;
 	size_t envc = 0;
 	json_t *body = v1_body(r);
@@ -107,29 +106,10 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 			 "\"typescript\"");
 		goto out;
 	}
-	if (c && !json_is_null(c)) {
-		/* as exec's: relative to the session's cwd, and inside
-		 * /workspace */
-		if (!json_is_string(c)) {
-			v1_error(r, 400, "invalid_request", "cwd must be a string");
-			goto out;
-		}
-		const char *s = json_string_value(c);
-		snprintf(joined, sizeof(joined), "%s%s%s", s[0] == '/' ? "" : sess->cwd,
-			 s[0] == '/' ? "" : "/", s);
-		int v = path_beneath("/workspace", joined, rel, sizeof(rel));
-		if (v == PATH_OUTSIDE) {
-			v1_error(r, 403, "path_outside_workspace",
-				 "cwd must be inside /workspace");
-			goto out;
-		}
-		if (v) {
-			v1_error(r, 400, "invalid_request", "cwd is not a valid path");
-			goto out;
-		}
-		snprintf(cwd, sizeof(cwd), "/workspace%s%s", *rel ? "/" : "", rel);
-		o.cwd = cwd;
-	}
+	/* as exec's: relative to the session's cwd, and inside /workspace */
+	if (v1_cwd(r, c, sess->cwd, &cwd) < 0)
+		goto out;
+	o.cwd = cwd;
 	if (v1_env(r, json_object_get(body, "env"), &env, &envc) < 0)
 		goto out;
 	o.env = (const char *const *)env;
@@ -142,6 +122,7 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 			v1_error(r, 500, "internal", "%s", err.msg);
 	}
 out:
+	free(cwd);
 	env_free(env);
 	json_decref(body);
 }
