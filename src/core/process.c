@@ -274,9 +274,10 @@ int process_start(struct sandbox *sb, struct session *sess, const char *id,
 	if (!ep.timeout_ms)
 		ep.timeout_ms = EXEC_NO_TIMEOUT;
 	log_info("sandbox=%s event=process-started id=%s", sb->id, p->id);
-	if (exec_submit(sb, sess, &ep, on_done, p, &p->job, err) < 0) {
+	int r = exec_submit(sb, sess, &ep, on_done, p, &p->job, err);
+	if (r < 0) {
 		forget(sb, p);
-		return -EIO;
+		return r;
 	}
 	*out = p;
 	return 0;

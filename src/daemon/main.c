@@ -166,9 +166,9 @@ int main(int argc, char **argv)
 				 .begin = router_begin,
 				 .handler = router_handle, .handler_data = &api};
 	struct http_server *http;
-	char msg[256];
-	if (http_start(loop, &hc, &http, msg, sizeof(msg)) < 0) {
-		log_error("event=fatal %s", msg);
+	struct sbx_err herr = {0};
+	if (http_start(loop, &hc, &http, &herr) < 0) {
+		log_error("event=fatal %s", herr.msg);
 		manager_free(m);
 		return 1;
 	}

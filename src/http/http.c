@@ -531,7 +531,7 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 }
 
 int http_start(struct loop *l, const struct http_config *cfg,
-	       struct http_server **out, char *errbuf, size_t errcap)
+	       struct http_server **out, struct sbx_err *err)
 {
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof(ss));
@@ -547,12 +547,12 @@ int http_start(struct loop *l, const struct http_config *cfg,
 		a6->sin6_port = htons(cfg->port);
 		flags |= MHD_USE_IPv6;
 	} else {
-		snprintf(errbuf, errcap, "bad listen address %s", cfg->addr);
-		return -1;
+		return sbx_err_set(err, EINVAL, "bad listen address %s",
+				   cfg->addr);
 	}
 	struct http_server *s = calloc(1, sizeof(*s));
 	if (!s)
-		return -1;
+		return sbx_err_set(err, ENOMEM, "out of memory");
 	s->cfg = *cfg;
 	s->loop = l;
 	s->mhd = MHD_start_daemon(
@@ -565,21 +565,22 @@ int http_start(struct loop *l, const struct http_config *cfg,
 		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
 		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!s->mhd) {
-		snprintf(errbuf, errcap, "cannot listen on %s:%u", cfg->addr,
-			 cfg->port);
+		/* MHD says why in the log (log_mhd); errno is its last call's */
+		int e = errno ? errno : EADDRINUSE;
 		free(s);
-		return -1;
+		return sbx_err_sys(err, e, "cannot listen on %s:%u", cfg->addr,
+				   cfg->port);
 	}
 	const union MHD_DaemonInfo *info =
 		MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	s->watch.fd = info->epoll_fd;
 	s->watch.cb = on_mhd_ready;
 	s->watch.data = s;
-	if (loop_add(l, &s->watch, EPOLLIN) < 0) {
+	int r = loop_add(l, &s->watch, EPOLLIN);
+	if (r < 0) {
 		MHD_stop_daemon(s->mhd);
 		free(s);
-		snprintf(errbuf, errcap, "epoll add failed");
-		return -1;
+		return sbx_err_sys(err, -r, "epoll add");
 	}
 	*out = s;
 	return 0;

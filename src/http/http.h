@@ -11,8 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lib/loop.h"
 #include "lib/buf.h"
+#include "lib/err.h"
+#include "lib/loop.h"
 
 struct http_server;
 struct MHD_Connection;
@@ -58,7 +59,7 @@ struct http_config {
 };
 
 int http_start(struct loop *l, const struct http_config *cfg,
-	       struct http_server **out, char *errbuf, size_t errcap);
+	       struct http_server **out, struct sbx_err *err);
 void http_stop(struct http_server *s);
 /* For the loop's idle hook: run MHD (resumed connections) and say when it
  * next needs to run (-1: no timeout). */
