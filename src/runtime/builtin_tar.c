@@ -555,7 +555,7 @@ static int parent_of(int top, char *rel, const char **leaf)
 	char *slash = strrchr(rel, '/');
 	if (!slash) {
 		*leaf = rel;
-		return dup(top);
+		return fcntl(top, F_DUPFD_CLOEXEC, 0);
 	}
 	*slash = '\0';
 	*leaf = slash + 1;
@@ -567,7 +567,7 @@ static int parent_of(int top, char *rel, const char **leaf)
 			int dir, e = 0;
 			*end = '\0';
 			if (p == rel) {
-				dir = dup(top);
+				dir = fcntl(top, F_DUPFD_CLOEXEC, 0);
 			} else {
 				p[-1] = '\0';
 				dir = beneath(top, rel, O_PATH | O_DIRECTORY, 0);
