@@ -59,6 +59,13 @@ int cf_uint(struct cf_req *q, const char *key, uint64_t *out);
  * skipped; names must be shell names). -1 after answering 400. */
 int cf_env(struct cf_req *q, json_t *env, char ***out, size_t *n);
 
+/* cf_mime.c: the type of a file named path whose first n bytes are data
+ * (all of it when complete), by extension, then by content. */
+const char *cf_mime_of(const char *path, const char *data, size_t n,
+		       bool complete);
+/* Whether the protocol sends that type as base64 (else as UTF-8 text). */
+bool cf_mime_binary(const char *mime);
+
 /* cf_shell.c: s as one single-quoted shell word, appended to b. */
 void cf_shell_quote(struct buf *b, const char *s);
 /* The script that runs command in the session's shell with its own cwd
