@@ -1,3 +1,21 @@
+/* Sessions: a cwd and an exported environment carried from one command to
+ * the next.
+ *
+ * Theory of operation. A session's commands run one at a time
+ * (core/exec.c queues them). A shell command is started with the
+ * session's cwd and environment and BASH_ENV naming the hook below, which
+ * bash sources before the command; on the shell's exit the hook writes a
+ * state record (a mark, the cwd, every exported variable, NUL-separated)
+ * to fd SESSION_STATE_FD, a pipe the daemon reads like stdout. When the
+ * command ends, exec hands the record here (session_apply_state_except):
+ * the last whole record wins, variables the command was only given for
+ * itself are put back, and what the shell must not carry (SHLVL, PWD, _)
+ * is dropped. A record that execve could not take again, or that would
+ * put the sandbox's sessions over --max-session-env, is refused and the
+ * session keeps its previous state. The manager keeps each session's
+ * state in the registry (session_state_encode/decode) so that a session
+ * survives a daemon restart. A command that is not a shell (argv) or a
+ * background one leaves the session as it was. */
 #include "core/session.h"
 
 #include <errno.h>
@@ -6,8 +24,9 @@
 #include <string.h>
 
 /* Sourced by every non-interactive bash a session runs (BASH_ENV): on exit
- * it writes the shell's cwd and exported variables to fd 63 (SESSION_STATE_FD), which the
- * daemon reads to carry them to the session's next command. Builtins only
+ * it writes the shell's cwd and exported variables to fd 63
+ * (SESSION_STATE_FD), which the daemon reads to carry them to the
+ * session's next command. Builtins only
  * (${!X@} lists variables without a fork), so it costs microseconds. */
 static const char session_sh[] =
 	"# sandboxd session hook: keeps cwd and exported variables between "
