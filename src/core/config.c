@@ -32,6 +32,9 @@ static const char usage[] =
 	"                           files (default: 90%% of the state dir's free\n"
 	"                           space when first made; 0: plain directories,\n"
 	"                           no disk limits)\n"
+	"  --tenant-disk SIZE       disk limit for all of one tenant's sandboxes\n"
+	"                           and snapshots together, shared data counted\n"
+	"                           once (btrfs store only; default 0: none)\n"
 	"  --max-output SIZE        keep at most this much of each of a\n"
 	"                           command's stdout and stderr; the rest is\n"
 	"                           dropped and flagged (default 16M)\n"
@@ -56,6 +59,7 @@ enum {
 	OPT_LISTEN = 1, OPT_STATE, OPT_SLEEP, OPT_TIMEOUT, OPT_MEMORY,
 	OPT_PIDS, OPT_CPUS, OPT_OUTPUT, OPT_BODY, OPT_UIDBASE, OPT_LOG,
 	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS,
+	OPT_TENANT_DISK,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -105,6 +109,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"store-size", required_argument, NULL, OPT_STORE},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"max-ptys", required_argument, NULL, OPT_PTYS},
+		{"tenant-disk", required_argument, NULL, OPT_TENANT_DISK},
 		{NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -204,6 +209,12 @@ int config_parse(struct config *cfg, int argc, char **argv)
 				return bad(c == OPT_DISK ? "--disk" : "--store-size",
 					   optarg, "expected 0 or a size of at least 64M");
 			*(c == OPT_DISK ? &cfg->disk_bytes : &cfg->store_bytes) = v;
+			break;
+		case OPT_TENANT_DISK:
+			if (parse_size(optarg, &v) || (v && v < (64u << 20)))
+				return bad("--tenant-disk", optarg,
+					   "expected 0 or a size of at least 64M");
+			cfg->tenant_disk_bytes = v;
 			break;
 		case OPT_PTYS:
 			v = strtoull(optarg, &end, 10);

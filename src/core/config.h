@@ -16,6 +16,8 @@ struct config {
 	struct cgroup_limits limits;  /* defaults for new sandboxes */
 	uint64_t disk_bytes;          /* per sandbox; 0: no limit */
 	uint64_t store_bytes;         /* the disk store; UINT64_MAX: auto */
+	uint64_t tenant_disk_bytes;   /* a tenant's sandboxes and snapshots
+					 together; 0: no limit */
 	uint64_t max_output;          /* per stream of one command */
 	uint64_t max_body;            /* JSON request bodies */
 	uint32_t uid_base;            /* first host uid of sandbox ranges */

@@ -25,6 +25,7 @@
 #include "core/interp.h"
 #include "core/process.h"
 #include "core/registry.h"
+#include "core/snapshot.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -415,6 +416,29 @@ static int load_session(const struct registry_session *row, void *data)
 	return 0;
 }
 
+uint64_t manager_store_group(struct manager *m, const char *tenant)
+{
+	if (!m->rt->store->quotas)
+		return 0;
+	uint64_t g = store_group_of(tenant);
+	for (size_t i = 0; i < m->ngroups; i++)
+		if (m->groups[i] == g)
+			return g;
+	struct sbx_err err = {0};
+	if (store_group_ensure(m->rt->store, g, m->cfg->tenant_disk_bytes,
+			       &err) < 0) {
+		/* the files are still made, and limited one by one */
+		log_warn("event=store-group-failed %s", err.msg);
+		return 0;
+	}
+	uint64_t *v = realloc(m->groups, (m->ngroups + 1) * sizeof(*v));
+	if (v) {
+		m->groups = v;
+		m->groups[m->ngroups++] = g;
+	}
+	return g;
+}
+
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data)
 {
@@ -581,8 +605,17 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 		.pids = sb->limits.pids ?: d->pids,
 		.cpu_millis = sb->limits.cpu_millis ?: d->cpu_millis,
 	};
-	int r = runtime_start(m->rt, sb->name, sb->base, &lim,
-			      sb->disk_bytes ?: m->cfg->disk_bytes, &sb->proc, err);
+	if (snapshot_files_busy(sb))
+		return sbx_err_set(err, EBUSY,
+				   "sandbox %s: its files are being restored or "
+				   "made from a snapshot; try again when that "
+				   "request has answered",
+				   sb->id);
+	struct runtime_files files = {
+		.disk_bytes = sb->disk_bytes ?: m->cfg->disk_bytes,
+		.group = manager_store_group(m, sb->tenant)};
+	int r = runtime_start(m->rt, sb->name, sb->base, &lim, &files,
+			      &sb->proc, err);
 	if (r < 0) {
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
@@ -603,6 +636,8 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	struct manager *m = sb->m;
 	if (sb->state == SB_STOPPED)
 		return;
+	/* frozen processes could never die, nor init's exit end */
+	snapshot_sandbox_stopping(sb);
 	loop_del(m->loop, &sb->sock_w);
 	loop_del(m->loop, &sb->pid_w);
 	/* init's death takes the whole pid namespace with it; reaping it
@@ -618,6 +653,7 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
+	snapshot_sandbox_gone(sb);
 	sandbox_stop(sb, "sandbox destroyed");
 	int r = runtime_remove_files(m->rt, sb->name, err);
 	int r2 = registry_delete(m->reg, sb->tenant, sb->id, r ? NULL : err);
@@ -782,7 +818,8 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
 	if ((r = registry_open(path, &m->reg, err)) ||
 	    (r = registry_load(m->reg, load_row, m, err)) ||
-	    (r = registry_load_sessions(m->reg, load_session, m, err)))
+	    (r = registry_load_sessions(m->reg, load_session, m, err)) ||
+	    (r = snapshots_load(m, err)))
 		goto fail;
 	m->cron.cb = cron;
 	m->cron.data = m;
@@ -810,6 +847,8 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	loop_timer_stop(m->loop, &m->cron);
+	/* first: a fork in flight destroys the sandbox it was making */
+	snapshots_free(m);
 	if (m->exits_fd >= 0) {
 		loop_del(m->loop, &m->exits_w);
 		close(m->exits_fd);
@@ -823,6 +862,7 @@ void manager_free(struct manager *m)
 	}
 	registry_close(m->reg);
 	runtime_free(m->rt);
+	free(m->groups);
 	uidrange_free(m->ranges);
 	free(m->buckets);
 	free(m->slots);
