@@ -152,6 +152,14 @@ void v1_snapshot_info(struct api *, struct http_req *, struct route_match *);
 void v1_snapshot_delete(struct api *, struct http_req *, struct route_match *);
 void v1_sandbox_fork(struct api *, struct http_req *, struct route_match *);
 void v1_sandbox_restore(struct api *, struct http_req *, struct route_match *);
+void v1_backup_create(struct api *, struct http_req *, struct route_match *);
+void v1_backup_list(struct api *, struct http_req *, struct route_match *);
+void v1_backup_info(struct api *, struct http_req *, struct route_match *);
+void v1_backup_archive(struct api *, struct http_req *, struct route_match *);
+void v1_backup_delete(struct api *, struct http_req *, struct route_match *);
+/* POST /v1/sandbox/{id}/restore with a backup (body: the request's). */
+void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
+		       json_t *body);
 void v1_context_create(struct api *, struct http_req *, struct route_match *);
 void v1_context_list(struct api *, struct http_req *, struct route_match *);
 void v1_context_get(struct api *, struct http_req *, struct route_match *);

@@ -25,6 +25,13 @@ struct config {
 	unsigned max_ptys;            /* per sandbox */
 	int log_level;
 	const char *tokens_path;       /* NULL: no auth, loopback only */
+	/* backups: a local directory, or S3-compatible object storage */
+	const char *backup_dir;        /* NULL: <state>/backups */
+	const char *backup_s3;         /* "s3://bucket[/prefix]", or NULL */
+	const char *s3_endpoint;       /* NULL: AWS's, for the region */
+	const char *s3_region;         /* NULL: $AWS_REGION, or us-east-1 */
+	const char *s3_credentials_file;
+	int s3_addressing;             /* CONFIG_S3_* */
 };
 
 /* 0x70000000: above systemd-nspawn's and nsresourced's container ranges
@@ -33,6 +40,8 @@ struct config {
 #define CONFIG_UID_BASE_DEFAULT 1879048192u
 /* ptys per sandbox: 48 sandboxes fill the 3072 of a default host */
 #define CONFIG_MAX_PTYS_DEFAULT 64u
+
+enum { CONFIG_S3_AUTO, CONFIG_S3_PATH, CONFIG_S3_VIRTUAL };
 
 /* Fill cfg from argv; returns 0, 1 when --help was printed, -1 (with the
  * message printed) on a bad flag. */

@@ -25,6 +25,7 @@
 #include "core/interp.h"
 #include "core/process.h"
 #include "core/registry.h"
+#include "core/backup.h"
 #include "core/snapshot.h"
 #include "lib/buf.h"
 #include "lib/log.h"
@@ -654,6 +655,7 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
 	snapshot_sandbox_gone(sb);
+	backups_sandbox_gone(m->backups, sb);
 	sandbox_stop(sb, "sandbox destroyed");
 	int r = runtime_remove_files(m->rt, sb->name, err);
 	int r2 = registry_delete(m->reg, sb->tenant, sb->id, r ? NULL : err);
@@ -819,7 +821,8 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	if ((r = registry_open(path, &m->reg, err)) ||
 	    (r = registry_load(m->reg, load_row, m, err)) ||
 	    (r = registry_load_sessions(m->reg, load_session, m, err)) ||
-	    (r = snapshots_load(m, err)))
+	    (r = snapshots_load(m, err)) ||
+	    (r = backups_open(m, err)))
 		goto fail;
 	m->cron.cb = cron;
 	m->cron.data = m;
@@ -849,6 +852,7 @@ void manager_free(struct manager *m)
 	loop_timer_stop(m->loop, &m->cron);
 	/* first: a fork in flight destroys the sandbox it was making */
 	snapshots_free(m);
+	backups_closing(m->backups);
 	if (m->exits_fd >= 0) {
 		loop_del(m->loop, &m->exits_w);
 		close(m->exits_fd);
@@ -860,6 +864,7 @@ void manager_free(struct manager *m)
 			unlink_sandbox(m, sb);
 		}
 	}
+	backups_free(m->backups);
 	registry_close(m->reg);
 	runtime_free(m->rt);
 	free(m->groups);

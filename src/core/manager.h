@@ -80,6 +80,7 @@ struct manager {
 	struct snapshot_op *snap_ops;
 	uint64_t *groups;            /* store groups made this run */
 	size_t ngroups;
+	struct backups *backups;     /* the backup engine */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,

@@ -419,6 +419,8 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 		op_stat(base, path);
 	if (!strcmp(op, "rename") && argc >= 4)
 		op_rename(base, path, argv[3], has_flag(argc, argv, 4, "-m"));
+	if (!strncmp(op, "archive-", 8))
+		builtin_archive(base, argc, argv);
 	if (!strcmp(op, "list"))
 		op_list(base, path, has_flag(argc, argv, 3, "-r"),
 			has_flag(argc, argv, 3, "-a"));

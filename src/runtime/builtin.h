@@ -26,11 +26,16 @@
  *   list   base path [-r] [-a] stdout "D\n" + entries named by their path
  *                              relative to path; -r: whole tree (links not
  *                              followed), -a: names starting with "."
+ *   archive-create, archive-unpack, archive-commit, archive-abort
+ *                              backups (builtin_archive.c)
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
  * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1. */
 #ifndef SBX_BUILTIN_H
 #define SBX_BUILTIN_H
 
 _Noreturn void builtin_run(int argc, const char *const *argv);
+/* The archive-* operations (builtin_archive.c), base an O_PATH fd of
+ * argv[1]. */
+_Noreturn void builtin_archive(int base, int argc, const char *const *argv);
 
 #endif

@@ -312,7 +312,7 @@ void v1_sandbox_restore(struct api *a, struct http_req *r,
 		goto out;
 	}
 	if (bkp) {
-		v1_error(r, 501, "not_implemented", "backups are not built yet");
+		v1_backup_restore(a, r, m, body);
 		goto out;
 	}
 	if (!json_is_string(snap)) {
