@@ -411,6 +411,13 @@ static void listing_read(void *ctx, const char *data, size_t len,
  * sees thousands of new backups does not open thousands of connections. */
 static void listing_next(struct listing *ls)
 {
+	if (ls->b->closing) {
+		struct sbx_err err = {0};
+		sbx_err_set(&err, ECANCELED, "sandboxd is shutting down");
+		ls->done(ls->ctx, NULL, 0, &err);
+		listing_free(ls);
+		return;
+	}
 	while (ls->next < ls->nkeys) {
 		const char *key = ls->keys[ls->next++];
 		struct cached *c = cache_find(ls->b, key);
@@ -421,7 +428,8 @@ static void listing_next(struct listing *ls)
 		ls->b->store->ops->read_small(ls->b->store, key, listing_read, ls);
 		return;
 	}
-	qsort(ls->v, ls->n, sizeof(*ls->v), by_created);
+	if (ls->n > 1)
+		qsort(ls->v, ls->n, sizeof(*ls->v), by_created);
 	ls->done(ls->ctx, ls->v, ls->n, NULL);
 	listing_free(ls);
 }
@@ -692,7 +700,9 @@ static void create_meta_written(void *ctx, const struct sbx_err *err)
 	struct backup_op *op = ctx;
 	if (err) {
 		op_fail(op, err->code, "%s", err->msg);
-		op->b->store->ops->remove(op->b->store, op->arch_key, NULL, NULL);
+		if (!op->b->closing)
+			op->b->store->ops->remove(op->b->store, op->arch_key, NULL,
+						  NULL);
 	} else if (op->cancelled) {
 		/* it got out just as the client left: take it back */
 		op->b->store->ops->remove(op->b->store, op->meta_key, NULL, NULL);
@@ -711,12 +721,14 @@ static void create_meta_written(void *ctx, const struct sbx_err *err)
 static void create_committed(void *ctx, const struct sbx_err *err)
 {
 	struct backup_op *op = ctx;
-	if (err || op->cancelled) {
+	if (err || op->cancelled || op->b->closing) {
 		if (err)
 			op_fail(op, err->code, "%s", err->msg);
 		else
 			op_fail(op, ECANCELED, "cancelled");
-		op->b->store->ops->remove(op->b->store, op->arch_key, NULL, NULL);
+		if (!op->b->closing)
+			op->b->store->ops->remove(op->b->store, op->arch_key, NULL,
+						  NULL);
 		op_done(op);
 		return;
 	}
@@ -1239,6 +1251,8 @@ static void reaped(void *ctx, struct backup_info *const *v, size_t n,
 {
 	struct backups *b = ctx;
 	b->reaping = false;
+	if (b->closing)
+		return;
 	if (err) {
 		log_warn("event=backup-reap-failed %s", err->msg);
 	} else {
@@ -1316,10 +1330,12 @@ void backups_free(struct backups *b)
 {
 	if (!b)
 		return;
+	b->closing = true;
 	loop_timer_stop(b->m->loop, &b->reap);
 	/* every sandbox is stopped by now, so no operation has a job left;
-	 * what waits on the store is dropped with it (no callback after) */
+	 * what waits on the store ends with it (ECANCELED, now) */
 	b->store->ops->free(b->store);
+	loop_timer_stop(b->m->loop, &b->reap);
 	while (b->ops) {
 		struct backup_op *op = b->ops;
 		op->put = NULL;

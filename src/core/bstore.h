@@ -67,6 +67,8 @@ struct bstore_ops {
 		     void *ctx);
 	void (*remove)(struct bstore *s, const char *key, bstore_done_cb done,
 		       void *ctx);
+	/* What is still running ends first (its callback with ECANCELED,
+	 * during this call; calls made meanwhile fail the same way). */
 	void (*free)(struct bstore *s);
 };
 

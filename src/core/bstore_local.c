@@ -21,6 +21,7 @@ struct local {
 	struct bstore pub;
 	int dfd;
 	struct loop *loop;
+	struct bstore_get *gets; /* reading */
 };
 
 struct bstore_put {
@@ -44,7 +45,17 @@ struct bstore_get {
 	bool paused, in_pump;
 	struct loop_timer t;
 	char *buf;
+	struct bstore_get *next;
 };
+
+static void get_unlink(struct bstore_get *g)
+{
+	for (struct bstore_get **p = &g->s->gets; *p; p = &(*p)->next)
+		if (*p == g) {
+			*p = g->next;
+			return;
+		}
+}
 
 static bool key_ok(const char *key)
 {
@@ -209,6 +220,7 @@ static void pump(struct bstore_get *g)
 				sbx_err_sys(&err, errno, "backup store %s: read",
 					    g->s->pub.where);
 			loop_timer_stop(g->s->loop, &g->t);
+			get_unlink(g);
 			close(g->fd);
 			free(g->buf);
 			free(g);
@@ -253,6 +265,8 @@ static int get(struct bstore *bs, const char *key, uint64_t from,
 				 .ctx = ctx, .buf = g->buf};
 	g->t.cb = on_timer;
 	g->t.data = g;
+	g->next = s->gets;
+	s->gets = g;
 	*out = g;
 	/* the first bytes come from the loop, after the caller has g */
 	loop_timer_start(s->loop, &g->t, 0);
@@ -271,6 +285,7 @@ static void get_resume(struct bstore_get *g)
 static void get_cancel(struct bstore_get *g)
 {
 	loop_timer_stop(g->s->loop, &g->t);
+	get_unlink(g);
 	close(g->fd);
 	free(g->buf);
 	free(g);
@@ -378,6 +393,15 @@ static void local_free(struct bstore *bs)
 	struct local *s = (struct local *)bs;
 	if (!s)
 		return;
+	while (s->gets) {
+		struct bstore_get *g = s->gets;
+		struct sbx_err err = {0};
+		bstore_done_cb done = g->done;
+		void *ctx = g->ctx;
+		sbx_err_set(&err, ECANCELED, "sandboxd is shutting down");
+		get_cancel(g);
+		done(ctx, &err);
+	}
 	close(s->dfd);
 	free(s->pub.where);
 	free(s);

@@ -300,13 +300,13 @@ struct s3_client {
 	char *userpwd;  /* "key:secret" for curl's SigV4 */
 	char sigv4[96]; /* "aws:amz:<region>:s3" */
 	struct s3_req *reqs;
-	bool in_action;
+	bool closing;
 };
 
 struct s3_req {
 	struct s3_client *c;
 	struct s3_req_opts o;
-	char *method, *url, *body_copy;
+	char *method, *url, *key; /* our copies */
 	char payload_hash[SHA256_HEX_LEN + 1];
 	CURL *easy;
 	struct curl_slist *headers;
@@ -550,6 +550,7 @@ static void req_free(struct s3_req *r)
 	buf_free(&r->body);
 	free(r->method);
 	free(r->url);
+	free(r->key);
 	free(r);
 }
 
@@ -722,9 +723,16 @@ void s3_client_free(struct s3_client *c)
 {
 	if (!c)
 		return;
+	/* every request still running ends now, with ECANCELED, so that its
+	 * owner can let go of what it holds; none can start meanwhile */
+	c->closing = true;
 	while (c->reqs) {
 		struct s3_req *r = c->reqs;
+		struct sbx_err err = {0};
+		sbx_err_set(&err, ECANCELED, "sandboxd is shutting down");
+		struct s3_resp resp = {.err = &err, .body = "", .etag = ""};
 		c->reqs = r->next;
+		r->o.on_done(r->o.ctx, &resp);
 		req_free(r);
 	}
 	loop_timer_stop(c->loop, &c->timer);
@@ -741,6 +749,8 @@ int s3_request(struct s3_client *c, const struct s3_req_opts *o,
 	       struct s3_req **out, struct sbx_err *err)
 {
 	const struct s3_config *cfg = &c->cfg;
+	if (c->closing)
+		return sbx_err_set(err, ECANCELED, "sandboxd is shutting down");
 	struct s3_req *r = calloc(1, sizeof(*r));
 	if (!r)
 		return sbx_err_set(err, ENOMEM, "out of memory");
@@ -748,6 +758,11 @@ int s3_request(struct s3_client *c, const struct s3_req_opts *o,
 	r->o = *o;
 	buf_init(&r->body, 0);
 	r->method = strdup(o->method);
+	/* the caller's strings may go before we do (an abort nobody waits
+	 * for); the body is documented to stay */
+	r->key = o->key ? strdup(o->key) : NULL;
+	r->o.key = r->key;
+	r->o.query = NULL;
 	const char *scheme_end = strstr(cfg->endpoint, "://") + 3;
 	int n;
 	if (cfg->path_style)
@@ -762,7 +777,7 @@ int s3_request(struct s3_client *c, const struct s3_req_opts *o,
 			     o->query ? o->query : "");
 	if (n < 0)
 		r->url = NULL;
-	if (!r->method || !r->url) {
+	if (!r->method || !r->url || (o->key && !r->key)) {
 		req_free(r);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}

@@ -77,7 +77,8 @@ struct s3_req_opts {
 
 int s3_client_new(struct loop *loop, struct s3_config *cfg,
 		  struct s3_client **out, struct sbx_err *err);
-/* Every request still running is dropped: no callback after this. */
+/* Every request still running ends (its on_done with ECANCELED, during
+ * this call, when no new request can start). */
 void s3_client_free(struct s3_client *c);
 const struct s3_config *s3_client_config(const struct s3_client *c);
 

@@ -3,6 +3,7 @@ what a user sees of them on the btrfs store (the default here) and on the
 plain-directory store, the isolation between a fork and its origin, and what
 a daemon killed in the middle of a snapshot leaves."""
 import os
+import random
 import re
 import tempfile
 import threading
@@ -293,7 +294,12 @@ def test_daemon_killed_during_a_snapshot(make_daemon, new_sid, store):
     """SIGKILL while snapshots are being taken: after a restart the sandbox's
     files are intact, every listed snapshot is whole, and nothing half made
     is left on the store."""
-    d = make_daemon(*(["--store-size", "0"] if store == "plain" else []))
+    # a uid base of its own: after the SIGKILL, a daemon of another test
+    # run on this host (same default base) may take the dead one's ranges
+    # before the restart, which the restart then refuses
+    base = str(0x90000000 + random.randrange(0, 0x4000) * 65536)
+    d = make_daemon("--uid-base", base,
+                    *(["--store-size", "0"] if store == "plain" else []))
     v1 = V1(d)
     a = new_sid()
     # enough unwritten data (btrfs flushes it first) or files (the plain
