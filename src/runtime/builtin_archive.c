@@ -5,8 +5,10 @@
  * through pipes. The archive is tar (pax) compressed with zstd, made and
  * read with libarchive.
  *
- *   archive-create base dir [--exclude=PATTERN]...
- *       stdout: the archive of dir's contents, members named by their path
+ *   archive-create base dir [--exclude=PATTERN]... [--out=PATH]
+ *       stdout (or the file PATH, made or truncated, which is then left
+ *       out of the archive; "OK <size>" on stdout at the end): the
+ *       archive of dir's contents, members named by their path
  *       below dir; one file system (mount points are not crossed); regular
  *       files, directories, symlinks (never followed), hard links, FIFOs.
  *       stderr: "T <bytes>\n" (the regular files' total, from a first walk),
@@ -14,8 +16,8 @@
  *       PATTERN without '/' matches an entry's name at any depth, with '/'
  *       its path below dir (fnmatch, FNM_PATHNAME); an excluded directory
  *       is not entered.
- *   archive-unpack base dir
- *       stdin: an archive (hostile input: libarchive's secure extraction,
+ *   archive-unpack base dir [--in=PATH]
+ *       stdin (or the file PATH): an archive (hostile input: libarchive's secure extraction,
  *       no "..", no absolute names, no writing through a symlink, set-id
  *       bits dropped, devices skipped), unpacked into a new directory
  *       ".<name>.sbx-restore-<pid>" beside dir (parents made as needed);
@@ -74,11 +76,30 @@ static int open_in(int base, const char *path, int flags)
 	return fd < 0 ? -errno : fd;
 }
 
+static int open_parent_of(int base, const char *dir, char *leaf, size_t cap,
+			  bool make);
+
+/* A file to write the archive to, made beneath base with its parents; a
+ * link in its place is refused, never written through. */
+static int open_out(int base, const char *path)
+{
+	char leaf[NAME_MAX + 1];
+	int pfd = open_parent_of(base, path, leaf, sizeof(leaf), true);
+	int fd = openat(pfd, leaf,
+			O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fail(errno == ELOOP ? EEXIST : errno, path);
+	close(pfd);
+	return fd;
+}
+
 /* ---- create ----------------------------------------------------------------- */
 
 struct walk {
 	const char *const *ex; /* patterns */
 	int nex;
+	dev_t out_dev;         /* the archive's own file, never in it */
+	ino_t out_ino;
 	uint64_t mnt;          /* the mount dir is on */
 	char rel[PATH_MAX];    /* the entry's path below dir */
 	uint64_t total, done, reported;
@@ -176,6 +197,8 @@ static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
 		memcpy(w->rel + l, name, nl + 1);
 		if (excluded(w, name) ||
 		    fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (w->out_ino && st.st_ino == w->out_ino &&
+		     st.st_dev == w->out_dev) ||
 		    (S_ISDIR(st.st_mode) && mount_of(dirfd(d), name) != w->mnt) ||
 		    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ||
 		    S_ISSOCK(st.st_mode)) {
@@ -237,6 +260,8 @@ static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
 	closedir(d);
 }
 
+static int out_fd = 1;
+
 static ssize_t out_write(struct archive *a, void *data, const void *buf,
 			 size_t len)
 {
@@ -245,7 +270,7 @@ static ssize_t out_write(struct archive *a, void *data, const void *buf,
 	const char *p = buf;
 	size_t left = len;
 	while (left) {
-		ssize_t n = write(1, p, left);
+		ssize_t n = write(out_fd, p, left);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -259,16 +284,27 @@ static ssize_t out_write(struct archive *a, void *data, const void *buf,
 static _Noreturn void op_create(int base, const char *dir, int argc,
 				const char *const *argv)
 {
-	const char *ex[256];
+	const char *ex[256], *out = NULL;
 	int nex = 0;
 	msgfd = 2;
-	for (int i = 3; i < argc && nex < 256; i++)
-		if (!strncmp(argv[i], "--exclude=", 10) && argv[i][10])
+	for (int i = 3; i < argc; i++) {
+		if (!strncmp(argv[i], "--exclude=", 10) && argv[i][10] && nex < 256)
 			ex[nex++] = argv[i] + 10;
+		else if (!strncmp(argv[i], "--out=", 6) && argv[i][6])
+			out = argv[i] + 6;
+	}
 	int dfd = open_in(base, dir, O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
 		fail(-dfd, dir);
 	struct walk w = {.ex = ex, .nex = nex, .mnt = mount_of(dfd, "")};
+	if (out) {
+		struct stat ost;
+		out_fd = open_out(base, out);
+		if (fstat(out_fd, &ost) < 0)
+			fail(errno, out);
+		w.out_dev = ost.st_dev;
+		w.out_ino = ost.st_ino;
+	}
 	walk_dir(&w, dfd, 0, 0);
 	dprintf(2, "T %llu\n", (unsigned long long)w.total);
 
@@ -290,6 +326,12 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 		fail(archive_errno(w.a) ? archive_errno(w.a) : EIO,
 		     archive_error_string(w.a));
 	dprintf(2, "P %llu\n", (unsigned long long)w.done);
+	if (out) {
+		struct stat ost;
+		if (fsync(out_fd) < 0 || fstat(out_fd, &ost) < 0)
+			fail(errno, out);
+		dprintf(1, "OK %llu\n", (unsigned long long)ost.st_size);
+	}
 	_exit(0);
 }
 
@@ -375,9 +417,15 @@ static _Noreturn void unpack_fail(int e, const char *what)
 	fail(e, what);
 }
 
-static _Noreturn void op_unpack(int base, const char *dir)
+static _Noreturn void op_unpack(int base, const char *dir, const char *in)
 {
 	char leaf[NAME_MAX + 1];
+	if (in) { /* the archive from a file of the sandbox's, not stdin */
+		int fd = open_in(base, in, O_RDONLY);
+		if (fd < 0 || dup2(fd, 0) < 0)
+			fail(fd < 0 ? -fd : errno, in);
+		close(fd);
+	}
 	int pfd = open_parent_of(base, dir, leaf, sizeof(leaf), true);
 	remove_stale(pfd, leaf);
 	if (snprintf(tmpname, sizeof(tmpname), ".%s" RESTORE_MARK "%d", leaf,
@@ -542,7 +590,10 @@ _Noreturn void builtin_archive(int base, int argc, const char *const *argv)
 	if (!strcmp(op, "archive-create"))
 		op_create(base, dir, argc, argv);
 	if (!strcmp(op, "archive-unpack"))
-		op_unpack(base, dir);
+		op_unpack(base, dir,
+			  argc >= 4 && !strncmp(argv[3], "--in=", 5) && argv[3][5]
+				  ? argv[3] + 5
+				  : NULL);
 	if (!strcmp(op, "archive-commit") && argc >= 4)
 		op_commit(base, dir, argv[3], false);
 	if (!strcmp(op, "archive-abort") && argc >= 4)
