@@ -55,7 +55,7 @@
 static unsigned long long confine = RESOLVE_BENEATH;
 static int msgfd = 1; /* where errors go: stdout, or stderr for create */
 
-static _Noreturn void fail(int e, const char *what)
+__attribute__((noreturn)) static void fail(int e, const char *what)
 {
 	dprintf(msgfd, "E %d %s\n", e, what);
 	_exit(1);
