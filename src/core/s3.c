@@ -1,8 +1,15 @@
 /* The S3 client (s3.h). One curl multi handle per client; each request is
- * an easy handle while it runs, and a fresh one for each retry. */
+ * an easy handle while it runs, and a fresh one for each retry.
+ *
+ * libcurl is loaded (dlopen) only when the daemon is given an S3 store:
+ * linked in, it and the thirty libraries it pulls in would be mapped into
+ * the daemon and so into every sandbox's init, a fork of it, at the cost
+ * of page tables and dirty relocation pages per sandbox for nothing. */
 #include "core/s3.h"
 
+#define CURL_DISABLE_TYPECHECK /* calls go through the pointers below */
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +26,84 @@
 #define TRIES 5
 #define BACKOFF_MS 200
 #define BODY_MAX (16u << 20) /* a collected answer: XML, metadata */
+
+/* ---- libcurl, loaded when first needed ------------------------------------------ */
+
+static struct {
+	void *handle;
+	CURLcode (*global_init)(long);
+	CURLM *(*multi_init)(void);
+	CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
+	CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
+	CURLMsg *(*multi_info_read)(CURLM *, int *);
+	CURLMcode (*multi_add_handle)(CURLM *, CURL *);
+	CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
+	CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
+	CURLMcode (*multi_cleanup)(CURLM *);
+	CURL *(*easy_init)(void);
+	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+	void (*easy_cleanup)(CURL *);
+	CURLcode (*easy_pause)(CURL *, int);
+	const char *(*easy_strerror)(CURLcode);
+	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+	void (*slist_free_all)(struct curl_slist *);
+} C;
+
+#define curl_global_init C.global_init
+#define curl_multi_init C.multi_init
+#undef curl_multi_setopt
+#define curl_multi_setopt C.multi_setopt
+#define curl_multi_socket_action C.multi_socket_action
+#define curl_multi_info_read C.multi_info_read
+#define curl_multi_add_handle C.multi_add_handle
+#define curl_multi_remove_handle C.multi_remove_handle
+#define curl_multi_assign C.multi_assign
+#define curl_multi_cleanup C.multi_cleanup
+#define curl_easy_init C.easy_init
+#undef curl_easy_setopt
+#define curl_easy_setopt C.easy_setopt
+#undef curl_easy_getinfo
+#define curl_easy_getinfo C.easy_getinfo
+#define curl_easy_cleanup C.easy_cleanup
+#define curl_easy_pause C.easy_pause
+#define curl_easy_strerror C.easy_strerror
+#define curl_slist_append C.slist_append
+#define curl_slist_free_all C.slist_free_all
+
+static int curl_load(struct sbx_err *err)
+{
+	static const char *const names[] = {
+		"curl_global_init", "curl_multi_init", "curl_multi_setopt",
+		"curl_multi_socket_action", "curl_multi_info_read",
+		"curl_multi_add_handle", "curl_multi_remove_handle",
+		"curl_multi_assign", "curl_multi_cleanup", "curl_easy_init",
+		"curl_easy_setopt", "curl_easy_getinfo", "curl_easy_cleanup",
+		"curl_easy_pause", "curl_easy_strerror", "curl_slist_append",
+		"curl_slist_free_all"};
+	if (C.handle)
+		return 0;
+	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return sbx_err_set(err, ENOENT,
+				   "S3 backups need libcurl (Debian: libcurl4): %s",
+				   dlerror());
+	void **slot = (void **)&C.global_init;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!(slot[i] = dlsym(h, names[i]))) {
+			dlclose(h);
+			memset(&C, 0, sizeof(C));
+			return sbx_err_set(err, ENOENT, "libcurl: no %s", names[i]);
+		}
+	}
+	if (C.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		dlclose(h);
+		memset(&C, 0, sizeof(C));
+		return sbx_err_set(err, EIO, "curl_global_init failed");
+	}
+	C.handle = h;
+	return 0;
+}
 
 /* ---- configuration ---------------------------------------------------------- */
 
@@ -226,11 +311,28 @@ int s3_config_load(const struct config *cfg, struct s3_config *c,
 
 char *s3_query_add(char *q, const char *name, const char *value)
 {
-	char *v = curl_easy_escape(NULL, value, 0);
+	/* RFC 3986: unreserved characters as they are, the rest %XX */
+	static const char hex[] = "0123456789ABCDEF";
+	size_t vl = strlen(value);
+	char *v = malloc(vl * 3 + 1), *o = v;
 	char *out = NULL;
-	if (v && asprintf(&out, "%s%s%s=%s", q ? q : "", q ? "&" : "", name, v) < 0)
-		out = NULL;
-	curl_free(v);
+	if (v) {
+		for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
+			if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+			    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
+			    *p == '_' || *p == '~') {
+				*o++ = (char)*p;
+			} else {
+				*o++ = '%';
+				*o++ = hex[*p >> 4];
+				*o++ = hex[*p & 15];
+			}
+		}
+		*o = '\0';
+		if (asprintf(&out, "%s%s%s=%s", q ? q : "", q ? "&" : "", name, v) < 0)
+			out = NULL;
+	}
+	free(v);
 	free(q);
 	return out;
 }
@@ -687,12 +789,9 @@ static void check_done(struct s3_client *c)
 int s3_client_new(struct loop *loop, struct s3_config *cfg,
 		  struct s3_client **out, struct sbx_err *err)
 {
-	static bool global;
-	if (!global) {
-		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-			return sbx_err_set(err, EIO, "curl_global_init failed");
-		global = true;
-	}
+	int lr = curl_load(err);
+	if (lr < 0)
+		return lr;
 	struct s3_client *c = calloc(1, sizeof(*c));
 	if (!c)
 		return sbx_err_set(err, ENOMEM, "out of memory");
