@@ -1,6 +1,9 @@
 # sandboxd — see README.md. `make run` and `make test` are the two commands.
 CC       ?= cc
-PKGS     := libmicrohttpd jansson sqlite3 libseccomp
+PKGS     := libmicrohttpd jansson sqlite3 libseccomp libarchive
+# headers only: libcurl is loaded at run time, when an S3 store is used
+# (core/s3.c says why)
+DLPKGS   := libcurl
 BUILD    ?= build
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
@@ -9,7 +12,7 @@ CPPFLAGS += -D_GNU_SOURCE -Isrc
 # calls, a randomised base, and a read-only GOT after start.
 HARDEN   := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDHARDEN := -pie -Wl,-z,relro,-z,now
-ALL_CFLAGS = -std=gnu17 $(WARN) $(HARDEN) $(CFLAGS) $(SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+ALL_CFLAGS = -std=gnu17 $(WARN) $(HARDEN) $(CFLAGS) $(SAN) $(shell pkg-config --cflags $(PKGS) $(DLPKGS) 2>/dev/null)
 LDLIBS   += $(LDHARDEN) $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
 ifeq ($(CI),true)
 ALL_CFLAGS += -Werror

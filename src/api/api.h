@@ -126,6 +126,19 @@ json_t *v1_exec_request(struct api *a, struct http_req *r,
 			struct v1_hold *hold);
 /* Accept: application/json (else SSE). */
 bool v1_wants_json(struct http_req *r);
+/* A sandbox as GET /v1/sandbox/{id} shows it (usage: with its usage). */
+json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage);
+
+/* v1_snapshot.c */
+struct snapshot;
+json_t *v1_snapshot_json(const struct snapshot *s);
+/* The answer for a failed snapshot operation (err->code an errno). */
+void v1_snapshot_error(struct http_req *r, const struct sbx_err *err);
+/* POST /v1/sandbox with fromSnapshot: answers when the files are there. */
+void v1_sandbox_create_from(struct api *a, struct http_req *r,
+			    struct route_match *m, const char *id,
+			    const char *snap_id,
+			    const struct sandbox_opts *opts);
 
 /* Handlers, by file. */
 void v1_sandbox_create(struct api *, struct http_req *, struct route_match *);
@@ -149,6 +162,20 @@ void v1_process_kill(struct api *, struct http_req *, struct route_match *);
 void v1_process_logs(struct api *, struct http_req *, struct route_match *);
 void v1_process_stream(struct api *, struct http_req *, struct route_match *);
 void v1_process_stdin(struct api *, struct http_req *, struct route_match *);
+void v1_snapshot_create(struct api *, struct http_req *, struct route_match *);
+void v1_snapshot_list(struct api *, struct http_req *, struct route_match *);
+void v1_snapshot_info(struct api *, struct http_req *, struct route_match *);
+void v1_snapshot_delete(struct api *, struct http_req *, struct route_match *);
+void v1_sandbox_fork(struct api *, struct http_req *, struct route_match *);
+void v1_sandbox_restore(struct api *, struct http_req *, struct route_match *);
+void v1_backup_create(struct api *, struct http_req *, struct route_match *);
+void v1_backup_list(struct api *, struct http_req *, struct route_match *);
+void v1_backup_info(struct api *, struct http_req *, struct route_match *);
+void v1_backup_archive(struct api *, struct http_req *, struct route_match *);
+void v1_backup_delete(struct api *, struct http_req *, struct route_match *);
+/* POST /v1/sandbox/{id}/restore with a backup (body: the request's). */
+void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
+		       json_t *body);
 void v1_context_create(struct api *, struct http_req *, struct route_match *);
 void v1_context_list(struct api *, struct http_req *, struct route_match *);
 void v1_context_get(struct api *, struct http_req *, struct route_match *);

@@ -35,6 +35,9 @@ static const char usage[] =
 	"                           files (default: 90%% of the state dir's free\n"
 	"                           space when first made; 0: plain directories,\n"
 	"                           no disk limits)\n"
+	"  --tenant-disk SIZE       disk limit for all of one tenant's sandboxes\n"
+	"                           and snapshots together, shared data counted\n"
+	"                           once (btrfs store only; default 0: none)\n"
 	"  --max-output SIZE        keep at most this much of each of a\n"
 	"                           command's stdout and stderr; the rest is\n"
 	"                           dropped and flagged (default 16M); also\n"
@@ -62,6 +65,22 @@ static const char usage[] =
 	"  --max-ptys N             pseudo-terminals per sandbox, 1 to 4096\n"
 	"                           (default 64; the host's kernel.pty.max\n"
 	"                           bounds them all together)\n"
+	"  --backup-dir DIR         where backups are kept (default: <state-dir>/\n"
+	"                           backups), unless --backup-s3\n"
+	"  --backup-s3 s3://BUCKET[/PREFIX]\n"
+	"                           keep backups in S3-compatible object storage;\n"
+	"                           daemons given the same prefix share them\n"
+	"  --s3-endpoint URL        the storage's URL (default: AWS S3 of the region)\n"
+	"  --s3-region REGION       signing region (default: $AWS_REGION, else\n"
+	"                           us-east-1)\n"
+	"  --s3-credentials-file F  an AWS shared-credentials file ([default] or\n"
+	"                           $AWS_PROFILE, aws_access_key_id and\n"
+	"                           aws_secret_access_key); without it,\n"
+	"                           $AWS_ACCESS_KEY_ID/$AWS_SECRET_ACCESS_KEY, else\n"
+	"                           $AWS_SHARED_CREDENTIALS_FILE or ~/.aws/credentials\n"
+	"  --s3-addressing MODE     path (host/bucket/key), virtual\n"
+	"                           (bucket.host/key) or auto (default: path for an\n"
+	"                           IP address or localhost endpoint, else virtual)\n"
 	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\n"
 	"                           [maxSandboxes=N] [maxRunning=N]\" per line\n"
 	"                           (a tenant's quotas); required to listen\n"
@@ -99,6 +118,8 @@ enum {
 	OPT_MAX_PIDS, OPT_MAX_CPUS, OPT_MAX_DISK, OPT_MAX_SANDBOXES,
 	OPT_TOTAL_MEMORY, OPT_TOTAL_PIDS,
 	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT,
+	OPT_TENANT_DISK, OPT_BACKUP_DIR, OPT_BACKUP_S3, OPT_S3_ENDPOINT,
+	OPT_S3_REGION, OPT_S3_CREDS, OPT_S3_ADDRESSING,
 };
 
 static int bad(const char *flag, const char *v, const char *why)
@@ -158,6 +179,13 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		{"file-timeout", required_argument, NULL, OPT_FILETIMEOUT},
 		{"help", no_argument, NULL, OPT_HELP},
 		{"max-ptys", required_argument, NULL, OPT_PTYS},
+		{"tenant-disk", required_argument, NULL, OPT_TENANT_DISK},
+		{"backup-dir", required_argument, NULL, OPT_BACKUP_DIR},
+		{"backup-s3", required_argument, NULL, OPT_BACKUP_S3},
+		{"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
+		{"s3-region", required_argument, NULL, OPT_S3_REGION},
+		{"s3-credentials-file", required_argument, NULL, OPT_S3_CREDS},
+		{"s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING},
 		{NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -304,6 +332,51 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			if (c == OPT_DISK)
 				cfg->given |= CFG_DISK;
 			break;
+		case OPT_TENANT_DISK:
+			if (parse_size(optarg, &v) || (v && v < (64u << 20)))
+				return bad("--tenant-disk", optarg,
+					   "expected 0 or a size of at least 64M");
+			cfg->tenant_disk_bytes = v;
+			break;
+		case OPT_BACKUP_DIR:
+			if (optarg[0] != '/')
+				return bad("--backup-dir", optarg,
+					   "expected an absolute path");
+			cfg->backup_dir = optarg;
+			break;
+		case OPT_BACKUP_S3:
+			if (strncmp(optarg, "s3://", 5) || !optarg[5] ||
+			    optarg[5] == '/')
+				return bad("--backup-s3", optarg,
+					   "expected s3://BUCKET[/PREFIX]");
+			cfg->backup_s3 = optarg;
+			break;
+		case OPT_S3_ENDPOINT:
+			if (strncmp(optarg, "http://", 7) &&
+			    strncmp(optarg, "https://", 8))
+				return bad("--s3-endpoint", optarg,
+					   "expected http://HOST[:PORT] or https://...");
+			cfg->s3_endpoint = optarg;
+			break;
+		case OPT_S3_REGION:
+			if (!optarg[0] || strlen(optarg) > 64)
+				return bad("--s3-region", optarg, "expected a region");
+			cfg->s3_region = optarg;
+			break;
+		case OPT_S3_CREDS:
+			cfg->s3_credentials_file = optarg;
+			break;
+		case OPT_S3_ADDRESSING:
+			if (!strcmp(optarg, "auto"))
+				cfg->s3_addressing = CONFIG_S3_AUTO;
+			else if (!strcmp(optarg, "path"))
+				cfg->s3_addressing = CONFIG_S3_PATH;
+			else if (!strcmp(optarg, "virtual"))
+				cfg->s3_addressing = CONFIG_S3_VIRTUAL;
+			else
+				return bad("--s3-addressing", optarg,
+					   "expected path, virtual or auto");
+			break;
 		case OPT_PTYS:
 			v = strtoull(optarg, &end, 10);
 			if (*end || !optarg[0] || v < 1 || v > 4096)
@@ -340,6 +413,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind], "unexpected");
+	if (cfg->backup_s3 && cfg->backup_dir)
+		return bad("--backup-dir", cfg->backup_dir,
+			   "not with --backup-s3 (backups go to one store)");
 	return 0;
 }
 

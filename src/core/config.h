@@ -16,6 +16,8 @@ struct config {
 	struct cgroup_limits limits;  /* defaults for new sandboxes */
 	uint64_t disk_bytes;          /* per sandbox; 0: no limit */
 	uint64_t store_bytes;         /* the disk store; UINT64_MAX: auto */
+	uint64_t tenant_disk_bytes;   /* a tenant's sandboxes and snapshots
+					 together; 0: no limit */
 	uint64_t max_output;          /* per stream of one command; the
 					 ceiling of maxOutputBytes */
 	uint64_t max_process_logs;    /* per sandbox: background logs kept */
@@ -36,6 +38,13 @@ struct config {
 	uint64_t total_memory;           /* all sandboxes together; 0: none */
 	uint64_t total_pids;             /* all sandboxes together; 0: none */
 	unsigned given;                  /* CFG_* of the flags given */
+	/* backups: a local directory, or S3-compatible object storage */
+	const char *backup_dir;        /* NULL: <state>/backups */
+	const char *backup_s3;         /* "s3://bucket[/prefix]", or NULL */
+	const char *s3_endpoint;       /* NULL: AWS's, for the region */
+	const char *s3_region;         /* NULL: $AWS_REGION, or us-east-1 */
+	const char *s3_credentials_file;
+	int s3_addressing;             /* CONFIG_S3_* */
 };
 
 enum {
@@ -60,6 +69,8 @@ struct machine {
 #define CONFIG_UID_BASE_DEFAULT 1879048192u
 /* ptys per sandbox: 48 sandboxes fill the 3072 of a default host */
 #define CONFIG_MAX_PTYS_DEFAULT 64u
+
+enum { CONFIG_S3_AUTO, CONFIG_S3_PATH, CONFIG_S3_VIRTUAL };
 
 /* Fill cfg from argv; returns 0, 1 when --help was printed, -1 (with the
  * message printed) on a bad flag. */

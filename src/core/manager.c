@@ -25,6 +25,8 @@
 #include "core/interp.h"
 #include "core/process.h"
 #include "core/registry.h"
+#include "core/backup.h"
+#include "core/snapshot.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -524,6 +526,29 @@ static int load_session(const struct registry_session *row, void *data)
 	return 0;
 }
 
+uint64_t manager_store_group(struct manager *m, const char *tenant)
+{
+	if (!m->rt->store->quotas)
+		return 0;
+	uint64_t g = store_group_of(tenant);
+	for (size_t i = 0; i < m->ngroups; i++)
+		if (m->groups[i] == g)
+			return g;
+	struct sbx_err err = {0};
+	if (store_group_ensure(m->rt->store, g, m->cfg->tenant_disk_bytes,
+			       &err) < 0) {
+		/* the files are still made, and limited one by one */
+		log_warn("event=store-group-failed %s", err.msg);
+		return 0;
+	}
+	uint64_t *v = realloc(m->groups, (m->ngroups + 1) * sizeof(*v));
+	if (v) {
+		m->groups = v;
+		m->groups[m->ngroups++] = g;
+	}
+	return g;
+}
+
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data)
 {
@@ -756,13 +781,19 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 				(unsigned)(sb->base + USERNS_RANGE - 1));
 		sb->range_held = true;
 	}
+	if (snapshot_files_busy(sb))
+		return sbx_err_set(err, EBUSY,
+				   "sandbox %s: its files are being restored or "
+				   "made from a snapshot; try again when that "
+				   "request has answered",
+				   sb->id);
 	struct cgroup_limits lim;
-	uint64_t disk;
-	sandbox_limits(sb, &lim, &disk);
+	struct runtime_files files = {.group = manager_store_group(m, sb->tenant)};
+	sandbox_limits(sb, &lim, &files.disk_bytes);
 	int r = manager_admit(sb, err);
 	if (r < 0)
 		return r;
-	r = runtime_start(m->rt, sb->name, sb->base, &lim, disk, &sb->proc, err);
+	r = runtime_start(m->rt, sb->name, sb->base, &lim, &files, &sb->proc, err);
 	if (r < 0) {
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
@@ -784,6 +815,8 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	struct manager *m = sb->m;
 	if (sb->state == SB_STOPPED)
 		return;
+	/* frozen processes could never die, nor init's exit end */
+	snapshot_sandbox_stopping(sb);
 	loop_del(m->loop, &sb->sock_w);
 	loop_del(m->loop, &sb->pid_w);
 	/* init's death takes the whole pid namespace with it; reaping it
@@ -802,6 +835,8 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 	struct manager *m = sb->m;
 	struct sbx_err rerr = {0};
 	uint32_t slot = sb->slot;
+	snapshot_sandbox_gone(sb);
+	backups_sandbox_gone(m->backups, sb);
 	sandbox_stop(sb, "sandbox destroyed");
 	/* A removal that fails does not fail the request: the sandbox is
 	 * gone for its client either way, and its files are out of reach,
@@ -999,7 +1034,9 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
 	if ((r = registry_open(path, &m->reg, err)) ||
 	    (r = registry_load(m->reg, load_row, m, err)) ||
-	    (r = registry_load_sessions(m->reg, load_session, m, err)))
+	    (r = registry_load_sessions(m->reg, load_session, m, err)) ||
+	    (r = snapshots_load(m, err)) ||
+	    (r = backups_open(m, err)))
 		goto fail;
 	find_leftovers(m);
 	m->cron.cb = cron;
@@ -1028,6 +1065,9 @@ void manager_free(struct manager *m)
 	if (!m)
 		return;
 	loop_timer_stop(m->loop, &m->cron);
+	/* first: a fork in flight destroys the sandbox it was making */
+	snapshots_free(m);
+	backups_closing(m->backups);
 	if (m->exits_fd >= 0) {
 		loop_del(m->loop, &m->exits_w);
 		close(m->exits_fd);
@@ -1039,8 +1079,10 @@ void manager_free(struct manager *m)
 			unlink_sandbox(m, sb);
 		}
 	}
+	backups_free(m->backups);
 	registry_close(m->reg);
 	runtime_free(m->rt);
+	free(m->groups);
 	uidrange_free(m->ranges);
 	free(m->buckets);
 	free(m->slots);

@@ -16,6 +16,8 @@
 struct registry;
 struct exec_job;
 struct process;
+struct snapshot;
+struct snapshot_op;
 
 /* What a sandbox is created with; zeros take the daemon's defaults. */
 struct sandbox_opts {
@@ -54,6 +56,8 @@ struct sandbox {
 	struct session *sessions;            /* first: the default session */
 	struct exec_job *jobs;               /* sent to init, not yet ended */
 	unsigned busy;                       /* jobs queued or running */
+	struct snapshot_op *snap_op;         /* a snapshot, fork or restore
+						of it in flight */
 	struct sandbox *hnext;
 };
 
@@ -80,6 +84,11 @@ struct manager {
 	int exits_fd;                /* taskstats exit reports, or -1 */
 	struct loop_watch exits_w;
 	uint64_t exits_lost_ms;      /* when a loss was last logged */
+	struct snapshot *snaps;      /* every tenant's, oldest first */
+	struct snapshot_op *snap_ops;
+	uint64_t *groups;            /* store groups made this run */
+	size_t ngroups;
+	struct backups *backups;     /* the backup engine */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,
@@ -147,6 +156,10 @@ void sandbox_session_idle(struct sandbox *sb, struct session *s);
  * changed since it was last kept), so that the session survives a daemon
  * restart. A failure is logged: the session goes on in memory. */
 void sandbox_session_save(struct sandbox *sb, struct session *s);
+/* The store group of a tenant's files (store_group_of), made with the
+ * daemon's --tenant-disk limit the first time it is asked for in this
+ * run; 0 on the plain store. */
+uint64_t manager_store_group(struct manager *m, const char *tenant);
 /* Iterate over all sandboxes. */
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data);

@@ -12,6 +12,7 @@ struct registry {
 	sqlite3 *db;
 	sqlite3_stmt *insert, *del, *touch;
 	sqlite3_stmt *sess_put, *sess_del, *sess_del_all;
+	sqlite3_stmt *snap_put, *snap_del;
 };
 
 static const char schema[] =
@@ -37,7 +38,15 @@ static const char schema[] =
 	"  id TEXT NOT NULL,"
 	"  session TEXT NOT NULL,"
 	"  state BLOB NOT NULL,"
-	"  PRIMARY KEY (tenant, id, session));";
+	"  PRIMARY KEY (tenant, id, session));"
+	"CREATE TABLE IF NOT EXISTS snapshots ("
+	"  id TEXT PRIMARY KEY,"
+	"  tenant TEXT NOT NULL,"
+	"  sandbox TEXT NOT NULL,"
+	"  name TEXT,"
+	"  created_ms INTEGER NOT NULL,"
+	"  size_bytes INTEGER NOT NULL,"
+	"  copied INTEGER NOT NULL);";
 
 static int db_err(struct registry *r, struct sbx_err *err, const char *what)
 {
@@ -124,7 +133,12 @@ int registry_open(const char *path, struct registry **out,
 			       -1, &r->sess_del, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(r->db,
 			       "DELETE FROM sessions WHERE tenant=? AND id=?",
-			       -1, &r->sess_del_all, NULL) != SQLITE_OK) {
+			       -1, &r->sess_del_all, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db,
+			       "INSERT INTO snapshots VALUES (?,?,?,?,?,?,?)",
+			       -1, &r->snap_put, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db, "DELETE FROM snapshots WHERE id=?", -1,
+			       &r->snap_del, NULL) != SQLITE_OK) {
 		rc = db_err(r, err, "prepare");
 		goto fail;
 	}
@@ -145,6 +159,8 @@ void registry_close(struct registry *r)
 	sqlite3_finalize(r->sess_put);
 	sqlite3_finalize(r->sess_del);
 	sqlite3_finalize(r->sess_del_all);
+	sqlite3_finalize(r->snap_put);
+	sqlite3_finalize(r->snap_del);
 	sqlite3_close(r->db);
 	free(r);
 }
@@ -305,6 +321,63 @@ int registry_load_sessions(struct registry *r,
 	}
 	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
 		rc = db_err(r, err, "load sessions");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int registry_snapshot_put(struct registry *r,
+			  const struct registry_snapshot *row,
+			  struct sbx_err *err)
+{
+	sqlite3_stmt *st = r->snap_put;
+	sqlite3_bind_text(st, 1, row->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, row->tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, row->sandbox, -1, SQLITE_STATIC);
+	if (row->name)
+		sqlite3_bind_text(st, 4, row->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)row->created_ms);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)row->size_bytes);
+	sqlite3_bind_int(st, 7, row->copied);
+	return step_done(r, st, err, "snapshot");
+}
+
+int registry_snapshot_delete(struct registry *r, const char *id,
+			     struct sbx_err *err)
+{
+	sqlite3_bind_text(r->snap_del, 1, id, -1, SQLITE_STATIC);
+	return step_done(r, r->snap_del, err, "snapshot delete");
+}
+
+int registry_load_snapshots(struct registry *r,
+			    int (*cb)(const struct registry_snapshot *row,
+				      void *data),
+			    void *data, struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       "SELECT id, tenant, sandbox, name, created_ms, "
+			       "size_bytes, copied FROM snapshots "
+			       "ORDER BY created_ms",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "load snapshots");
+	int rc = 0, s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct registry_snapshot row = {
+			.id = (const char *)sqlite3_column_text(st, 0),
+			.tenant = (const char *)sqlite3_column_text(st, 1),
+			.sandbox = (const char *)sqlite3_column_text(st, 2),
+			.name = (const char *)sqlite3_column_text(st, 3),
+			.created_ms = (uint64_t)sqlite3_column_int64(st, 4),
+			.size_bytes = (uint64_t)sqlite3_column_int64(st, 5),
+			.copied = sqlite3_column_int(st, 6),
+		};
+		if (!row.id || !row.tenant || !row.sandbox)
+			continue;
+		if ((rc = cb(&row, data)) < 0)
+			break;
+	}
+	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
+		rc = db_err(r, err, "load snapshots");
 	sqlite3_finalize(st);
 	return rc;
 }

@@ -39,6 +39,23 @@ int registry_delete(struct registry *r, const char *tenant, const char *id,
 int registry_touch(struct registry *r, const char *tenant, const char *id,
 		   uint64_t last_active_ms, struct sbx_err *err);
 
+/* Snapshots (core/snapshot.c): one row per snapshot, written once it is
+ * complete on the store; they outlive their sandbox. */
+struct registry_snapshot {
+	const char *id, *tenant, *sandbox, *name;
+	uint64_t created_ms, size_bytes;
+	int copied; /* a copy (plain store), not a CoW snapshot */
+};
+int registry_snapshot_put(struct registry *r,
+			  const struct registry_snapshot *row,
+			  struct sbx_err *err);
+int registry_snapshot_delete(struct registry *r, const char *id,
+			     struct sbx_err *err);
+int registry_load_snapshots(struct registry *r,
+			    int (*cb)(const struct registry_snapshot *row,
+				      void *data),
+			    void *data, struct sbx_err *err);
+
 /* Sessions: one row per (tenant, id, session), its encoded state
  * (session_state_encode). registry_delete drops a sandbox's sessions with
  * it. */

@@ -495,6 +495,8 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 		op_rename(base, path, argv[3], has_flag(argc, argv, 4, "-m"));
 	if (!strcmp(op, "tar") || !strcmp(op, "untar"))
 		builtin_tar(base, argc, argv);
+	if (!strncmp(op, "archive-", 8))
+		builtin_archive(base, argc, argv);
 	if (!strcmp(op, "list")) {
 		sorted = has_flag(argc, argv, 3, "-s");
 		op_list(base, path, has_flag(argc, argv, 3, "-r"),

@@ -32,6 +32,8 @@
  *   tar    base path [--exclude=P]  stdout: a tar of base/path
  *   untar  base path           stdin: a tar, unpacked beneath base/path
  *                              (both in builtin_tar.c, errors on stderr)
+ *   archive-create, archive-unpack, archive-commit, archive-abort
+ *                              backups (builtin_archive.c)
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
  * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1.
  *
@@ -47,5 +49,8 @@
 _Noreturn void builtin_run(int argc, const char *const *argv);
 /* tar / untar (argv as above), base an O_PATH fd of argv[1]. */
 _Noreturn void builtin_tar(int base, int argc, const char *const *argv);
+/* The archive-* operations (builtin_archive.c), base an O_PATH fd of
+ * argv[1]. */
+_Noreturn void builtin_archive(int base, int argc, const char *const *argv);
 
 #endif

@@ -113,6 +113,13 @@ int cgroup_sandbox_set_limits(struct cgroup_sandbox *s,
 int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
 			    struct sbx_err *err);
 int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out);
+/* Freeze (or thaw) every command of the sandbox, not its init
+ * (cgroup_freeze.c). 0: done; -EAGAIN: freezing, not every task stopped
+ * yet: call again later; -errno on failure. */
+int cgroup_sandbox_freeze(struct cgroup_sandbox *s, bool frozen);
+/* Thaw every cgroup below the manager: a daemon killed while a sandbox
+ * was frozen left it so, and a frozen task cannot even die. */
+void cgroup_manager_thaw(struct cgroup_manager *m);
 
 /* Take an empty command leaf from the pool (creating one if none is free).
  * Returns its index >= 0 and fills fds[0..*nfds) with O_WRONLY|O_CLOEXEC fds

@@ -207,11 +207,23 @@ _Noreturn void init_main(const struct init_args *a)
 	}
 	/* Nothing of the daemon's may stay open here: other sandboxes'
 	 * sockets, the registry, the listening socket. */
-	int keep_lo = a->sock < a->userns_fd ? a->sock : a->userns_fd;
-	int keep_hi = a->sock < a->userns_fd ? a->userns_fd : a->sock;
-	syscall(SYS_close_range, 3, keep_lo - 1, 0);
-	syscall(SYS_close_range, keep_lo + 1, keep_hi - 1, 0);
-	syscall(SYS_close_range, keep_hi + 1, ~0U, 0);
+	int keep[3] = {a->sock, a->userns_fd, a->rootfs.files_userns_fd};
+	for (int i = 0; i < 3; i++) /* sorted, -1 first */
+		for (int j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	int from = 3;
+	for (int i = 0; i < 3; i++) {
+		if (keep[i] < from)
+			continue;
+		if (keep[i] > from)
+			syscall(SYS_close_range, from, keep[i] - 1, 0);
+		from = keep[i] + 1;
+	}
+	syscall(SYS_close_range, from, ~0U, 0);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);

@@ -29,6 +29,7 @@
 #include "runtime/rootfs.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/mount.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,16 +64,20 @@ static int sys_move_mount(int from, const char *fpath, int to,
 	return (int)syscall(SYS_move_mount, from, fpath, to, tpath, flags);
 }
 
-/* Clone the tree at src, idmap it read-only, attach it at dst. */
-static int mount_idmapped(const char *src, const char *dst, int userns_fd,
-			  struct sbx_err *err)
+static int do_mount(const char *src, const char *dst, const char *type,
+		    unsigned long flags, const char *data, struct sbx_err *err);
+
+/* Clone the tree at src, idmap it (read-only unless rw), attach it at
+ * dst. */
+static int mount_idmapped_as(const char *src, const char *dst, int userns_fd,
+			     bool rw, struct sbx_err *err)
 {
 	_cleanup_close_ int fd = sys_open_tree(
 		AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "open_tree %s", src);
 	struct mount_attr attr = {
-		.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
+		.attr_set = MOUNT_ATTR_IDMAP | (rw ? 0 : MOUNT_ATTR_RDONLY) |
 			    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
 		.userns_fd = (__u64)userns_fd,
 	};
@@ -81,6 +86,23 @@ static int mount_idmapped(const char *src, const char *dst, int userns_fd,
 	if (sys_move_mount(fd, "", AT_FDCWD, dst, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return sbx_err_sys(err, errno, "move_mount %s", dst);
 	return 0;
+}
+
+static int mount_idmapped(const char *src, const char *dst, int userns_fd,
+			  struct sbx_err *err)
+{
+	return mount_idmapped_as(src, dst, userns_fd, false, err);
+}
+
+/* The sandbox's own dir as "sb": a bind, or, when its files are owned by
+ * another range on disk, an idmapped one that shows them as its own
+ * (overlayfs takes idmapped upper layers since 5.19). */
+static int mount_sandbox_dir(const struct rootfs_spec *s, struct sbx_err *err)
+{
+	if (s->files_userns_fd < 0)
+		return do_mount(s->sandbox_dir, "sb", NULL, MS_BIND, NULL, err);
+	return mount_idmapped_as(s->sandbox_dir, "sb", s->files_userns_fd, true,
+				 err);
 }
 
 /* lower and dir are relative to the cwd: overlay keeps them, as given, in
@@ -234,7 +256,7 @@ int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 	    (r = mount_idmapped(s->image_dir, "lskel", s->userns_fd, err)) ||
 	    (s->usr_mask &&
 	     (r = mount_idmapped(s->usr_mask, "lmask", s->userns_fd, err))) ||
-	    (r = do_mount(s->sandbox_dir, "sb", NULL, MS_BIND, NULL, err)) ||
+	    (r = mount_sandbox_dir(s, err)) ||
 	    (r = mount_overlay("lskel", "sb/root", "root", err)) ||
 	    (r = mount_overlay(s->usr_mask ? "lmask:lusr" : "lusr", "sb/usr",
 			       "root/usr", err)))
@@ -255,7 +277,7 @@ int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 	return 0;
 }
 
-int rootfs_prepare_dir(const char *sandbox_dir, uid_t base,
+int rootfs_prepare_dir(const char *sandbox_dir, uid_t owner,
 		       struct sbx_err *err)
 {
 	static const char *const sub[] = {"root/upper", "root/work",
@@ -271,8 +293,8 @@ int rootfs_prepare_dir(const char *sandbox_dir, uid_t base,
 	}
 	/* the upper roots carry the overlays' root inodes: owned by the
 	 * sandbox's root, like the directories they stand for */
-	if (fchownat(d, "root/upper", base, base, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    fchownat(d, "usr/upper", base, base, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fchownat(d, "root/upper", owner, owner, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    fchownat(d, "usr/upper", owner, owner, AT_SYMLINK_NOFOLLOW) < 0)
 		return sbx_err_sys(err, errno, "chown upper dirs");
 	return 0;
 }

@@ -14,6 +14,9 @@ struct rootfs_spec {
 				* lmask/, sb/ */
 	const char *sandbox_dir; /* has root/{upper,work}, usr/{upper,work} */
 	int userns_fd;         /* idmaps the lower layers */
+	int files_userns_fd;   /* idmaps sandbox_dir when its files are owned
+				* by another range (a fork's are its
+				* origin's: userns_create_idmap); -1: none */
 	uid_t base;            /* host uid of the sandbox's root */
 	unsigned max_ptys;     /* devpts max= */
 };
@@ -22,8 +25,9 @@ struct rootfs_spec {
  * and the cwd is the new "/". */
 int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err);
 
-/* Create the sandbox's persistent dirs (upper layers owned by base). */
-int rootfs_prepare_dir(const char *sandbox_dir, uid_t base,
+/* Create the sandbox's persistent dirs (upper layers owned by owner, the
+ * base of the range its files are owned by on disk). */
+int rootfs_prepare_dir(const char *sandbox_dir, uid_t owner,
 		       struct sbx_err *err);
 
 #endif

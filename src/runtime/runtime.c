@@ -118,6 +118,8 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	snprintf(cgname, sizeof(cgname), "sandboxd-%08x", fnv1a(rt->state_dir));
 	if ((r = cgroup_manager_new(NULL, cgname, &rt->cg, err)))
 		goto fail;
+	/* a daemon killed mid-snapshot left its sandbox frozen */
+	cgroup_manager_thaw(rt->cg);
 	if ((r = cgroup_manager_clean(rt->cg, err)))
 		goto fail;
 	/* and the subtrees of earlier state dirs whose daemons died */
@@ -160,22 +162,29 @@ void runtime_free(struct runtime *rt)
 }
 
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
-		  const struct cgroup_limits *lim, uint64_t disk_bytes,
-		  struct sandbox_proc *out, struct sbx_err *err)
+		  const struct cgroup_limits *lim,
+		  const struct runtime_files *files, struct sandbox_proc *out,
+		  struct sbx_err *err)
 {
 	_cleanup_free_ char *dir = join(rt->sandboxes_dir, name);
+	uint64_t disk_bytes = files->disk_bytes;
 	int r;
 
 	memset(out, 0, sizeof(*out));
 	out->sock = out->pidfd = -1;
 	if (!dir)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	if ((r = store_create(rt->store, name, disk_bytes, err)) ||
-	    (r = rootfs_prepare_dir(dir, base, err)))
+	uid_t owner;
+	if ((r = runtime_files_prepare(rt, name, base, files, &owner, err)))
+		return r;
+	if ((r = rootfs_prepare_dir(dir, owner, err)))
 		return r;
 	_cleanup_close_ int userns = userns_create(base, err);
 	if (userns < 0)
 		return userns;
+	_cleanup_close_ int files_userns = -1;
+	if (owner != base && (files_userns = userns_create_idmap(base, owner, err)) < 0)
+		return files_userns;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return sbx_err_sys(err, errno, "socketpair");
@@ -208,6 +217,7 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 				   .mnt_dir = rt->mnt_dir,
 				   .sandbox_dir = dir,
 				   .userns_fd = userns,
+				   .files_userns_fd = files_userns,
 				   .base = base,
 				   .max_ptys = rt->max_ptys},
 			.seccomp = &rt->seccomp,
@@ -233,6 +243,41 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 		runtime_reap(out);
 		return r;
 	}
+	return 0;
+}
+
+int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
+			  const struct runtime_files *files, uid_t *owner,
+			  struct sbx_err *err)
+{
+	char txt[32];
+	int r;
+	if ((r = store_create(rt->store, name, files->disk_bytes, files->group,
+			      err)))
+		return r;
+	_cleanup_close_ int dfd =
+		open(rt->sandboxes_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int sfd =
+		dfd < 0 ? -1
+			: openat(dfd, name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (sfd < 0)
+		return sbx_err_sys(err, errno, "open %s/%s", rt->sandboxes_dir,
+				   name);
+	ssize_t n = fs_read_small(sfd, "owner", txt, sizeof(txt));
+	if (n == -ENOENT) {
+		snprintf(txt, sizeof(txt), "%u\n", (unsigned)base);
+		*owner = base;
+		return fs_write_str(sfd, "owner", txt, 0600, err);
+	}
+	char *end;
+	unsigned long v = n > 0 ? strtoul(txt, &end, 10) : 0;
+	if (n <= 0 || end == txt || (*end && *end != '\n') ||
+	    v < USERNS_RANGE || v > 0xffff0000ul - USERNS_RANGE)
+		return sbx_err_set(err, EINVAL,
+				   "%s/%s/owner: not the base of a uid range",
+				   rt->sandboxes_dir, name);
+	*owner = (uid_t)v;
 	return 0;
 }
 

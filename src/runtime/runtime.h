@@ -54,14 +54,32 @@ void runtime_free(struct runtime *rt);
 int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes,
 		       uint64_t pids, struct sbx_err *err);
 
+/* A sandbox's files: how much they may take, and which store group they
+ * are counted in (store_group_of its tenant; 0: none). Which host uid
+ * range owns them on disk is written beside them (runtime_files_owner). */
+struct runtime_files {
+	uint64_t disk_bytes; /* set when its files are first made (0: none) */
+	uint64_t group;
+};
+
 /* Start a sandbox's init. Returns at once: setup continues in init, which
  * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued
  * in the socket and served after setup. */
-/* disk_bytes: the sandbox's disk limit, set when its files are first made
- * (0: none). */
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
-		  const struct cgroup_limits *lim, uint64_t disk_bytes,
-		  struct sandbox_proc *out, struct sbx_err *err);
+		  const struct cgroup_limits *lim,
+		  const struct runtime_files *files, struct sandbox_proc *out,
+		  struct sbx_err *err);
+/* Make the store's <name> for a sandbox unless it exists (store_create),
+ * and say which host uid range owns its files on disk (*owner, its
+ * base): the sandbox's own (base), or, for files that came from another
+ * sandbox (a fork, a restore of another's snapshot), that one's. It is
+ * kept in <name>/owner, beside the layers and out of the sandbox's reach,
+ * so that it travels with every snapshot; when none is kept yet, base is
+ * written. */
+int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
+			  const struct runtime_files *files, uid_t *owner,
+			  struct sbx_err *err);
+
 /* Send a spawn: takes a command cgroup leaf (returned in *cg_idx) and
  * passes stdio fds (nstdio, targets in req) plus the leaf's fds. */
 int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,

@@ -92,7 +92,8 @@ static int child_main(void *p)
 	return 0;
 }
 
-int userns_create(uid_t base, struct sbx_err *err)
+/* A namespace owned by base whose uid and gid maps are map. */
+static int create(uid_t base, const char *map, struct sbx_err *err)
 {
 	int pipefd[2], readyfd[2];
 	static char stack[16384] __attribute__((aligned(16)));
@@ -133,9 +134,8 @@ int userns_create(uid_t base, struct sbx_err *err)
 	else if (ce)
 		r = sbx_err_sys(err, ce, "userns: new namespace as uid %u",
 				(unsigned)base);
-	char child[64], map[64];
+	char child[64];
 	snprintf(child, sizeof(child), "/proc/%d/ns/user", pid);
-	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, USERNS_RANGE);
 	if (!r)
 		r = write_map(pid, "setgroups", "deny", err);
 	if (!r)
@@ -157,4 +157,24 @@ int userns_create(uid_t base, struct sbx_err *err)
 	if (dumpable >= 0)
 		prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
 	return r ? r : fd;
+}
+
+int userns_create(uid_t base, struct sbx_err *err)
+{
+	char map[64];
+	snprintf(map, sizeof(map), "0 %u %u\n", (unsigned)base, USERNS_RANGE);
+	return create(base, map, err);
+}
+
+int userns_create_idmap(uid_t base, uid_t files, struct sbx_err *err)
+{
+	char map[96];
+	if (files < USERNS_RANGE)
+		return sbx_err_set(err, EINVAL, "userns: files owned by uid %u",
+				   (unsigned)files);
+	/* host root stays itself: overlayfs makes its work dirs as the
+	 * mounter, and an unmapped mounter could make nothing */
+	snprintf(map, sizeof(map), "0 0 1\n%u %u %u\n", (unsigned)files,
+		 (unsigned)base, USERNS_RANGE);
+	return create(base, map, err);
 }

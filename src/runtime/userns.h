@@ -12,5 +12,9 @@
 
 /* Returns an O_CLOEXEC fd of the new user namespace, or -errno. */
 int userns_create(uid_t base, struct sbx_err *err);
+/* For an idmapped mount of a sandbox's files that are owned on disk by
+ * another range (a fork's files are its origin's): host ids files.. show
+ * as base.., host root as itself, nothing else is mapped. Owned by base. */
+int userns_create_idmap(uid_t base, uid_t files, struct sbx_err *err);
 
 #endif

@@ -156,7 +156,6 @@ describe("routes sandboxd does not have", () => {
 	it("answer 404 UNKNOWN_ERROR, as the container's router does", async () => {
 		const c = daemon.client(sandboxId("unknown"));
 		await rejectsAs(c.ports.watchPort({ port: 8080 }), "SandboxError", "UNKNOWN_ERROR", 404);
-		await rejectsAs(c.backup.createArchive("/workspace", "/tmp/a.sqfs"), "SandboxError", "UNKNOWN_ERROR", 404);
 		await rejectsAs(c.watch.checkChanges({ path: "/workspace" }), "SandboxError", "UNKNOWN_ERROR", 404);
 		// a route with the wrong method is unknown too
 		await rejectsAs(c.utils.get("/api/execute"), "SandboxError", "UNKNOWN_ERROR", 404);

@@ -686,6 +686,12 @@ static void dispatch(struct api *a, struct http_req *r, const char *tenant,
 		cf_file_exists(&q);
 	else if (route(&q, "POST", "/api/git/checkout"))
 		cf_git_checkout(&q);
+	else if (route(&q, "POST", "/api/backup/create"))
+		cf_backup_create(&q);
+	else if (route(&q, "POST", "/api/backup/restore"))
+		cf_backup_restore(&q);
+	else if (route(&q, "POST", "/api/backup/upload-parts"))
+		cf_backup_upload_parts(&q);
 	else if (route(&q, "GET", "/api/contexts"))
 		cf_context_list(&q);
 	else if (route(&q, "POST", "/api/contexts"))

@@ -131,6 +131,11 @@ void cf_file_mkdir(struct cf_req *q);
 void cf_file_list(struct cf_req *q);
 void cf_file_exists(struct cf_req *q);
 
+/* Handlers (cf_backup.c). */
+void cf_backup_create(struct cf_req *q);
+void cf_backup_restore(struct cf_req *q);
+void cf_backup_upload_parts(struct cf_req *q);
+
 /* Handlers (api_cf_interp.c). */
 void cf_context_create(struct cf_req *q);
 void cf_context_list(struct cf_req *q);

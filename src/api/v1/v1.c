@@ -16,6 +16,7 @@
 #include "core/env.h"
 #include "core/exec.h"
 #include "core/process.h"
+#include "core/snapshot.h"
 #include "api/source.h"
 #include "http/jsonout.h"
 #include "lib/base64.h"
@@ -131,7 +132,7 @@ static json_t *limits_json(struct api *a, const struct sandbox *sb)
 	return j;
 }
 
-static json_t *sandbox_json(struct api *a, struct sandbox *sb, bool usage)
+json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 {
 	char created[32], active[32];
 	iso8601_ms(sb->created_ms, created, sizeof(created));
@@ -304,7 +305,8 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	struct sandbox_opts o = {0};
 	json_t *id = json_object_get(body, "id"),
 	       *ka = json_object_get(body, "keepAlive"),
-	       *labels = json_object_get(body, "labels");
+	       *labels = json_object_get(body, "labels"),
+	       *from = json_object_get(body, "fromSnapshot");
 	char **env = NULL;
 	size_t envc = 0;
 	char *labels_txt = NULL;
@@ -323,6 +325,11 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		goto out;
 	}
 	o.keep_alive = ka && json_is_true(ka);
+	if (from && !json_is_string(from)) {
+		v1_error(r, 400, "invalid_request",
+			 "fromSnapshot: a snapshot id string");
+		goto out;
+	}
 	const char *code;
 	if (parse_limits(a, json_object_get(body, "limits"), &o.limits,
 			 &o.disk_bytes, &code, why, sizeof(why))) {
@@ -348,6 +355,10 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		sid = idbuf;
 	}
 	struct sandbox *sb;
+	if (from) {
+		v1_sandbox_create_from(a, r, m, sid, json_string_value(from), &o);
+		goto out;
+	}
 	if (manager_create(a->m, m->tenant, sid, &o, &sb, &err) < 0) {
 		if (err.code == EEXIST)
 			v1_error(r, 409, "sandbox_exists", "sandbox %s exists", sid);
@@ -355,7 +366,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 			v1_create_error(r, &err);
 		goto out;
 	}
-	http_respond_json(r, 201, sandbox_json(a, sb, false));
+	http_respond_json(r, 201, v1_sandbox_json(a, sb, false));
 out:
 	env_free(env);
 	free(labels_txt);
@@ -372,7 +383,7 @@ static void list_one(struct sandbox *sb, void *data)
 {
 	struct list_ctx *c = data;
 	if (!strcmp(sb->tenant, c->tenant))
-		json_array_append_new(c->arr, sandbox_json(c->a, sb, false));
+		json_array_append_new(c->arr, v1_sandbox_json(c->a, sb, false));
 }
 
 void v1_sandbox_list(struct api *a, struct http_req *r, struct route_match *m)
@@ -386,7 +397,7 @@ void v1_sandbox_info(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sandbox *sb = v1_sandbox(a, r, m, false);
 	if (sb)
-		http_respond_json(r, 200, sandbox_json(a, sb, true));
+		http_respond_json(r, 200, v1_sandbox_json(a, sb, true));
 }
 
 void v1_sandbox_running(struct api *a, struct http_req *r,
@@ -427,6 +438,10 @@ void v1_sandbox_delete(struct api *a, struct http_req *r,
 		v1_error(r, 500, "internal", "%s", err.msg);
 		return;
 	}
+	/* its snapshots outlive it unless asked (?snapshots=true) */
+	const char *snaps = http_query(r, "snapshots");
+	if (snaps && (!strcmp(snaps, "1") || !strcmp(snaps, "true")))
+		snapshot_delete_of(a->m, m->tenant, m->params[0]);
 	http_respond_empty(r, 204);
 }
 

@@ -1,0 +1,602 @@
+/* Backups made and unpacked inside the sandbox (builtin.h): the daemon
+ * never walks a sandbox's files as host root. These run as builtins, with
+ * all of the sandbox's isolation (its user namespace, no capabilities,
+ * seccomp, its cgroup and disk limits), and the daemon only moves bytes
+ * through pipes. The archive is tar (pax) compressed with zstd, made and
+ * read with libarchive.
+ *
+ *   archive-create base dir [--exclude=PATTERN]... [--out=PATH]
+ *       stdout (or the file PATH, made or truncated, which is then left
+ *       out of the archive; "OK <size>" on stdout at the end): the
+ *       archive of dir's contents, members named by their path
+ *       below dir; one file system (mount points are not crossed); regular
+ *       files, directories, symlinks (never followed), hard links, FIFOs.
+ *       stderr: "T <bytes>\n" (the regular files' total, from a first walk),
+ *       "P <bytes>\n" as they are archived, "E <errno> <what>\n" on failure.
+ *       PATTERN without '/' matches an entry's name at any depth, with '/'
+ *       its path below dir (fnmatch, FNM_PATHNAME); an excluded directory
+ *       is not entered.
+ *   archive-unpack base dir [--in=PATH]
+ *       stdin (or the file PATH): an archive (hostile input: libarchive's secure extraction,
+ *       no "..", no absolute names, no writing through a symlink, set-id
+ *       bits dropped, devices skipped), unpacked into a new directory
+ *       ".<name>.sbx-restore-<pid>" beside dir (parents made as needed);
+ *       stdout "OK <that name>\n". dir itself is untouched: archive-commit
+ *       swaps it in, once the daemon has checked the archive's checksum.
+ *   archive-commit base dir tmp
+ *       tmp (a name made by archive-unpack) takes dir's place in one
+ *       rename; what dir held is removed. stdout "OK\n".
+ *   archive-abort base dir tmp
+ *       tmp is removed. stdout "OK\n".
+ * Errors of unpack, commit and abort: stdout "E <errno> <what>\n", exit 1. */
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "runtime/builtin.h"
+#include "runtime/fsutil.h"
+
+#define MAX_DEPTH 256
+#define PROGRESS_EVERY (4u << 20)
+#define RESTORE_MARK ".sbx-restore-"
+
+static unsigned long long confine = RESOLVE_BENEATH;
+static int msgfd = 1; /* where errors go: stdout, or stderr for create */
+
+__attribute__((noreturn)) static void fail(int e, const char *what)
+{
+	dprintf(msgfd, "E %d %s\n", e, what);
+	_exit(1);
+}
+
+static int open_in(int base, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (unsigned long long)(flags | O_CLOEXEC),
+		.resolve = confine | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd;
+	for (int tries = 0; tries < 64; tries++) {
+		fd = (int)syscall(SYS_openat2, base, path, &how, sizeof(how));
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+static int open_parent_of(int base, const char *dir, char *leaf, size_t cap,
+			  bool make);
+
+/* A file to write the archive to, made beneath base with its parents; a
+ * link in its place is refused, never written through. */
+static int open_out(int base, const char *path)
+{
+	char leaf[NAME_MAX + 1];
+	int pfd = open_parent_of(base, path, leaf, sizeof(leaf), true);
+	int fd = openat(pfd, leaf,
+			O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		fail(errno == ELOOP ? EEXIST : errno, path);
+	close(pfd);
+	return fd;
+}
+
+/* ---- create ----------------------------------------------------------------- */
+
+struct walk {
+	const char *const *ex; /* patterns */
+	int nex;
+	dev_t out_dev;         /* the archive's own file, never in it */
+	ino_t out_ino;
+	uint64_t mnt;          /* the mount dir is on */
+	char rel[PATH_MAX];    /* the entry's path below dir */
+	uint64_t total, done, reported;
+	struct archive *a;     /* NULL: the first walk, which only counts */
+	struct archive_entry_linkresolver *lr;
+};
+
+/* The mount a directory is on: what a mount point changes. (st_dev
+ * will not do: overlayfs shows its files with their layer's.) */
+static uint64_t mount_of(int dfd, const char *name)
+{
+	struct statx sx;
+	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH),
+		  STATX_MNT_ID, &sx) < 0 ||
+	    !(sx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return sx.stx_mnt_id;
+}
+
+static bool excluded(const struct walk *w, const char *name)
+{
+	for (int i = 0; i < w->nex; i++) {
+		const char *p = w->ex[i];
+		if (strchr(p, '/') ? fnmatch(p, w->rel, FNM_PATHNAME) == 0
+				   : fnmatch(p, name, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void progress(struct walk *w)
+{
+	if (w->done - w->reported >= PROGRESS_EVERY) {
+		w->reported = w->done;
+		dprintf(2, "P %llu\n", (unsigned long long)w->done);
+	}
+}
+
+static void write_entry(struct walk *w, struct archive_entry *e, int fd)
+{
+	struct archive_entry *sparse = NULL;
+	/* tar's way: a second name of a file becomes a link of size 0 */
+	archive_entry_linkify(w->lr, &e, &sparse);
+	if (!e)
+		return;
+	if (archive_write_header(w->a, e) < ARCHIVE_WARN)
+		fail(archive_errno(w->a) > 0 ? archive_errno(w->a) : EIO,
+		     archive_error_string(w->a));
+	int64_t left = fd >= 0 ? archive_entry_size(e) : 0;
+	while (left > 0) {
+		static char buf[65536];
+		ssize_t n = read(fd, buf,
+				 sizeof(buf) < (size_t)left ? sizeof(buf) : (size_t)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* it shrank meanwhile: libarchive pads */
+		if (archive_write_data(w->a, buf, (size_t)n) < 0)
+			fail(archive_errno(w->a) > 0 ? archive_errno(w->a) : EIO,
+			     archive_error_string(w->a));
+		left -= n;
+		w->done += (uint64_t)n;
+		progress(w);
+	}
+	if (archive_write_finish_entry(w->a) < ARCHIVE_WARN)
+		fail(EIO, archive_error_string(w->a));
+	archive_entry_free(e);
+}
+
+/* An entry the sandbox's root may not read (mode 000): left out, said on
+ * stderr, as tar does. */
+static bool skippable(int e)
+{
+	return e == EACCES || e == EPERM || e == ENOENT;
+}
+
+static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
+{
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d)
+		fail(errno, w->rel[0] ? w->rel : ".");
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		const char *name = de->d_name;
+		struct stat st;
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		size_t nl = strlen(name);
+		if (rl + nl + 2 > sizeof(w->rel))
+			fail(ENAMETOOLONG, name);
+		size_t l = rl;
+		if (l)
+			w->rel[l++] = '/';
+		memcpy(w->rel + l, name, nl + 1);
+		if (excluded(w, name) ||
+		    fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    (w->out_ino && st.st_ino == w->out_ino &&
+		     st.st_dev == w->out_dev) ||
+		    (S_ISDIR(st.st_mode) && mount_of(dirfd(d), name) != w->mnt) ||
+		    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ||
+		    S_ISSOCK(st.st_mode)) {
+			w->rel[rl] = '\0';
+			continue;
+		}
+		if (!w->a) { /* counting */
+			if (S_ISREG(st.st_mode))
+				w->total += (uint64_t)st.st_size;
+		} else {
+			struct archive_entry *e = archive_entry_new();
+			int in = -1;
+			archive_entry_copy_pathname(e, w->rel);
+			archive_entry_copy_stat(e, &st);
+			if (S_ISLNK(st.st_mode)) {
+				char target[PATH_MAX];
+				ssize_t n = readlinkat(dirfd(d), name, target,
+						       sizeof(target) - 1);
+				if (n < 0)
+					fail(errno, w->rel);
+				target[n] = '\0';
+				archive_entry_copy_symlink(e, target);
+			} else if (S_ISREG(st.st_mode)) {
+				in = openat(dirfd(d), name,
+					    O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+						    O_CLOEXEC);
+				if (in < 0 && skippable(errno)) {
+					dprintf(2, "W %d %s\n", errno, w->rel);
+					archive_entry_free(e);
+					w->rel[rl] = '\0';
+					continue;
+				}
+				if (in < 0)
+					fail(errno, w->rel);
+			}
+			write_entry(w, e, in);
+			if (in >= 0)
+				close(in);
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (depth >= MAX_DEPTH)
+				fail(ELOOP, w->rel);
+			int sub = openat(dirfd(d), name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+						 O_CLOEXEC);
+			if (sub < 0 && skippable(errno)) {
+				if (w->a)
+					dprintf(2, "W %d %s\n", errno, w->rel);
+				w->rel[rl] = '\0';
+				continue;
+			}
+			if (sub < 0)
+				fail(errno, w->rel);
+			walk_dir(w, sub, l + nl, depth + 1);
+			close(sub);
+		}
+		w->rel[rl] = '\0';
+	}
+	closedir(d);
+}
+
+static int out_fd = 1;
+
+static ssize_t out_write(struct archive *a, void *data, const void *buf,
+			 size_t len)
+{
+	(void)a;
+	(void)data;
+	const char *p = buf;
+	size_t left = len;
+	while (left) {
+		ssize_t n = write(out_fd, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1; /* the daemon stopped reading: cancelled */
+		p += n;
+		left -= (size_t)n;
+	}
+	return (ssize_t)len;
+}
+
+static _Noreturn void op_create(int base, const char *dir, int argc,
+				const char *const *argv)
+{
+	const char *ex[256], *out = NULL;
+	int nex = 0;
+	msgfd = 2;
+	for (int i = 3; i < argc; i++) {
+		if (!strncmp(argv[i], "--exclude=", 10) && argv[i][10] && nex < 256)
+			ex[nex++] = argv[i] + 10;
+		else if (!strncmp(argv[i], "--out=", 6) && argv[i][6])
+			out = argv[i] + 6;
+	}
+	int dfd = open_in(base, dir, O_RDONLY | O_DIRECTORY);
+	if (dfd < 0)
+		fail(-dfd, dir);
+	struct walk w = {.ex = ex, .nex = nex, .mnt = mount_of(dfd, "")};
+	if (out) {
+		struct stat ost;
+		out_fd = open_out(base, out);
+		if (fstat(out_fd, &ost) < 0)
+			fail(errno, out);
+		w.out_dev = ost.st_dev;
+		w.out_ino = ost.st_ino;
+	}
+	walk_dir(&w, dfd, 0, 0);
+	dprintf(2, "T %llu\n", (unsigned long long)w.total);
+
+	w.a = archive_write_new();
+	w.lr = archive_entry_linkresolver_new();
+	if (!w.a || !w.lr ||
+	    archive_write_set_format_pax_restricted(w.a) != ARCHIVE_OK ||
+	    archive_write_add_filter_zstd(w.a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(w.a, 65536) != ARCHIVE_OK ||
+	    /* a stream: no padding after the compressed data */
+	    archive_write_set_bytes_in_last_block(w.a, 1) != ARCHIVE_OK)
+		fail(ENOMEM, w.a ? archive_error_string(w.a) : "libarchive");
+	archive_entry_linkresolver_set_strategy(w.lr, archive_format(w.a));
+	if (archive_write_open(w.a, NULL, NULL, out_write, NULL) != ARCHIVE_OK)
+		fail(EIO, archive_error_string(w.a));
+	walk_dir(&w, dfd, 0, 0);
+	archive_entry_linkresolver_free(w.lr);
+	if (archive_write_close(w.a) != ARCHIVE_OK)
+		fail(archive_errno(w.a) ? archive_errno(w.a) : EIO,
+		     archive_error_string(w.a));
+	dprintf(2, "P %llu\n", (unsigned long long)w.done);
+	if (out) {
+		struct stat ost;
+		if (fsync(out_fd) < 0 || fstat(out_fd, &ost) < 0)
+			fail(errno, out);
+		dprintf(1, "OK %llu\n", (unsigned long long)ost.st_size);
+	}
+	_exit(0);
+}
+
+/* ---- unpack, commit, abort -------------------------------------------------- */
+
+/* dir's parent (opened beneath base, made when missing) and its last
+ * part; dir must have one. */
+static int open_parent_of(int base, const char *dir, char *leaf, size_t cap,
+			  bool make)
+{
+	char parent[PATH_MAX];
+	const char *slash = strrchr(dir, '/');
+	if (!slash || !slash[1] || strlen(slash + 1) >= cap ||
+	    (size_t)(slash - dir) >= sizeof(parent))
+		fail(EINVAL, "directory");
+	memcpy(parent, dir, (size_t)(slash - dir));
+	parent[slash - dir] = '\0';
+	snprintf(leaf, cap, "%s", slash + 1);
+	if (!strcmp(leaf, ".") || !strcmp(leaf, ".."))
+		fail(EINVAL, "directory");
+	if (make && *parent) { /* mkdir -p, one level at a time from base */
+		for (char *p = parent + 1;; p++) {
+			if (*p != '/' && *p)
+				continue;
+			char c = *p;
+			*p = '\0';
+			int fd = open_in(base, parent, O_PATH | O_DIRECTORY);
+			if (fd == -ENOENT) {
+				char *l = strrchr(parent, '/');
+				*l = '\0';
+				int up = open_in(base, *parent ? parent : "/",
+						 O_PATH | O_DIRECTORY);
+				*l = '/';
+				if (up < 0 || (mkdirat(up, l + 1, 0755) < 0 &&
+					       errno != EEXIST))
+					fail(up < 0 ? -up : errno, "make parent");
+				close(up);
+			} else if (fd < 0) {
+				fail(-fd, "parent directory");
+			} else {
+				close(fd);
+			}
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	int fd = open_in(base, *parent ? parent : "/", O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		fail(-fd, "parent directory");
+	return fd;
+}
+
+/* A name archive-unpack made for leaf. */
+static bool restore_name(const char *leaf, const char *tmp)
+{
+	size_t ll = strlen(leaf);
+	return tmp[0] == '.' && !strncmp(tmp + 1, leaf, ll) &&
+	       !strncmp(tmp + 1 + ll, RESTORE_MARK, strlen(RESTORE_MARK)) &&
+	       !strchr(tmp, '/');
+}
+
+/* Leftovers of earlier restores of leaf that were cut short. */
+static void remove_stale(int pfd, const char *leaf)
+{
+	int fd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	while (d && (de = readdir(d)))
+		if (restore_name(leaf, de->d_name))
+			fs_remove_tree(pfd, de->d_name, NULL);
+	if (d)
+		closedir(d);
+}
+
+static int tmpfd_for_cleanup = -1;
+static char tmpname[NAME_MAX + 1];
+
+static _Noreturn void unpack_fail(int e, const char *what)
+{
+	if (tmpfd_for_cleanup >= 0)
+		fs_remove_tree(tmpfd_for_cleanup, tmpname, NULL);
+	fail(e, what);
+}
+
+static _Noreturn void op_unpack(int base, const char *dir, const char *in)
+{
+	char leaf[NAME_MAX + 1];
+	if (in) { /* the archive from a file of the sandbox's, not stdin */
+		int fd = open_in(base, in, O_RDONLY);
+		if (fd < 0 || dup2(fd, 0) < 0)
+			fail(fd < 0 ? -fd : errno, in);
+		close(fd);
+	}
+	int pfd = open_parent_of(base, dir, leaf, sizeof(leaf), true);
+	remove_stale(pfd, leaf);
+	if (snprintf(tmpname, sizeof(tmpname), ".%s" RESTORE_MARK "%d", leaf,
+		     (int)getpid()) >= (int)sizeof(tmpname))
+		fail(ENAMETOOLONG, "directory name");
+	if (mkdirat(pfd, tmpname, 0755) < 0)
+		fail(errno, "make the directory to restore into");
+	tmpfd_for_cleanup = pfd;
+	int tfd = openat(pfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					       O_CLOEXEC);
+	if (tfd < 0 || fchdir(tfd) < 0)
+		unpack_fail(errno, "enter the directory to restore into");
+	umask(022);
+
+	struct archive *a = archive_read_new();
+	struct archive *ext = archive_write_disk_new();
+	if (!a || !ext)
+		unpack_fail(ENOMEM, "libarchive");
+	/* only what archive-create writes: tar, plain or zstd */
+	archive_read_support_filter_zstd(a);
+	archive_read_support_filter_none(a);
+	archive_read_support_format_tar(a);
+	archive_write_disk_set_options(
+		ext, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
+			     ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+			     ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+			     ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+	if (archive_read_open_fd(a, 0, 65536) != ARCHIVE_OK)
+		unpack_fail(EINVAL, archive_error_string(a));
+	uint64_t files = 0;
+	for (;;) {
+		struct archive_entry *e;
+		int r = archive_read_next_header(a, &e);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r < ARCHIVE_WARN)
+			unpack_fail(archive_errno(a) > 0 ? archive_errno(a) : EINVAL,
+				    archive_error_string(a));
+		mode_t t = archive_entry_filetype(e);
+		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK &&
+		    t != AE_IFIFO && !archive_entry_hardlink(e))
+			continue; /* devices and sockets: never made */
+		archive_entry_set_perm(e, archive_entry_perm(e) & 01777);
+		r = archive_write_header(ext, e);
+		if (r < ARCHIVE_WARN)
+			unpack_fail(archive_errno(ext) > 0 ? archive_errno(ext)
+							   : EINVAL,
+				    archive_error_string(ext));
+		if (archive_entry_size(e) > 0) {
+			const void *buf;
+			size_t len;
+			int64_t off;
+			while ((r = archive_read_data_block(a, &buf, &len, &off)) ==
+			       ARCHIVE_OK) {
+				if (archive_write_data_block(ext, buf, len, off) <
+				    ARCHIVE_WARN)
+					unpack_fail(archive_errno(ext) > 0
+							    ? archive_errno(ext)
+							    : EIO,
+						    archive_error_string(ext));
+			}
+			if (r < ARCHIVE_WARN)
+				unpack_fail(archive_errno(a) > 0 ? archive_errno(a)
+								 : EINVAL,
+					    archive_error_string(a));
+		}
+		if (archive_write_finish_entry(ext) < ARCHIVE_WARN)
+			unpack_fail(archive_errno(ext) > 0 ? archive_errno(ext)
+							   : EIO,
+				    archive_error_string(ext));
+		files++;
+	}
+	if (archive_write_close(ext) != ARCHIVE_OK)
+		unpack_fail(archive_errno(ext) > 0 ? archive_errno(ext) : EIO,
+			    archive_error_string(ext));
+	archive_read_free(a);
+	archive_write_free(ext);
+	dprintf(1, "OK %s %llu\n", tmpname, (unsigned long long)files);
+	_exit(0);
+}
+
+/* Move every entry of from into to (renames within one file system);
+ * an entry that will not move (EXDEV: a directory overlayfs merges from
+ * its lower layer) is removed instead when remove_stuck. */
+static void move_entries(int from, int to, bool remove_stuck)
+{
+	int fd = openat(from, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d)
+		fail(errno, "open directory");
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (renameat(dirfd(d), de->d_name, to, de->d_name) == 0)
+			continue;
+		if (!remove_stuck || errno != EXDEV ||
+		    fs_remove_tree(dirfd(d), de->d_name, NULL) < 0)
+			fail(errno ? errno : EIO, de->d_name);
+	}
+	closedir(d);
+}
+
+/* A directory that cannot be renamed (overlayfs refuses to rename one
+ * that its lower layer has, as /workspace): its entries go aside, the
+ * restored ones move in. Not one step, as a rename is; the window is the
+ * few renames of the top-level entries. */
+static void move_contents(int pfd, const char *leaf, const char *tmp)
+{
+	char old[NAME_MAX + 1];
+	if (snprintf(old, sizeof(old), ".%s" RESTORE_MARK "old-%d", leaf,
+		     (int)getpid()) >= (int)sizeof(old))
+		fail(ENAMETOOLONG, "directory name");
+	int dfd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int tfd = openat(pfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0 || tfd < 0 || mkdirat(pfd, old, 0700) < 0)
+		fail(errno, "open directory");
+	int ofd = openat(pfd, old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ofd < 0)
+		fail(errno, "open directory");
+	move_entries(dfd, ofd, true);
+	move_entries(tfd, dfd, false);
+	fs_remove_tree(pfd, old, NULL);
+	unlinkat(pfd, tmp, AT_REMOVEDIR);
+}
+
+static _Noreturn void op_commit(int base, const char *dir, const char *tmp,
+				bool abort)
+{
+	char leaf[NAME_MAX + 1];
+	int pfd = open_parent_of(base, dir, leaf, sizeof(leaf), false);
+	if (!restore_name(leaf, tmp))
+		fail(EINVAL, "not a restore of that directory");
+	if (abort) {
+		if (fs_remove_tree(pfd, tmp, NULL) < 0)
+			fail(errno ? errno : EIO, "remove");
+		dprintf(1, "OK\n");
+		_exit(0);
+	}
+	struct stat st;
+	if (fstatat(pfd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		fail(ENOENT, "the restored directory is gone");
+	if (renameat2(pfd, tmp, pfd, leaf, RENAME_EXCHANGE) == 0) {
+		/* tmp holds what dir held */
+		fs_remove_tree(pfd, tmp, NULL);
+	} else if (errno == ENOENT) {
+		if (renameat2(pfd, tmp, pfd, leaf, RENAME_NOREPLACE) < 0)
+			fail(errno, "rename into place");
+	} else if (errno == EXDEV) {
+		move_contents(pfd, leaf, tmp);
+	} else {
+		fail(errno, "swap into place");
+	}
+	dprintf(1, "OK\n");
+	_exit(0);
+}
+
+_Noreturn void builtin_archive(int base, int argc, const char *const *argv)
+{
+	const char *op = argv[0], *dir = argv[2];
+	confine = strcmp(argv[1], "/") ? RESOLVE_BENEATH : RESOLVE_IN_ROOT;
+	if (!strcmp(op, "archive-create"))
+		op_create(base, dir, argc, argv);
+	if (!strcmp(op, "archive-unpack"))
+		op_unpack(base, dir,
+			  argc >= 4 && !strncmp(argv[3], "--in=", 5) && argv[3][5]
+				  ? argv[3] + 5
+				  : NULL);
+	if (!strcmp(op, "archive-commit") && argc >= 4)
+		op_commit(base, dir, argv[3], false);
+	if (!strcmp(op, "archive-abort") && argc >= 4)
+		op_commit(base, dir, argv[3], true);
+	fail(EINVAL, "unknown operation");
+}
