@@ -652,7 +652,14 @@ static void on_line(struct backup_op *op, const char *l)
 
 static void take_lines(struct backup_op *op, const char *data, size_t len)
 {
-	buf_append(&op->line, data, len);
+	/* stderr also carries a NUL each second, the builtin's sign of life
+	 * (runtime/builtin.h): not part of any line */
+	for (const char *end = data + len, *z; data < end; data = z + 1) {
+		z = memchr(data, '\0', (size_t)(end - data));
+		buf_append(&op->line, data, (size_t)((z ? z : end) - data));
+		if (!z)
+			break;
+	}
 	char *start = op->line.data, *nl;
 	while (start && (nl = memchr(start, '\n', op->line.len -
 							 (size_t)(start - op->line.data)))) {
@@ -983,8 +990,8 @@ static void restore_job_done(const struct exec_result *res, void *ctx)
 
 static int restore_output(void *ctx, int fd, const char *data, size_t len)
 {
-	(void)fd;
-	take_lines(ctx, data, len);
+	if (fd == 1) /* the answer lines; stderr has only signs of life */
+		take_lines(ctx, data, len);
 	return 0;
 }
 

@@ -17,7 +17,9 @@ BOB = "bob-token-fedcba9876543210xx"
 
 
 def sandbox_dirs(d):
-    return sorted(os.listdir(os.path.join(d.state_dir, "sandboxes")))
+    """The sandboxes' directories (the store's own, e.g. .snapshots, aside)."""
+    return sorted(n for n in os.listdir(os.path.join(d.state_dir, "sandboxes"))
+                  if not n.startswith("."))
 
 
 def nothing_left(d, v1, sid, dirs_before):

@@ -67,6 +67,11 @@ def test_failed_removal_keeps_the_slot_out_of_use(make_daemon, new_sid, store):
     # the slot is used again, empty
     assert wait_until(lambda: not os.path.exists(sbdir), 60), \
         f"{sbdir} still there:\n{d.log_tail(20)}"
+    # the slot is taken back at the tick after (retries back off up to 1 min)
+    def reclaimed():
+        with open(d.log_path, "rb") as f:
+            return b"event=reclaimed" in f.read()
+    assert wait_until(reclaimed, 90), d.log_tail(20)
     third = new_sid()
     v1.create(third)
     assert v1.host_uid(third) == old_uid, "the slot was not reclaimed"
@@ -133,9 +138,11 @@ def test_deep_tree_is_removed_and_the_daemon_keeps_its_fds(make_daemon, new_sid,
         assert res["exitCode"] == 0, res
         r = v1.delete(f"/v1/sandbox/{sid}", timeout=120)
         assert r.status_code == 204, r.text
-        gone = wait_until(lambda: not os.listdir(sandboxes) and not os.listdir(trash),
+        def slots():  # the store's own directories (.snapshots) aside
+            return [n for n in os.listdir(sandboxes) if not n.startswith(".")]
+        gone = wait_until(lambda: not slots() and not os.listdir(trash),
                           300, interval=0.5)
-        assert gone, (os.listdir(sandboxes), os.listdir(trash), d.log_tail(20))
+        assert gone, (slots(), os.listdir(trash), d.log_tail(20))
         d.check_alive()
         # no fd left behind (the walk ran in a child; the daemon's own stay)
         assert wait_until(lambda: d.fd_count() <= fds, 10), (fds, d.fd_count())

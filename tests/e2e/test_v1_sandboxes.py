@@ -184,7 +184,10 @@ def test_stop_ends_processes_and_keeps_files(v1, sid):
     v1.put(f"/v1/sandbox/{sid}/file/keep.txt", data=b"kept\n")
     v1.start_process(sid, command="sleep 100000", processId="sleeper")
     v1.sh(sid, "sleep 100000 > /dev/null 2>&1 &")
-    assert len(host_pids_with_uid_range(base)) >= 3
+    # init, the process and the background sleep (each may still be on
+    # its way from fork to exec on a loaded machine)
+    assert wait_until(lambda: len(host_pids_with_uid_range(base)) >= 3, 30), \
+        describe_pids(host_pids_with_uid_range(base))
     r = v1.post(f"/v1/sandbox/{sid}/stop")
     assert r.status_code == 200, r.text
     assert v1.running(sid) is False
