@@ -73,3 +73,19 @@ static void exec_abandoned(void *ctx)
 }
 
 const struct relay_ops api_exec_relay = {exec_resume, exec_abandoned};
+
+static void fileop_resumed(void *ctx)
+{
+	struct api_fileop *x = ctx;
+	if (x->op)
+		fileop_resume(x->op);
+}
+
+static void fileop_abandoned(void *ctx)
+{
+	struct api_fileop *x = ctx;
+	if (x->op)
+		fileop_cancel(x->op);
+}
+
+const struct relay_ops api_fileop_relay = {fileop_resumed, fileop_abandoned};

@@ -7,7 +7,9 @@
  *   cancel it and let go);
  * - api_exec: a streamed command (resume reading its output; when the
  *   client leaves, kill it: a streamed command lives for its reader, and
- *   its exec_done callback then ends the relay).
+ *   its exec_done callback then ends the relay);
+ * - api_fileop: a file operation's output (resume the builtin; when the
+ *   client leaves, cancel it; its on_done then ends the relay).
  *
  * A face embeds the struct as the FIRST member of its own heap-allocated
  * context, which is freed when the client leaves or by api_*_end. */
@@ -15,6 +17,7 @@
 #define SBX_API_SOURCE_H
 
 #include "core/exec.h"
+#include "core/fileop.h"
 #include "core/interp.h"
 #include "core/process.h"
 #include "http/relay.h"
@@ -48,5 +51,11 @@ struct api_exec {
 	struct exec_job *job; /* NULL once done */
 };
 extern const struct relay_ops api_exec_relay;
+
+struct api_fileop {
+	struct relay *rl;   /* NULL until the answer starts */
+	struct fileop *op;  /* NULL once done */
+};
+extern const struct relay_ops api_fileop_relay;
 
 #endif

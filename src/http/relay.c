@@ -143,7 +143,7 @@ int relay_comment(struct relay *rl, const char *text)
 	return rl->s ? sse_comment(rl->s, text) : 0;
 }
 
-void relay_end(struct relay *rl)
+static void finish(struct relay *rl, void (*how)(struct http_stream *))
 {
 	rl->ended = true;
 	loop_timer_stop(rl->loop, &rl->keepalive);
@@ -152,5 +152,15 @@ void relay_end(struct relay *rl)
 		return;
 	}
 	/* on_close frees it once the client has the rest */
-	http_stream_end(rl->s);
+	how(rl->s);
+}
+
+void relay_end(struct relay *rl)
+{
+	finish(rl, http_stream_end);
+}
+
+void relay_abort(struct relay *rl)
+{
+	finish(rl, http_stream_abort);
 }

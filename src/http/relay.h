@@ -75,5 +75,9 @@ size_t relay_pending(const struct relay *rl);
 
 /* The source is done: end the answer. No callback runs after this. */
 void relay_end(struct relay *rl);
+/* The source failed after the answer began: end it cut short (the
+ * connection is closed without the body's proper end), so that the
+ * client cannot take what it got for the whole. As relay_end otherwise. */
+void relay_abort(struct relay *rl);
 
 #endif

@@ -357,27 +357,6 @@ int cf_event(struct relay *rl, json_t *ev)
 	return relay_event_json(rl, NULL, ev);
 }
 
-int cf_sse(struct http_stream *s, json_t *ev)
-{
-	char *txt = json_dumps(ev, JSON_COMPACT);
-	json_decref(ev);
-	if (!txt)
-		return 0;
-	size_t n = strlen(txt);
-	char *frame = malloc(n + 9);
-	if (!frame) {
-		free(txt);
-		return 0;
-	}
-	memcpy(frame, "data: ", 6);
-	memcpy(frame + 6, txt, n);
-	memcpy(frame + 6 + n, "\n\n", 2);
-	int r = http_stream_write(s, frame, n + 8);
-	free(frame);
-	free(txt);
-	return r;
-}
-
 /* ---- sessions ---------------------------------------------------------- */
 
 static bool valid_sid(const char *sid)

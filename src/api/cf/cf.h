@@ -98,10 +98,8 @@ struct cf_utf8 {
 	size_t n;
 };
 json_t *cf_text(struct cf_utf8 *u, const char *data, size_t len, bool final);
-/* One SSE frame "data: <json>\n\n" (takes ev); http_stream_write's
+/* One SSE frame "data: <json>\n\n" on a relay (takes ev); relay_write's
  * answer. */
-int cf_sse(struct http_stream *s, json_t *ev);
-/* The same on a relay. */
 int cf_event(struct relay *rl, json_t *ev);
 /* The face's streams: SSE with a keepalive shorter than /v1's, since a
  * reader that went away is only noticed when a write to it fails (the

@@ -18,13 +18,12 @@
 
 #include "api/cf/cf.h"
 #include "core/files.h"
-#include "http/sse.h"
+#include "api/source.h"
 #include "http/jsonout.h"
 #include "lib/base64.h"
 #include "lib/util.h"
 
 #define READ_MAX (32ull << 20)   /* the container's limit for /api/read */
-#define HEAD_MAX (16u << 10)     /* a head or error line, one entry */
 #define SNIFF_BYTES 8192
 #define CHUNK_MAX 65535          /* raw bytes per read/stream chunk */
 
@@ -34,20 +33,18 @@
 enum cf_file_op { OP_READ, OP_STREAM, OP_WRITE, OP_SIMPLE, OP_LIST, OP_EXISTS };
 
 struct cf_file {
+	struct api_fileop x;     /* first: the relay's context */
 	struct api *a;
-	struct loop *loop;       /* outlives the manager at shutdown */
 	struct http_req *r;      /* NULL once the request is gone */
-	struct http_stream *s;   /* read/stream, once the metadata is out */
-	struct exec_job *job;
-	struct loop_timer cancel; /* a cancel outside the output callback */
 	enum cf_file_op op;
 	json_t *ok;              /* the success answer of simple ops */
 	char *path, *abs;        /* as given; absolute */
-	struct buf out;          /* the builtin's stdout (read/stream: the
-				    head line, then the sniffed bytes) */
+	struct buf out;          /* read: the file; stream: the bytes its
+				    type is sniffed from */
 	int encoding;            /* read: 0 by type, 1 utf-8, 2 base64 */
-	bool recursive;          /* list */
-	bool headed, dir, too_big, job_done, stream_gone, started;
+	bool done;               /* the operation has ended */
+	bool answering;          /* the streamed answer was begun */
+	bool dir, too_big;
 	size_t count;            /* list: entries sent */
 	const char *mime;
 	uint64_t size, sent;
@@ -56,9 +53,8 @@ struct cf_file {
 
 static void file_release(struct cf_file *f)
 {
-	if (!f->job_done || f->r || (f->s && !f->stream_gone))
+	if (!f->done || f->r)
 		return;
-	loop_timer_stop(f->loop, &f->cancel);
 	json_decref(f->ok);
 	buf_free(&f->out);
 	free(f->path);
@@ -70,29 +66,22 @@ static void file_req_closed(struct http_req *r)
 {
 	struct cf_file *f = r->ctx;
 	f->r = NULL;
-	if (f->job && !f->job_done && !f->s)
-		exec_cancel(f->job);
+	if (f->x.op && !f->answering)
+		fileop_cancel(f->x.op);
 	file_release(f);
 }
 
-static void cancel_now(struct loop_timer *t)
+/* The answer begins as a stream (opts NULL: cf's SSE). */
+static bool begin(struct cf_file *f, const struct relay_opts *opts)
 {
-	struct cf_file *f = t->data;
-	if (f->job && !f->job_done)
-		exec_cancel(f->job);
-}
-
-/* The builtin's "E <errno> <what>" line, if out holds one. */
-static bool builtin_error(struct buf *out, int *e, char *what, size_t cap)
-{
-	const char *s = buf_cstr(out);
-	char *end;
-	if (strncmp(s, "E ", 2))
+	if (f->answering || !f->r)
 		return false;
-	*e = (int)strtol(s + 2, &end, 10);
-	snprintf(what, cap, "%.*s", (int)strcspn(end + (*end == ' '), "\n"),
-		 end + (*end == ' '));
-	return true;
+	f->answering = true;
+	f->x.rl = relay_open(f->r, f->a->m->loop, opts ? opts : &cf_stream_opts,
+			     &api_fileop_relay, f);
+	if (!f->x.rl)
+		fileop_cancel(f->x.op);
+	return f->x.rl != NULL;
 }
 
 /* ---- read/stream ------------------------------------------------------- */
@@ -108,42 +97,24 @@ static int stream_write(struct cf_file *f, const char *data, size_t len,
 		json_t *chunk;
 		if (binary) {
 			char *b64 = n ? malloc(base64_encoded_len(n) + 1) : NULL;
-			if (!n)
-				break;
-			if (!b64)
-				return 1;
-			base64_encode(data, n, b64);
-			chunk = json_string(b64);
+			if (n && !b64)
+				return paused;
+			if (b64)
+				base64_encode(data, n, b64);
+			chunk = json_string(b64 ? b64 : "");
 			free(b64);
 		} else {
 			chunk = cf_text(&f->u, data, n, final && n == len);
 		}
 		if (chunk)
-			paused |= cf_sse(f->s, json_pack("{s:s, s:o}", "type", "chunk",
-						      "data", chunk));
+			paused |= cf_event(f->x.rl, json_pack("{s:s, s:o}", "type",
+							      "chunk", "data", chunk));
 		data += n;
 		len -= n;
 		if (!len)
 			break;
 	}
 	return paused;
-}
-
-static void stream_drained(void *ctx)
-{
-	struct cf_file *f = ctx;
-	if (f->job && !f->job_done)
-		exec_resume_output(f->job);
-}
-
-static void stream_closed(void *ctx)
-{
-	struct cf_file *f = ctx;
-	f->stream_gone = true;
-	f->s = NULL;
-	if (f->job && !f->job_done)
-		exec_cancel(f->job);
-	file_release(f);
 }
 
 /* The type is known (enough bytes, or all of them): the metadata event,
@@ -153,40 +124,29 @@ static int stream_start(struct cf_file *f, bool complete)
 	const char *held = f->out.data ? f->out.data : "";
 	f->mime = cf_mime_of(f->abs, held, f->out.len, complete);
 	bool binary = cf_mime_binary(f->mime);
-	f->s = http_respond_stream(f->r, 200, "text/event-stream",
-				   HTTP_SIZE_UNKNOWN, sse_headers);
-	f->started = true;
-	if (!f->s)
+	if (!begin(f, NULL))
 		return 0;
-	http_stream_set_cbs(f->s, stream_drained, stream_closed, f);
-	cf_sse(f->s, json_pack("{s:s, s:s, s:I, s:b, s:s}", "type", "metadata",
-			       "mimeType", f->mime, "size", (json_int_t)f->size,
-			       "isBinary", binary, "encoding",
-			       binary ? "base64" : "utf-8"));
+	cf_event(f->x.rl, json_pack("{s:s, s:s, s:I, s:b, s:s}", "type",
+				    "metadata", "mimeType", f->mime, "size",
+				    (json_int_t)f->size, "isBinary", binary,
+				    "encoding", binary ? "base64" : "utf-8"));
 	int r = f->out.len ? stream_write(f, held, f->out.len, false) : 0;
 	buf_reset(&f->out);
 	return r;
 }
 
-/* The head line of read: "F <size>" (a file follows), "D" (a directory),
- * "E ..." (an error, answered at the end). Returns how much of data was
- * the head, or -1 while it is not complete. */
-static ssize_t take_head(struct cf_file *f, const char *data, size_t len)
+/* The end of a stream: the last chunk and "complete", or an error. */
+static void stream_end(struct cf_file *f, bool ok)
 {
-	size_t had = f->out.len;
-	buf_append(&f->out, data, len);
-	char *nl = memchr(f->out.data, '\n', f->out.len);
-	if (!nl)
-		return -1;
-	size_t head = (size_t)(nl + 1 - f->out.data);
-	f->headed = true;
-	if (!strncmp(f->out.data, "F ", 2)) {
-		f->size = strtoull(f->out.data + 2, NULL, 10);
-		buf_reset(&f->out);
-		return (ssize_t)(head - had);
+	if (ok) {
+		stream_write(f, "", 0, true);
+		cf_event(f->x.rl, json_pack("{s:s, s:I}", "type", "complete",
+					    "bytesRead", (json_int_t)f->sent));
+	} else {
+		cf_event(f->x.rl, json_pack("{s:s, s:s}", "type", "error",
+					    "error", "reading the file failed"));
 	}
-	f->dir = !strncmp(f->out.data, "D\n", 2);
-	return (ssize_t)len; /* "D" or "E": kept as it is, for the end */
+	relay_end(f->x.rl);
 }
 
 /* ---- list ------------------------------------------------------------- */
@@ -199,11 +159,36 @@ static void mode_string(unsigned mode, char *out)
 	out[9] = '\0';
 }
 
+/* The listing's answer begins: 200, then entries as they come. */
+static int list_begin(struct cf_file *f)
+{
+	static const struct relay_opts json = {
+		.content_type = "application/json", .size = HTTP_SIZE_UNKNOWN};
+	static const char a[] = "{\"success\":true,\"path\":";
+	static const char b[] = ",\"files\":[";
+	json_t *path = json_string(f->path);
+	char *ptext = path ? json_dumps(path, JSON_COMPACT | JSON_ENCODE_ANY)
+			   : NULL;
+	json_decref(path);
+	int r = 0;
+	if (!ptext)
+		fileop_cancel(f->x.op);
+	else if (begin(f, &json)) {
+		relay_write(f->x.rl, a, sizeof(a) - 1);
+		relay_write(f->x.rl, ptext, strlen(ptext));
+		r = relay_write(f->x.rl, b, sizeof(b) - 1);
+	}
+	free(ptext);
+	return r;
+}
+
 /* One entry as a JSON object on the stream; 1 when the stream is full. */
-static int list_entry(void *ctx, const struct file_entry *e)
+static int on_entry(void *ctx, const struct file_entry *e)
 {
 	struct cf_file *f = ctx;
 	char when[32], mstr[10];
+	if (!f->x.rl)
+		return 0;
 	const char *slash = memrchr(e->path, '/', e->path_len);
 	const char *name = slash ? slash + 1 : e->path;
 	struct buf absb;
@@ -226,107 +211,63 @@ static int list_entry(void *ctx, const struct file_entry *e)
 	json_decref(j);
 	if (!text)
 		return 0;
-	int r = f->count++ ? http_stream_write(f->s, ",", 1) : 0;
-	r |= http_stream_write(f->s, text, strlen(text));
+	int r = f->count++ ? relay_write(f->x.rl, ",", 1) : 0;
+	r |= relay_write(f->x.rl, text, strlen(text));
 	free(text);
-	return r;
-}
-
-/* Listing bytes, as entries (a cut one waits in out). */
-static int list_feed(struct cf_file *f, const char *data, size_t len)
-{
-	return file_listing_feed(&f->out, data, len, list_entry, f);
-}
-
-/* Until the head line is in: "D" starts the answer (200, then entries as
- * they come), anything else is an error answered at the end. */
-static int list_output(struct cf_file *f, const char *data, size_t len)
-{
-	if (f->s)
-		return list_feed(f, data, len);
-	if (f->started || !f->r)
-		return 0;
-	if (f->out.len && memchr(f->out.data, '\n', f->out.len))
-		return buf_append(&f->out, data, len), 0; /* an error line */
-	const char *nl = memchr(data, '\n', len);
-	size_t take = nl ? (size_t)(nl + 1 - data) : len;
-	buf_append(&f->out, data, take);
-	if (!nl || strncmp(f->out.data, "D\n", 2))
-		return 0;
-	data += take;
-	len -= take;
-	buf_reset(&f->out);
-	f->started = true;
-	f->s = http_respond_stream(f->r, 200, "application/json",
-				   HTTP_SIZE_UNKNOWN, NULL);
-	int r = 0;
-	json_t *path = json_string(f->path);
-	char *ptext = path ? json_dumps(path, JSON_COMPACT | JSON_ENCODE_ANY)
-			   : NULL;
-	json_decref(path);
-	if (f->s && ptext) {
-		http_stream_set_cbs(f->s, stream_drained, stream_closed, f);
-		static const char a[] = "{\"success\":true,\"path\":";
-		static const char b[] = ",\"files\":[";
-		http_stream_write(f->s, a, sizeof(a) - 1);
-		http_stream_write(f->s, ptext, strlen(ptext));
-		r = http_stream_write(f->s, b, sizeof(b) - 1);
-		r |= list_feed(f, data, len);
-	} else if (f->s) {
-		http_stream_set_cbs(f->s, stream_drained, stream_closed, f);
-		http_stream_abort(f->s);
-	}
-	free(ptext);
 	return r;
 }
 
 /* The end of a started listing: its count and time, or, after a failure,
  * a body cut short (the status is out already). */
-static void list_end(struct cf_file *f, const struct exec_result *res)
+static void list_end(struct cf_file *f, bool ok)
 {
 	char tail[96], ts[32];
-	if (!f->s || f->stream_gone)
-		return;
-	if (res->failure != EXEC_OK || res->exit_code || f->out.len) {
-		http_stream_abort(f->s);
+	if (!ok) {
+		relay_abort(f->x.rl);
 		return;
 	}
 	int n = snprintf(tail, sizeof(tail), "],\"count\":%zu,\"timestamp\":\"%s\"}",
 			 f->count, cf_now(ts, sizeof(ts)));
-	http_stream_write(f->s, tail, (size_t)n);
-	http_stream_end(f->s);
+	relay_write(f->x.rl, tail, (size_t)n);
+	relay_end(f->x.rl);
 }
 
-static int file_output(void *ctx, int fd, const char *data, size_t len)
+/* ---- the operation's events ---------------------------------------------- */
+
+static int on_file(void *ctx, uint64_t size)
 {
 	struct cf_file *f = ctx;
-	if (fd != 1 || f->stream_gone || (!f->r && !f->s))
-		return 0;
-	if (f->op == OP_LIST)
-		return list_output(f, data, len);
-	if ((f->op == OP_READ || f->op == OP_STREAM) && !f->headed) {
-		ssize_t h = take_head(f, data, len);
-		if (h < 0)
-			return 0;
-		data += h;
-		len -= (size_t)h;
-		if (f->dir || !strncmp(buf_cstr(&f->out), "E ", 2))
-			return 0;
-		if (f->op == OP_READ && f->size > READ_MAX) {
-			f->too_big = true;
-			loop_timer_start(f->loop, &f->cancel, 0);
-			return 0;
-		}
+	f->size = size;
+	if (f->op == OP_READ && size > READ_MAX) {
+		f->too_big = true;
+		fileop_cancel(f->x.op);
 	}
-	if (f->dir || f->too_big)
-		return 0; /* a directory's listing is not wanted here */
+	return 0;
+}
+
+static int on_dir(void *ctx)
+{
+	struct cf_file *f = ctx;
+	if (f->op == OP_LIST)
+		return list_begin(f);
+	/* read of a directory: its listing is not wanted */
+	f->dir = true;
+	fileop_cancel(f->x.op);
+	return 0;
+}
+
+static int on_data(void *ctx, const char *data, size_t len)
+{
+	struct cf_file *f = ctx;
+	if (f->too_big)
+		return 0;
 	if (f->op != OP_STREAM) {
 		buf_append(&f->out, data, len);
 		return 0;
 	}
-	if (f->s)
+	if (f->x.rl)
 		return stream_write(f, data, len, false);
-	if (f->started) /* the stream could not be made */
+	if (f->answering) /* the stream could not be made */
 		return 0;
 	buf_append(&f->out, data, len);
 	return f->out.len >= SNIFF_BYTES ? stream_start(f, false) : 0;
@@ -352,7 +293,7 @@ static void answer_read(struct cf_file *f)
 		return;
 	}
 	/* up to READ_MAX of the sandbox's bytes: sent from f->out, encoded
-	 * as the client reads (daemon/jsonout.h), never copied whole */
+	 * as the client reads (http/jsonout.h), never copied whole */
 	struct jsonout *o = jsonout_new();
 	content = b64 ? jsonout_base64(o, &f->out) : jsonout_string(o, &f->out);
 	cf_ok_big(f->r, o,
@@ -362,68 +303,61 @@ static void answer_read(struct cf_file *f)
 			    "mimeType", mime, "size", (json_int_t)n));
 }
 
-static void file_done(const struct exec_result *res, void *ctx)
+/* The answer of an operation whose stream did not begin. */
+static void answer(struct cf_file *f, const struct fileop_result *res)
 {
-	struct cf_file *f = ctx;
-	char what[128];
-	int e;
-	f->job_done = true;
-	f->job = NULL;
-	if (f->op == OP_LIST && f->started) {
-		list_end(f, res);
-	} else if (f->op == OP_STREAM && f->started) {
-		if (f->s && !f->stream_gone) {
-			if (res->failure != EXEC_OK || res->exit_code) {
-				cf_sse(f->s, json_pack("{s:s, s:s}", "type", "error",
-						       "error", "reading the file failed"));
-			} else {
-				stream_write(f, "", 0, true);
-				cf_sse(f->s, json_pack("{s:s, s:I}", "type", "complete",
-						       "bytesRead", (json_int_t)f->sent));
-			}
-			http_stream_end(f->s);
-		}
-	} else if (!f->r) {
-		/* the client is gone */
-	} else if (res->failure == EXEC_TIMEOUT) {
+	if (res->status == FILEOP_TIMEOUT) {
 		cf_error(f->r, "FILE_OPERATION_TIMEOUT",
 			 json_pack("{s:s}", "path", f->path), "%s: %s", f->path,
-			 res->msg);
-	} else if (res->failure == EXEC_NOT_STARTED || res->failure == EXEC_STOPPED) {
-		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
-			 "%s", res->msg);
-	} else if (f->too_big && f->op == OP_READ) {
+			 res->what);
+	} else if (f->too_big) {
 		answer_read(f);
-	} else if (builtin_error(&f->out, &e, what, sizeof(what))) {
+	} else if (f->dir) {
+		cf_errno(f->r, EISDIR, "read", f->path);
+	} else if (res->status == FILEOP_ERRNO) {
 		if (f->op == OP_EXISTS)
 			cf_ok(f->r, json_pack("{s:s, s:b}", "path", f->path,
 					      "exists", 0));
 		else
-			cf_errno(f->r, e, what, f->path);
-	} else if ((f->op == OP_READ || f->op == OP_STREAM) && f->dir) {
-		cf_errno(f->r, EISDIR, "read", f->path);
-	} else if (res->failure != EXEC_OK || !f->headed ||
-		   (res->exit_code && f->op != OP_EXISTS)) {
+			cf_errno(f->r, res->error, res->what, f->path);
+	} else if (res->status != FILEOP_OK) {
 		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
-			 "%s: the file operation failed", f->path);
+			 "%s: %s", f->path, res->what);
 	} else if (f->op == OP_READ) {
 		answer_read(f);
 	} else if (f->op == OP_STREAM) {
 		/* small enough to be held whole: type, bytes, end at once */
 		stream_start(f, true);
-		if (f->s) {
-			stream_write(f, "", 0, true);
-			cf_sse(f->s, json_pack("{s:s, s:I}", "type", "complete",
-					       "bytesRead", (json_int_t)f->sent));
-			http_stream_end(f->s);
-		}
+		if (f->x.rl)
+			stream_end(f, true);
 	} else if (f->op == OP_EXISTS) {
 		cf_ok(f->r, json_pack("{s:s, s:b}", "path", f->path, "exists", 1));
 	} else {
 		cf_ok(f->r, json_incref(f->ok));
 	}
+}
+
+static void on_done(void *ctx, const struct fileop_result *res)
+{
+	struct cf_file *f = ctx;
+	f->x.op = NULL;
+	f->done = true;
+	if (f->x.rl && f->op == OP_LIST)
+		list_end(f, res->status == FILEOP_OK);
+	else if (f->x.rl)
+		stream_end(f, res->status == FILEOP_OK);
+	else if (f->r && !f->answering)
+		answer(f, res);
 	file_release(f);
 }
+
+static const struct fileop_ops file_ops = {
+	.on_file = on_file,
+	.on_dir = on_dir,
+	.on_data = on_data,
+	.on_entry = on_entry,
+	.on_done = on_done,
+};
 
 /* ---- requests ---------------------------------------------------------- */
 
@@ -448,36 +382,26 @@ static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
 		return NULL;
 	}
 	f->a = q->a;
-	f->loop = q->a->m->loop;
 	f->r = q->r;
 	f->op = op;
-	f->cancel.cb = cancel_now;
-	f->cancel.data = f;
 	/* read: the whole file; stream: what the type is sniffed from
 	 * (less than SNIFF_BYTES, then one read of the pipe at most);
-	 * others: an answer line, or one listing entry */
+	 * others: nothing */
 	buf_init(&f->out, op == OP_READ     ? READ_MAX + 64
 			  : op == OP_STREAM ? SNIFF_BYTES + (128u << 10)
-					    : HEAD_MAX);
-	f->headed = op != OP_READ && op != OP_STREAM;
+					    : 1);
 	return f;
 }
 
 static void run(struct cf_req *q, struct cf_file *f, const char *const *argv,
 		const char *in, size_t inlen)
 {
-	struct sbx_err err = {0};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.on_output = file_output, .stdin_data = in,
-				.stdin_len = inlen, .timeout_ms = EXEC_NO_TIMEOUT};
+	struct fileop_params p = {.argv = argv, .stdin_data = in,
+				  .stdin_len = inlen};
 	q->r->ctx = f;
 	q->r->on_close = file_req_closed;
 	http_suspend(q->r);
-	if (exec_submit(q->sb, NULL, &p, file_done, f, &f->job, &err) < 0) {
-		struct exec_result res = {.failure = EXEC_NOT_STARTED};
-		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
-		file_done(&res, f);
-	}
+	fileop_start(q->sb, &p, &file_ops, f, &f->x.op);
 }
 
 void cf_file_read(struct cf_req *q)

@@ -13,33 +13,31 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/source.h"
 #include "core/files.h"
-#include "core/exec.h"
 #include "lib/log.h"
 #include "lib/path.h"
 #include "lib/util.h"
 
 struct v1_file {
+	struct api_fileop x;      /* first: the relay's context */
 	struct api *a;
 	struct http_req *r;       /* NULL once the request is gone */
-	struct http_stream *s;
-	struct exec_job *job;
-	struct buf head;          /* the builtin's first line; then, in a
-				     listing, an entry not complete yet */
-	struct buf err;           /* stderr, for tar's complaints */
-	bool headed, dir, job_done, stream_gone, raw;
-	size_t entries;           /* listing: sent so far */
 	const char *content_type;
+	size_t entries;           /* listing: sent so far */
+	bool done;                /* the operation has ended */
+	bool answering;           /* the streamed answer was begun */
+	bool dir, raw;
+	bool upload;               /* stdin is the request's body */
+	bool reader;               /* it only reads: nobody wants it
+				      once the client is gone */
 	int status_ok;            /* raw mode: the status to answer with */
 };
 
 static void file_release(struct v1_file *f)
 {
-	if (f->job_done && (!f->s || f->stream_gone) && !f->r) {
-		buf_free(&f->head);
-		buf_free(&f->err);
+	if (f->done && !f->r)
 		free(f);
-	}
 }
 
 static void errno_answer(struct http_req *r, int e, const char *what,
@@ -84,61 +82,62 @@ static void errno_answer(struct http_req *r, int e, const char *what,
 	}
 }
 
-/* The builtin's "E <errno> <what>" line, if that is what head holds. */
-static bool builtin_error(struct buf *head, int *e, const char **what)
-{
-	const char *s = buf_cstr(head);
-	if (strncmp(s, "E ", 2))
-		return false;
-	char *end;
-	*e = (int)strtol(s + 2, &end, 10);
-	*what = *end == ' ' ? end + 1 : "";
-	((char *)s)[strcspn(s, "\n")] = '\0';
-	return true;
-}
-
-static void file_stream_drained(void *ctx)
-{
-	struct v1_file *f = ctx;
-	if (f->job && !f->job_done)
-		exec_resume_output(f->job);
-}
-
-static void file_stream_closed(void *ctx)
-{
-	struct v1_file *f = ctx;
-	f->stream_gone = true;
-	f->s = NULL;
-	if (f->job && !f->job_done)
-		exec_cancel(f->job);
-	file_release(f);
-}
-
 static void file_req_closed(struct http_req *r)
 {
 	struct v1_file *f = r->ctx;
-	log_debug("file: request closed job=%p done=%d", (void *)f->job, f->job_done);
 	f->r = NULL;
 	/* a client gone mid-upload: the builtin sees its stdin end short and
-	 * removes its temp file */
-	if (f->job && !f->job_done)
-		exec_stdin_close(f->job);
+	 * removes its temp file; a read nobody will take is ended (once its
+	 * stream began, the relay does that); a change (delete) completes */
+	if (f->x.op && f->upload)
+		fileop_stdin_close(f->x.op);
+	else if (f->x.op && f->reader && !f->answering)
+		fileop_cancel(f->x.op);
 	file_release(f);
 }
 
-static void start_stream(struct v1_file *f, uint64_t size)
+/* The answer begins: a stream of the file's bytes, a listing or a tar. */
+static void begin(struct v1_file *f, uint64_t size)
 {
-	f->s = http_respond_stream(f->r, 200, f->content_type, size, NULL);
-	if (f->s)
-		http_stream_set_cbs(f->s, file_stream_drained,
-				    file_stream_closed, f);
+	if (f->answering || !f->r)
+		return;
+	f->answering = true;
+	struct relay_opts o = {.content_type = f->content_type, .size = size};
+	f->x.rl = relay_open(f->r, f->a->m->loop, &o, &api_fileop_relay, f);
+	if (!f->x.rl)
+		fileop_cancel(f->x.op);
+}
+
+static int on_file(void *ctx, uint64_t size)
+{
+	begin(ctx, size);
+	return 0;
+}
+
+static int on_dir(void *ctx)
+{
+	struct v1_file *f = ctx;
+	f->dir = true;
+	f->content_type = "application/json";
+	begin(f, HTTP_SIZE_UNKNOWN);
+	return f->x.rl ? relay_write(f->x.rl, "{\"entries\":[", 12) : 0;
+}
+
+static int on_data(void *ctx, const char *data, size_t len)
+{
+	struct v1_file *f = ctx;
+	if (f->raw) /* tar: the first bytes start the answer */
+		begin(f, HTTP_SIZE_UNKNOWN);
+	return f->x.rl ? relay_write(f->x.rl, data, len) : 0;
 }
 
 /* One entry as a JSON object on the stream; 1 when the stream is full. */
-static int list_entry(void *ctx, const struct file_entry *e)
+static int on_entry(void *ctx, const struct file_entry *e)
 {
 	struct v1_file *f = ctx;
 	char ts[32];
+	if (!f->x.rl)
+		return 0;
 	iso8601_ms(e->mtime_ms, ts, sizeof(ts));
 	json_t *j = json_pack("{s:o, s:s, s:I, s:i, s:s}", "name",
 			      json_bytes(e->path, e->path_len), "type",
@@ -151,107 +150,80 @@ static int list_entry(void *ctx, const struct file_entry *e)
 		return 0;
 	int r = 0;
 	if (f->entries++)
-		r = http_stream_write(f->s, ",", 1);
-	r |= http_stream_write(f->s, text, strlen(text));
+		r = relay_write(f->x.rl, ",", 1);
+	r |= relay_write(f->x.rl, text, strlen(text));
 	free(text);
 	return r;
 }
 
-/* Listing bytes from the builtin, as entries (a cut one waits in head). */
-static int list_feed(struct v1_file *f, const char *data, size_t len)
+static void answer(struct v1_file *f, const struct fileop_result *res)
 {
-	return file_listing_feed(&f->head, data, len, list_entry, f);
+	struct http_req *r = f->r;
+	switch (res->status) {
+	case FILEOP_TIMEOUT:
+		v1_error(r, 504, "file_operation_timeout", "%s", res->what);
+		break;
+	case FILEOP_ERRNO:
+		errno_answer(r, res->error, res->what, r->url);
+		break;
+	case FILEOP_FAILED:
+	case FILEOP_CANCELLED:
+		if (f->raw && *res->stderr_text)
+			v1_error(r, 400, "invalid_request", "tar failed: %s",
+				 res->stderr_text);
+		else
+			v1_error(r, 500, "internal", "%s", res->what);
+		break;
+	case FILEOP_OK:
+		if (f->raw)
+			http_respond_json(r, f->status_ok,
+					  json_pack("{s:b}", "ok", 1));
+		else if (!strncmp(res->answer, "OK", 2))
+			http_respond_empty(r, strstr(res->answer, "created")
+						      ? 201 : 204);
+		else
+			v1_error(r, 500, "internal",
+				 "file operation ended without an answer");
+		break;
+	}
 }
 
-static int file_output(void *ctx, int fd, const char *data, size_t len)
+static void on_done(void *ctx, const struct fileop_result *res)
 {
 	struct v1_file *f = ctx;
-	if (fd != 1) {
-		buf_append(&f->err, data, len);
-		return 0;
-	}
-	if (f->s && f->dir)
-		return list_feed(f, data, len);
-	if (f->s)
-		return http_stream_write(f->s, data, len);
-	if (f->stream_gone || !f->r || f->dir)
-		return 0;
-	if (f->raw) { /* tar: the first bytes start the response */
-		start_stream(f, HTTP_SIZE_UNKNOWN);
-		return f->s ? http_stream_write(f->s, data, len) : 0;
-	}
-	if (f->headed) /* "OK ...", "E ...": kept for the answer */
-		return buf_append(&f->head, data, len), 0;
-	/* the head line first; what follows it is the body */
-	const char *nl = memchr(data, '\n', len);
-	size_t take = nl ? (size_t)(nl + 1 - data) : len;
-	buf_append(&f->head, data, take);
-	if (!nl)
-		return 0;
-	data += take;
-	len -= take;
-	f->headed = true;
-	if (!strncmp(f->head.data, "F ", 2)) {
-		uint64_t size = strtoull(f->head.data + 2, NULL, 10);
-		buf_reset(&f->head);
-		start_stream(f, size);
-		return f->s && len ? http_stream_write(f->s, data, len) : 0;
-	}
-	if (strncmp(f->head.data, "D\n", 2))
-		return buf_append(&f->head, data, len), 0;
-	/* a directory: the listing starts now, and goes out as it comes */
-	f->dir = true;
-	f->content_type = "application/json";
-	buf_reset(&f->head);
-	start_stream(f, HTTP_SIZE_UNKNOWN);
-	if (!f->s)
-		return 0;
-	int r = http_stream_write(f->s, "{\"entries\":[", 12);
-	return r | list_feed(f, data, len);
-}
-
-static void file_done(const struct exec_result *res, void *ctx)
-{
-	struct v1_file *f = ctx;
-	f->job_done = true;
-	f->job = NULL;
-	if (f->s) {
+	f->x.op = NULL;
+	f->done = true;
+	if (f->x.rl) {
 		/* a status is out already: a failure can only cut the body
 		 * short, so that the client cannot take it for the whole */
-		bool ok = res->failure == EXEC_OK && (f->raw || !res->exit_code);
-		if (ok && f->dir && !f->head.len)
-			http_stream_write(f->s, "]}", 2);
-		if (ok && !(f->dir && f->head.len))
-			http_stream_end(f->s);
-		else
-			http_stream_abort(f->s);
-	} else if (f->r && !f->stream_gone) {
-		int e;
-		const char *what;
-		const char *path = f->r->url;
-		if (res->failure == EXEC_TIMEOUT)
-			v1_error(f->r, 504, "file_operation_timeout", "%s",
-				 res->msg);
-		else if (res->failure == EXEC_NOT_STARTED ||
-		    res->failure == EXEC_STOPPED)
-			v1_error(f->r, 500, "internal", "%s", res->msg);
-		else if (builtin_error(&f->head, &e, &what))
-			errno_answer(f->r, e, what, path);
-		else if (f->raw && res->exit_code == 0)
-			http_respond_json(f->r, f->status_ok,
-					  json_pack("{s:b}", "ok", 1));
-		else if (f->raw)
-			v1_error(f->r, 400, "invalid_request", "tar failed: %s",
-				 buf_cstr(&f->err));
-		else if (!strncmp(buf_cstr(&f->head), "OK", 2))
-			http_respond_empty(f->r, strstr(f->head.data, "created")
-							  ? 201 : 204);
-		else
-			v1_error(f->r, 500, "internal",
-				 "file operation ended without an answer");
+		if (res->status == FILEOP_OK) {
+			if (f->dir)
+				relay_write(f->x.rl, "]}", 2);
+			relay_end(f->x.rl);
+		} else {
+			relay_abort(f->x.rl);
+		}
+	} else if (f->r && !f->answering) {
+		answer(f, res);
 	}
 	file_release(f);
 }
+
+static void stdin_drained(void *ctx)
+{
+	struct v1_file *f = ctx;
+	if (f->r)
+		http_resume(f->r);
+}
+
+static const struct fileop_ops file_ops = {
+	.on_file = on_file,
+	.on_dir = on_dir,
+	.on_data = on_data,
+	.on_entry = on_entry,
+	.on_done = on_done,
+	.on_stdin_drain = stdin_drained,
+};
 
 /* Check the path of the route and build the builtin's argv; NULL after
  * answering the error. */
@@ -281,27 +253,17 @@ static struct v1_file *file_new(struct api *a, struct http_req *r)
 	f->a = a;
 	f->r = r;
 	f->content_type = "application/octet-stream";
-	/* a head line, an "OK"/"E" answer, or one listing entry (a name
-	 * is at most 255 bytes) */
-	buf_init(&f->head, 16u << 10);
-	buf_init(&f->err, 64u << 10);
 	r->ctx = f;
 	r->on_close = file_req_closed;
 	return f;
 }
 
 static void run(struct v1_file *f, struct sandbox *sb,
-		struct exec_params *p, bool suspend)
+		const struct fileop_params *p, bool suspend)
 {
-	struct sbx_err err = {0};
-	p->on_output = file_output;
 	if (suspend)
 		http_suspend(f->r);
-	if (exec_submit(sb, NULL, p, file_done, f, &f->job, &err) < 0) {
-		struct exec_result res = {.failure = EXEC_NOT_STARTED};
-		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
-		file_done(&res, f);
-	}
+	fileop_start(sb, p, &file_ops, f, &f->x.op);
 }
 
 void v1_file_get(struct api *a, struct http_req *r, struct route_match *m)
@@ -314,9 +276,8 @@ void v1_file_get(struct api *a, struct http_req *r, struct route_match *m)
 	if (!f)
 		return;
 	const char *argv[] = {"read", "/workspace", *rel ? rel : ".", NULL};
-	/* no wall clock (a slow client may take hours), --file-timeout */
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.timeout_ms = EXEC_NO_TIMEOUT};
+	struct fileop_params p = {.argv = argv};
+	f->reader = true;
 	run(f, sb, &p, true);
 }
 
@@ -338,31 +299,34 @@ void v1_file_delete(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	const char *argv[] = {"delete", "/workspace", rel,
 			      recursive ? "-r" : NULL, NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.timeout_ms = EXEC_NO_TIMEOUT};
+	struct fileop_params p = {.argv = argv};
 	run(f, sb, &p, true);
 }
 
 static size_t feed_body(struct http_req *r, const char *data, size_t len)
 {
 	struct v1_file *f = r->ctx;
-	if (!f->job || f->job_done)
+	if (!f->x.op)
 		return len; /* it ended (an error is on its way): swallow */
-	return exec_stdin_write(f->job, data, len);
+	return fileop_stdin_write(f->x.op, data, len);
 }
 
 static void body_ended(struct http_req *r)
 {
 	struct v1_file *f = r->ctx;
-	if (f->job && !f->job_done)
-		exec_stdin_close(f->job);
+	if (f->x.op)
+		fileop_stdin_close(f->x.op);
 }
 
-static void stdin_drained(void *ctx)
+/* The request's body is the builtin's stdin, fed as it comes. */
+static void run_upload(struct v1_file *f, struct sandbox *sb,
+		       struct fileop_params *p)
 {
-	struct v1_file *f = ctx;
-	if (f->r)
-		http_resume(f->r);
+	p->stdin_stream = true;
+	f->upload = true;
+	f->r->on_body = feed_body;
+	f->r->on_body_end = body_ended;
+	run(f, sb, p, false);
 }
 
 void v1_file_put(struct api *a, struct http_req *r, struct route_match *m)
@@ -387,13 +351,8 @@ void v1_file_put(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	snprintf(len, sizeof(len), "%llu", strtoull(cl, NULL, 10));
 	const char *argv[] = {"write", "/workspace", rel, len, NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.stdin_stream = true,
-				.on_stdin_drain = stdin_drained,
-				.timeout_ms = EXEC_NO_TIMEOUT};
-	r->on_body = feed_body;
-	r->on_body_end = body_ended;
-	run(f, sb, &p, false);
+	struct fileop_params p = {.argv = argv};
+	run_upload(f, sb, &p);
 }
 
 /* persist and hydrate run the daemon's own tar code inside the sandbox
@@ -421,11 +380,9 @@ void v1_persist(struct api *a, struct http_req *r, struct route_match *m)
 	argv[n] = NULL;
 	struct v1_file *f = file_new(a, r);
 	if (f) {
-		f->raw = true;
+		f->raw = f->reader = true;
 		f->content_type = "application/x-tar";
-		struct exec_params p = {.argv = argv, .builtin = true,
-					.detached = true,
-					.timeout_ms = EXEC_NO_TIMEOUT};
+		struct fileop_params p = {.argv = argv, .raw = true};
 		run(f, sb, &p, true);
 	}
 	for (int i = 0; i < np; i++)
@@ -445,11 +402,6 @@ void v1_hydrate(struct api *a, struct http_req *r, struct route_match *m)
 	f->status_ok = 200;
 	/* files owned by whoever runs it: the sandbox's root */
 	const char *argv[] = {"untar", "/workspace", ".", NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.stdin_stream = true,
-				.on_stdin_drain = stdin_drained,
-				.timeout_ms = EXEC_NO_TIMEOUT};
-	r->on_body = feed_body;
-	r->on_body_end = body_ended;
-	run(f, sb, &p, false);
+	struct fileop_params p = {.argv = argv, .raw = true};
+	run_upload(f, sb, &p);
 }
