@@ -26,13 +26,31 @@ DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
+# The client side: libsbx (src/client, over libcurl; static, shared and a
+# pkg-config file) and the sbx command line (src/cli). Neither includes
+# daemon code (scripts/check-layers).
+CLI_PKGS   := libcurl jansson
+CLI_CFLAGS  = -std=gnu17 $(WARN) -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
+              $(CFLAGS) $(SAN) $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
+CLI_LIBS   := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lwslay
+CLIENT_SRC := $(wildcard src/client/*.c)
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
+SBX_SRC    := $(wildcard src/cli/*.c)
+SBX_OBJ    := $(SBX_SRC:%.c=$(BUILD)/%.o)
+LIBSBX_VER := 0.1.0
+LIBSBX_SO  := libsbx.so.0
+CLIENT_OUT := $(BUILD)/client/libsbx.a $(BUILD)/client/$(LIBSBX_SO) \
+              $(BUILD)/client/libsbx.so $(BUILD)/client/libsbx.pc
+
+PREFIX    ?= /usr/local
+LIBDIR    ?= $(PREFIX)/lib
 STATE_DIR ?= /var/lib/sandboxd
 LISTEN    ?= 127.0.0.1:8080
 
 .PHONY: all deps run test test-unit test-e2e test-asan bench fuzz clean format \
 	check check-format check-layers lint
 
-all: $(BUILD)/sandboxd
+all: $(BUILD)/sandboxd $(BUILD)/sbx $(CLIENT_OUT)
 
 deps:
 	@scripts/install-deps
@@ -40,6 +58,34 @@ deps:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/src/client/%.o: src/client/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -Isrc $(CLI_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+
+$(BUILD)/src/cli/%.o: src/cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -Isrc $(CLI_CFLAGS) -fPIE -MMD -MP -c $< -o $@
+
+$(BUILD)/client/libsbx.a: $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+
+$(BUILD)/client/$(LIBSBX_SO): $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(LIBSBX_SO) -Wl,-z,relro,-z,now -o $@ $^ $(CLI_LIBS)
+
+$(BUILD)/client/libsbx.so: $(BUILD)/client/$(LIBSBX_SO)
+	ln -sf $(LIBSBX_SO) $@
+
+$(BUILD)/client/libsbx.pc: src/client/libsbx.pc.in
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@VERSION@|$(LIBSBX_VER)|' $< > $@
+
+# sbx links libsbx statically: one file to copy anywhere
+$(BUILD)/sbx: $(SBX_OBJ) $(BUILD)/client/libsbx.a
+	$(CC) $(CLI_CFLAGS) -o $@ $^ $(LDHARDEN) $(CLI_LIBS)
 
 # the OpenAPI document, embedded (served at /v1/openapi.json)
 $(BUILD)/src/api/openapi_blob.o: src/api/openapi_blob.S docs/openapi.json
@@ -141,4 +187,4 @@ check: check-format check-layers lint
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(SBX_OBJ:.o=.d)
