@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import requests
 import helpers
 
 SBX_CLI = os.environ.get("SBX_CLI") or str(Path(helpers.SBX_BIN).parent / "sbx")
@@ -351,3 +352,83 @@ def test_bash_completion(daemon, home, sid):
     assert "exec" in complete_at(["ex"]) and "ls" not in complete_at(["ex"])
     assert sid in complete_at(["exec", sid[:5]])
     assert "--json" in complete_at(["ls", "--j"])
+
+
+# --- sh (the PTY WebSocket) -------------------------------------------------------
+
+def drive_sh(url, home, sid):
+    """Runs `sbx sh` in a local pseudo-terminal as a user would: types a
+    command, sees its output, resizes the window, exits with a status.
+    Returns what the terminal showed."""
+    import fcntl
+    import struct
+    import termios
+    import time
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ.update({"SBX_URL": url, "HOME": home})
+        os.execv(SBX_CLI, [SBX_CLI, "sh", sid])
+    seen = b""
+
+    def expect(pattern, timeout=60):
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while not re.search(pattern, seen):
+            left = deadline - time.monotonic()
+            assert left > 0, f"{pattern!r} never appeared in {seen[-2000:]!r}"
+            r, _, _ = select.select([fd], [], [], left)
+            if r:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:
+                    chunk = b""
+                assert chunk, f"the terminal closed before {pattern!r}: {seen[-2000:]!r}"
+                seen += chunk
+    try:
+        os.write(fd, b"echo hi-$((6*7))\r")
+        expect(rb"hi-42")
+        # a new window size reaches the sandbox's terminal (SIGWINCH)
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 111, 0, 0))
+        os.kill(pid, 28)  # SIGWINCH, as the terminal emulator would
+        os.write(fd, b"stty size; echo size-done\r")
+        expect(rb"33 111\s+size-done")
+        # the local terminal is raw: ^C goes to the sandbox, not to sbx
+        os.write(fd, b"echo armed; sleep 100\r")
+        expect(rb"[\r\n]armed\r\n")
+        os.write(fd, b"\x03")
+        os.write(fd, b"echo after-$((1+1))\r")
+        expect(rb"after-2")  # the sleep was interrupted
+        os.write(fd, b"exit 7\r")
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        _, status = os.waitpid(pid, 0)
+        pid = 0
+        assert os.waitstatus_to_exitcode(status) == 7, seen[-2000:]
+        return seen
+    finally:
+        if pid:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
+
+
+def test_sh_interactive_terminal(daemon, home, v1, sid):
+    v1.post("/v1/sandbox", json={"id": sid})
+    probe = requests.get(f"{daemon.url}/v1/sandbox/{sid}/pty")
+    if probe.status_code == 404 and probe.json().get("code") == "not_found":
+        pytest.skip("this daemon has no /v1/sandbox/{id}/pty route yet (404); "
+                    "sbx sh is tested once it lands")
+    drive_sh(daemon.url, home, sid)
+
+
+def test_sh_without_a_terminal_route_says_so(daemon, home, sid):
+    r = run(daemon.url, "sh", sid, home=home, input=b"exit 3\n")
+    if r.returncode == 3:
+        pytest.skip("the daemon serves terminals: covered by the interactive test")
+    assert r.returncode == 1 and b"404" in r.stderr
