@@ -89,6 +89,11 @@ $(BUILD)/client/$(LIBSBX_SO): $(CLIENT_OBJ)
 $(BUILD)/client/libsbx.so: $(BUILD)/client/$(LIBSBX_SO)
 	ln -sf $(LIBSBX_SO) $@
 
+# libsbx's unit test links the client library, not the daemon's code
+$(BUILD)/tests/test_client: tests/unit/test_client.c $(BUILD)/client/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -Isrc $(CLI_CFLAGS) -o $@ $^ $(CLI_LIBS) -lcmocka
+
 # sbx links libsbx statically: one file to copy anywhere
 $(BUILD)/sbx: $(SBX_OBJ) $(BUILD)/client/libsbx.a
 	$(CC) $(CLI_CFLAGS) -o $@ $^ $(LDHARDEN) $(CLI_LIBS)

@@ -536,19 +536,20 @@ static int cmd_exec(struct sbx_client *c, int argc, char **argv)
 	    {"timeout", required_argument, NULL, 't'},
 	    {"session", required_argument, NULL, 's'},
 	    {"no-stdin", no_argument, NULL, 'n'},
+	    {"stdin", no_argument, NULL, 'i'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	struct sbx_exec_opts o = {0};
 	const char **env = calloc((size_t)argc + 1, sizeof(char *));
 	size_t ne = 0;
-	bool no_stdin = false;
+	bool no_stdin = false, force_stdin = false;
 	int ch;
 	if (!env)
 		return cli_say(EXIT_FAIL, "out of memory");
 	/* "+": options end at the first non-option (the ID), so the
 	 * command's own flags are never taken for sbx's */
-	while ((ch = getopt_long(argc, argv, "+hc:w:e:t:s:n", opts, NULL)) !=
+	while ((ch = getopt_long(argc, argv, "+hc:w:e:t:s:ni", opts, NULL)) !=
 	       -1) {
 		uint64_t v;
 		switch (ch) {
@@ -573,6 +574,9 @@ static int cmd_exec(struct sbx_client *c, int argc, char **argv)
 		case 'n':
 			no_stdin = true;
 			break;
+		case 'i':
+			force_stdin = true;
+			break;
 			GETOPT_DEFAULT(help_exec);
 		}
 	}
@@ -596,7 +600,7 @@ static int cmd_exec(struct sbx_client *c, int argc, char **argv)
 	}
 	char *in = NULL;
 	size_t inlen = 0;
-	if (!no_stdin && !isatty(0)) {
+	if (!no_stdin && (force_stdin || !isatty(0))) {
 		int r = slurp(0, &in, &inlen, STDIN_MAX);
 		if (r == -1)
 			return cli_say(
@@ -619,7 +623,11 @@ static int cmd_exec(struct sbx_client *c, int argc, char **argv)
 	if (rc) {
 		if (!strcmp(err.code, "aborted"))
 			return EXIT_FAIL; /* our stdout closed */
-		return cli_fail(id, &err);
+		int rc2 = cli_fail(id, &err);
+		/* as a shell says it: 127 not found, 126 found but not run */
+		if (!strcmp(err.code, "exec_failed"))
+			rc2 = strstr(err.message, "No such file") ? 127 : 126;
+		return rc2;
 	}
 	if (r.timed_out)
 		cli_say(0, "exec: the command timed out and was killed");

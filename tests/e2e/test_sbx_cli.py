@@ -153,6 +153,34 @@ def test_exec_timeout_and_refusals(sbx, sid):
     r = sbx("exec", "-w", "/etc", sid, "--", "true")
     assert r.returncode == 1 and b"path_outside_workspace" in r.stderr
     assert sbx("exec", sid).returncode == 2  # no command: usage
+    r = sbx("exec", sid, "--", "no-such-command")
+    assert r.returncode == 127 and b"exec_failed" in r.stderr
+
+
+def test_exec_reads_a_terminal_only_when_asked(daemon, home, sid):
+    def on_tty(*args, typed=b""):
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.environ.update({"SBX_URL": daemon.url, "HOME": home})
+            os.execv(SBX_CLI, [SBX_CLI, "exec", *args])
+        if typed:
+            os.write(fd, typed)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+        return os.waitstatus_to_exitcode(status), out
+    # without -i a terminal's stdin is not read: cat sees none and ends
+    assert on_tty(sid, "--", "cat") == (0, b"")
+    code, out = on_tty("-i", sid, "--", "wc", "-c", typed=b"abc\n\x04")
+    assert code == 0 and out.split()[-1] == b"4", out
 
 
 # --- cp -------------------------------------------------------------------------
