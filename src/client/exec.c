@@ -201,8 +201,11 @@ static int run_output_stream(struct sbx_client *c, struct call *k,
 	k->mode = CALL_SSE;
 	k->accept = "text/event-stream";
 	k->on_event = on_output_event;
+	/* s outlives the call; k's pointer to it is cleared after */
+	// cppcheck-suppress autoVariables
 	k->ev_ud = &s;
 	int rc = call_run(c, k, err);
+	k->ev_ud = NULL;
 	free(s.tmp);
 	if (rc == 0 && !s.exited) {
 		sbx_err_set(err, 0, "protocol",

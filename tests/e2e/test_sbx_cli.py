@@ -8,6 +8,7 @@ import pty
 import re
 import select
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -185,20 +186,38 @@ def test_exec_reads_a_terminal_only_when_asked(daemon, home, sid):
 
 # --- cp -------------------------------------------------------------------------
 
-def test_cp_large_file_round_trips(sbx, v1, sid, tmp_path):
-    """256 MiB here to keep the suite's time down (the issue asks 1 GiB; the
-    path is the same streamed one at any size)."""
+def max_rss_kib(argv, env):
+    """Runs argv under a fresh Python whose only child it is: (returncode,
+    the child's peak RSS in KiB)."""
+    probe = ("import resource, subprocess, sys\n"
+             "r = subprocess.run(sys.argv[1:], stdin=subprocess.DEVNULL)\n"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+             "sys.exit(r.returncode)\n")
+    r = subprocess.run([sys.executable, "-c", probe, *map(str, argv)], env=env,
+                       capture_output=True, timeout=900)
+    return r.returncode, int(r.stdout.split()[-1]) if r.stdout.split() else -1, r.stderr
+
+
+def test_cp_large_file_round_trips(daemon, home, sbx, sid, tmp_path):
+    """256 MiB by default to keep the suite's time down; the issue asks
+    1 GiB (SBX_TEST_CP_MIB=1024): the path is the same streamed one at any
+    size, and sbx's memory stays flat whatever the size."""
+    mib = int(os.environ.get("SBX_TEST_CP_MIB", "256"))
     src, back = tmp_path / "big.bin", tmp_path / "back.bin"
     block = os.urandom(1 << 20)
     with open(src, "wb") as f:
-        for i in range(256):
-            f.write(block[i:] + block[:i])
-    r = ok(sbx("cp", src, f"{sid}:data/"))
-    assert r.stderr == b""  # not a terminal: no progress bar
+        for i in range(mib):
+            f.write(block[i % 4096:] + block[:i % 4096])
+    env = {"PATH": os.environ["PATH"], "HOME": home, "SBX_URL": daemon.url}
+    rc, rss, err = max_rss_kib([SBX_CLI, "cp", src, f"{sid}:data/"], env)
+    assert rc == 0 and err == b"", err  # not a terminal: no progress bar
+    assert 0 < rss < 64 << 10, f"sbx cp in peaked at {rss} KiB for {mib} MiB"
     sums = ok(sbx("exec", sid, "--", "sha256sum", "data/big.bin")).stdout.split()
     assert sums[0].decode() == sha256(src)
-    ok(sbx("cp", f"{sid}:/workspace/data/big.bin", back))
-    assert back.stat().st_size == 256 << 20
+    rc, rss, err = max_rss_kib([SBX_CLI, "cp", f"{sid}:/workspace/data/big.bin", back], env)
+    assert rc == 0, err
+    assert 0 < rss < 64 << 10, f"sbx cp out peaked at {rss} KiB for {mib} MiB"
+    assert back.stat().st_size == mib << 20
     assert sha256(back) == sha256(src)
 
 
