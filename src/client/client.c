@@ -475,8 +475,11 @@ int call_run(struct sbx_client *c, struct call *k, struct sbx_error *err)
 	} else if (k->io_error) {
 		sbx_err_set(err, 0, "io", "reading the upload: %s",
 		            strerror(errno));
-	} else if (cc != CURLE_OK &&
-	           !(cc == CURLE_WRITE_ERROR && !ok_status(k->status))) {
+	} else if (k->status >= 300 && (cc == CURLE_OK || k->resp.len)) {
+		/* an answer, even one that came while we were still sending
+		 * (a refused upload) */
+		error_from_body(k, err);
+	} else if (cc != CURLE_OK) {
 		sbx_err_set(err, 0, "connect", "%s: %s", c->base,
 		            curl_easy_strerror(cc));
 	} else if (!ok_status(k->status)) {

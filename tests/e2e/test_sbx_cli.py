@@ -271,6 +271,12 @@ def test_cp_errors(sbx, sid, tmp_path):
     assert r.returncode == 1 and b"No such file" in r.stderr
     r = sbx("cp", f"{sid}:../etc/passwd", tmp_path / "p")
     assert r.returncode == 1 and b"403" in r.stderr
+    # an upload the daemon refuses before its body is in: its answer, not
+    # a broken connection
+    big = tmp_path / "big"
+    big.write_bytes(b"\0" * (20 << 20))
+    r = sbx("cp", big, f"{sid}:../x/")
+    assert r.returncode == 1 and b"path_outside_workspace" in r.stderr, r.stderr
     assert sbx("cp", "a", "b").returncode == 2
 
 
