@@ -29,13 +29,42 @@ DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 
+# The client side: libsbx (src/client, over libcurl; static, shared and a
+# pkg-config file) and the sbx command line (src/cli). Neither includes
+# daemon code (scripts/check-layers).
+CLI_PKGS   := libcurl jansson
+CLI_CFLAGS  = -std=gnu17 $(WARN) -fstack-protector-strong -D_FORTIFY_SOURCE=2 \
+              $(CFLAGS) $(SAN) $(shell pkg-config --cflags $(CLI_PKGS) 2>/dev/null)
+CLI_LIBS   := $(shell pkg-config --libs $(CLI_PKGS) 2>/dev/null) -lwslay
+CLIENT_SRC := $(wildcard src/client/*.c)
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(BUILD)/%.o)
+SBX_SRC    := $(wildcard src/cli/*.c)
+SBX_OBJ    := $(SBX_SRC:%.c=$(BUILD)/%.o)
+LIBSBX_VER := 0.1.0
+LIBSBX_SO  := libsbx.so.0
+CLIENT_OUT := $(BUILD)/client/libsbx.a $(BUILD)/client/$(LIBSBX_SO) \
+              $(BUILD)/client/libsbx.so
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]; make deb
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(PREFIX)/sbin
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR     ?= $(PREFIX)/share/man
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
+DEB_VERSION ?= $(LIBSBX_VER)
 STATE_DIR ?= /var/lib/sandboxd
 LISTEN    ?= 127.0.0.1:8080
 
+.PHONY: install uninstall deb
 .PHONY: all deps run test test-unit test-e2e test-asan bench fuzz clean format \
 	check check-format check-layers lint
 
-all: $(BUILD)/sandboxd
+all: $(BUILD)/sandboxd $(BUILD)/sbx $(CLIENT_OUT)
 
 deps:
 	@scripts/install-deps
@@ -43,6 +72,34 @@ deps:
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/src/client/%.o: src/client/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -Isrc $(CLI_CFLAGS) -fPIC -fvisibility=hidden -MMD -MP -c $< -o $@
+
+$(BUILD)/src/cli/%.o: src/cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -Isrc $(CLI_CFLAGS) -fPIE -MMD -MP -c $< -o $@
+
+$(BUILD)/client/libsbx.a: $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@; ar rcs $@ $^
+
+$(BUILD)/client/$(LIBSBX_SO): $(CLIENT_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared -Wl,-soname,$(LIBSBX_SO) -Wl,-z,relro,-z,now -o $@ $^ $(CLI_LIBS)
+
+$(BUILD)/client/libsbx.so: $(BUILD)/client/$(LIBSBX_SO)
+	ln -sf $(LIBSBX_SO) $@
+
+# libsbx's unit test links the client library, not the daemon's code
+$(BUILD)/tests/test_client: tests/unit/test_client.c $(BUILD)/client/libsbx.a
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -Isrc $(CLI_CFLAGS) -o $@ $^ $(CLI_LIBS) -lcmocka
+
+# sbx links libsbx statically: one file to copy anywhere
+$(BUILD)/sbx: $(SBX_OBJ) $(BUILD)/client/libsbx.a
+	$(CC) $(CLI_CFLAGS) -o $@ $^ $(LDHARDEN) $(CLI_LIBS)
 
 # the OpenAPI document, embedded (served at /v1/openapi.json)
 $(BUILD)/src/api/openapi_blob.o: src/api/openapi_blob.S docs/openapi.json
@@ -110,6 +167,63 @@ fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 $(BUILD)/fuzz_%: fuzz/fuzz_%.c $(DMN_LIB_OBJ) $(BUILD)/libsbx.a
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 
+# Installs the daemon, its unit and configuration (an existing
+# sandboxd.conf is kept), sbx with its completions, libsbx (static, shared,
+# header, pkg-config) and the man pages under $(DESTDIR)$(PREFIX).
+install: all
+	install -Dm755 $(BUILD)/sandboxd $(DESTDIR)$(SBINDIR)/sandboxd
+	install -Dm755 $(BUILD)/sbx $(DESTDIR)$(BINDIR)/sbx
+	install -Dm644 $(BUILD)/client/libsbx.a $(DESTDIR)$(LIBDIR)/libsbx.a
+	install -Dm644 $(BUILD)/client/$(LIBSBX_SO) $(DESTDIR)$(LIBDIR)/$(LIBSBX_SO)
+	ln -sf $(LIBSBX_SO) $(DESTDIR)$(LIBDIR)/libsbx.so
+	install -Dm644 src/client/libsbx.h $(DESTDIR)$(INCLUDEDIR)/libsbx.h
+	mkdir -p $(DESTDIR)$(LIBDIR)/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@VERSION@|$(LIBSBX_VER)|' src/client/libsbx.pc.in \
+	    > $(DESTDIR)$(LIBDIR)/pkgconfig/libsbx.pc
+	install -Dm644 dist/sandboxd.8 $(DESTDIR)$(MANDIR)/man8/sandboxd.8
+	install -Dm644 dist/sbx.1 $(DESTDIR)$(MANDIR)/man1/sbx.1
+	mkdir -p $(DESTDIR)$(UNITDIR)
+	sed -e 's|@SBINDIR@|$(SBINDIR)|' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|' \
+	    dist/sandboxd.service.in > $(DESTDIR)$(UNITDIR)/sandboxd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/sandboxd.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.conf ] || \
+	    install -Dm644 dist/sandboxd.conf $(DESTDIR)$(SYSCONFDIR)/sandboxd/sandboxd.conf
+	install -Dm644 dist/completion/sbx.bash $(DESTDIR)$(BASHCOMPDIR)/sbx
+	install -Dm644 dist/completion/_sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
+
+# Everything install put there but the configuration and the state.
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/sandboxd $(DESTDIR)$(BINDIR)/sbx \
+	    $(DESTDIR)$(LIBDIR)/libsbx.a $(DESTDIR)$(LIBDIR)/$(LIBSBX_SO) \
+	    $(DESTDIR)$(LIBDIR)/libsbx.so $(DESTDIR)$(LIBDIR)/pkgconfig/libsbx.pc \
+	    $(DESTDIR)$(INCLUDEDIR)/libsbx.h $(DESTDIR)$(MANDIR)/man8/sandboxd.8 \
+	    $(DESTDIR)$(MANDIR)/man1/sbx.1 $(DESTDIR)$(UNITDIR)/sandboxd.service \
+	    $(DESTDIR)$(BASHCOMPDIR)/sbx $(DESTDIR)$(ZSHCOMPDIR)/_sbx
+
+# A Debian package (dpkg-deb): the install above under /usr, the unit in
+# /lib/systemd/system, sandboxd.conf a conffile; its postinst enables the
+# unit and starts it where systemd runs. Writes $(BUILD)/sandboxd_*.deb.
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB_MULTIARCH = $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+deb: all
+	rm -rf $(BUILD)/deb
+	$(MAKE) --no-print-directory install DESTDIR=$(abspath $(BUILD)/deb) PREFIX=/usr \
+	    LIBDIR=/usr/lib/$(DEB_MULTIARCH) UNITDIR=/lib/systemd/system SYSCONFDIR=/etc \
+	    BUILD=$(BUILD)
+	strip --strip-unneeded $(BUILD)/deb/usr/sbin/sandboxd $(BUILD)/deb/usr/bin/sbx \
+	    $(BUILD)/deb/usr/lib/$(DEB_MULTIARCH)/$(LIBSBX_SO)
+	gzip -9n $(BUILD)/deb/usr/share/man/man1/sbx.1 $(BUILD)/deb/usr/share/man/man8/sandboxd.8
+	install -d $(BUILD)/deb/DEBIAN $(BUILD)/deb/usr/share/doc/sandboxd
+	install -m644 README.md $(BUILD)/deb/usr/share/doc/sandboxd/README.md
+	install -m755 dist/debian/postinst dist/debian/prerm dist/debian/postrm $(BUILD)/deb/DEBIAN/
+	echo /etc/sandboxd/sandboxd.conf > $(BUILD)/deb/DEBIAN/conffiles
+	sed -e 's|@VERSION@|$(DEB_VERSION)|' -e 's|@ARCH@|$(DEB_ARCH)|' \
+	    -e "s|@SIZE@|$$(du -sk --exclude=DEBIAN $(BUILD)/deb | cut -f1)|" \
+	    dist/debian/control.in > $(BUILD)/deb/DEBIAN/control
+	dpkg-deb --root-owner-group -Zxz --build $(BUILD)/deb \
+	    $(BUILD)/sandboxd_$(DEB_VERSION)_$(DEB_ARCH).deb
+
 # Benchmarks side by side with their baselines; writes bench/RESULTS.md.
 bench: deps all
 	bench/run $(BUILD)
@@ -144,4 +258,4 @@ check: check-format check-layers lint
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(SBX_OBJ:.o=.d)

@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <sched.h>
 #include <stdio.h>
@@ -106,6 +107,11 @@ static const char usage[] =
 	"A ceiling is never below the matching per-sandbox default; a default not\n"
 	"given is lowered to a ceiling that is.\n"
 	"  --log-level LEVEL        debug, info, warn or error (default info)\n"
+	"  --config FILE            read settings from FILE first: one\n"
+	"                           \"name = value\" per line, name a flag\n"
+	"                           without its dashes (memory = 2G), \"#\"\n"
+	"                           comments; a flag on the command line wins\n"
+	"                           (the service uses /etc/sandboxd/sandboxd.conf)\n"
 	"  --help                   this text\n"
 	"\n"
 	"DURATION: 500ms, 30s, 10m, 1h (a plain number is seconds).\n"
@@ -117,10 +123,49 @@ enum {
 	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS, OPT_MAX_MEMORY,
 	OPT_MAX_PIDS, OPT_MAX_CPUS, OPT_MAX_DISK, OPT_MAX_SANDBOXES,
 	OPT_TOTAL_MEMORY, OPT_TOTAL_PIDS,
-	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT,
+	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT, OPT_CONFIG,
 	OPT_TENANT_DISK, OPT_BACKUP_DIR, OPT_BACKUP_S3, OPT_S3_ENDPOINT,
 	OPT_S3_REGION, OPT_S3_CREDS, OPT_S3_ADDRESSING,
 };
+
+static const struct option opts[] = {
+	{"listen", required_argument, NULL, OPT_LISTEN},
+	{"state-dir", required_argument, NULL, OPT_STATE},
+	{"sleep-after", required_argument, NULL, OPT_SLEEP},
+	{"exec-timeout", required_argument, NULL, OPT_TIMEOUT},
+	{"memory", required_argument, NULL, OPT_MEMORY},
+	{"pids", required_argument, NULL, OPT_PIDS},
+	{"cpus", required_argument, NULL, OPT_CPUS},
+	{"max-output", required_argument, NULL, OPT_OUTPUT},
+	{"max-body", required_argument, NULL, OPT_BODY},
+	{"uid-base", required_argument, NULL, OPT_UIDBASE},
+	{"log-level", required_argument, NULL, OPT_LOG},
+	{"tokens", required_argument, NULL, OPT_TOKENS},
+	{"disk", required_argument, NULL, OPT_DISK},
+	{"store-size", required_argument, NULL, OPT_STORE},
+	{"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+	{"max-pids", required_argument, NULL, OPT_MAX_PIDS},
+	{"max-cpus", required_argument, NULL, OPT_MAX_CPUS},
+	{"max-disk", required_argument, NULL, OPT_MAX_DISK},
+	{"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
+	{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
+	{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
+	{"max-process-logs", required_argument, NULL, OPT_PROCLOGS},
+	{"max-session-env", required_argument, NULL, OPT_SESSENV},
+	{"file-timeout", required_argument, NULL, OPT_FILETIMEOUT},
+	{"help", no_argument, NULL, OPT_HELP},
+	{"max-ptys", required_argument, NULL, OPT_PTYS},
+	{"config", required_argument, NULL, OPT_CONFIG},
+	{"tenant-disk", required_argument, NULL, OPT_TENANT_DISK},
+	{"backup-dir", required_argument, NULL, OPT_BACKUP_DIR},
+	{"backup-s3", required_argument, NULL, OPT_BACKUP_S3},
+	{"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
+	{"s3-region", required_argument, NULL, OPT_S3_REGION},
+	{"s3-credentials-file", required_argument, NULL, OPT_S3_CREDS},
+	{"s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING},
+	{NULL, 0, NULL, 0},
+};
+
 
 static int bad(const char *flag, const char *v, const char *why)
 {
@@ -150,44 +195,125 @@ static int parse_listen(struct config *cfg, const char *v)
 	return 0;
 }
 
+/* The configuration file: "name = value" lines, name a long flag without
+ * its dashes, "#" comments. Each line becomes a "--name=value" argument
+ * placed before the command line's, so a flag given there wins. The
+ * strings live until the next config_parse (cfg points into them). */
+static char **file_args;
+static size_t file_nargs;
+
+static void file_args_free(void)
+{
+	for (size_t i = 0; i < file_nargs; i++)
+		free(file_args[i]);
+	free(file_args);
+	file_args = NULL;
+	file_nargs = 0;
+}
+
+static int file_bad(const char *path, unsigned line, const char *what,
+		    const char *name)
+{
+	fprintf(stderr, "sandboxd: %s:%u: %s%s%s\n", path, line, what,
+		name ? " " : "", name ? name : "");
+	return -1;
+}
+
+static int config_read_file(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		fprintf(stderr, "sandboxd: --config %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned no = 0;
+	int rc = 0;
+	while (rc == 0 && getline(&line, &cap, f) > 0) {
+		no++;
+		char *k = line + strspn(line, " \t");
+		if (*k == '#' || *k == '\n' || *k == '\r' || !*k)
+			continue;
+		char *eq = strchr(k, '=');
+		if (!eq) {
+			rc = file_bad(path, no, "expected name = value", NULL);
+			break;
+		}
+		char *ke = eq;
+		while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t'))
+			ke--;
+		*ke = '\0';
+		if (!strncmp(k, "--", 2))
+			k += 2;
+		char *v = eq + 1;
+		v += strspn(v, " \t");
+		size_t vl = strcspn(v, "\r\n");
+		while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+			vl--;
+		if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+			v++;
+			vl -= 2;
+		}
+		v[vl] = '\0';
+		const struct option *o = opts;
+		while (o->name && strcmp(o->name, k))
+			o++;
+		if (!o->name || o->has_arg != required_argument ||
+		    o->val == OPT_CONFIG) {
+			rc = file_bad(path, no, "unknown setting", k);
+			break;
+		}
+		char **more = realloc(file_args, (file_nargs + 1) * sizeof(char *));
+		char *arg = NULL;
+		if (!more || asprintf(&arg, "--%s=%s", k, v) < 0) {
+			if (more)
+				file_args = more;
+			rc = file_bad(path, no, "out of memory", NULL);
+			break;
+		}
+		file_args = more;
+		file_args[file_nargs++] = arg;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* --config FILE (or --config=FILE) on the command line, or NULL. */
+static const char *config_path(int argc, char **argv)
+{
+	const char *path = NULL;
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--config") && i + 1 < argc)
+			path = argv[++i];
+		else if (!strncmp(argv[i], "--config=", 9))
+			path = argv[i] + 9;
+	}
+	return path;
+}
+
 int config_parse(struct config *cfg, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"listen", required_argument, NULL, OPT_LISTEN},
-		{"state-dir", required_argument, NULL, OPT_STATE},
-		{"sleep-after", required_argument, NULL, OPT_SLEEP},
-		{"exec-timeout", required_argument, NULL, OPT_TIMEOUT},
-		{"memory", required_argument, NULL, OPT_MEMORY},
-		{"pids", required_argument, NULL, OPT_PIDS},
-		{"cpus", required_argument, NULL, OPT_CPUS},
-		{"max-output", required_argument, NULL, OPT_OUTPUT},
-		{"max-body", required_argument, NULL, OPT_BODY},
-		{"uid-base", required_argument, NULL, OPT_UIDBASE},
-		{"log-level", required_argument, NULL, OPT_LOG},
-		{"tokens", required_argument, NULL, OPT_TOKENS},
-		{"disk", required_argument, NULL, OPT_DISK},
-		{"store-size", required_argument, NULL, OPT_STORE},
-		{"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
-		{"max-pids", required_argument, NULL, OPT_MAX_PIDS},
-		{"max-cpus", required_argument, NULL, OPT_MAX_CPUS},
-		{"max-disk", required_argument, NULL, OPT_MAX_DISK},
-		{"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
-		{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
-		{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
-		{"max-process-logs", required_argument, NULL, OPT_PROCLOGS},
-		{"max-session-env", required_argument, NULL, OPT_SESSENV},
-		{"file-timeout", required_argument, NULL, OPT_FILETIMEOUT},
-		{"help", no_argument, NULL, OPT_HELP},
-		{"max-ptys", required_argument, NULL, OPT_PTYS},
-		{"tenant-disk", required_argument, NULL, OPT_TENANT_DISK},
-		{"backup-dir", required_argument, NULL, OPT_BACKUP_DIR},
-		{"backup-s3", required_argument, NULL, OPT_BACKUP_S3},
-		{"s3-endpoint", required_argument, NULL, OPT_S3_ENDPOINT},
-		{"s3-region", required_argument, NULL, OPT_S3_REGION},
-		{"s3-credentials-file", required_argument, NULL, OPT_S3_CREDS},
-		{"s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING},
-		{NULL, 0, NULL, 0},
-	};
+	static char **merged;
+	const char *path = config_path(argc, argv);
+	file_args_free();
+	free(merged);
+	merged = NULL;
+	if (path && config_read_file(path))
+		return -1;
+	if (file_nargs) {
+		merged = calloc((size_t)argc + file_nargs + 1, sizeof(char *));
+		if (!merged)
+			return bad("--config", path, "out of memory");
+		merged[0] = argv[0];
+		memcpy(merged + 1, file_args, file_nargs * sizeof(char *));
+		memcpy(merged + 1 + file_nargs, argv + 1,
+		       (size_t)(argc - 1) * sizeof(char *));
+		argc += (int)file_nargs;
+		argv = merged;
+	}
 	memset(cfg, 0, sizeof(*cfg));
 	strcpy(cfg->listen_addr, "127.0.0.1");
 	cfg->port = 8080;
@@ -403,6 +529,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 					   "expected a duration of at least 2s");
 			cfg->file_timeout_ms = v;
 			break;
+		case OPT_CONFIG:
+			break; /* read before the flags */
 		case OPT_HELP:
 			fputs(usage, stdout);
 			return 1;
