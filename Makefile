@@ -1,6 +1,6 @@
 # sandboxd — see README.md. `make run` and `make test` are the two commands.
 CC       ?= cc
-PKGS     := libmicrohttpd jansson sqlite3 libseccomp
+PKGS     := libmicrohttpd jansson sqlite3 libseccomp libnftables libmnl
 BUILD    ?= build
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral

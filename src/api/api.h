@@ -154,6 +154,12 @@ void v1_context_list(struct api *, struct http_req *, struct route_match *);
 void v1_context_get(struct api *, struct http_req *, struct route_match *);
 void v1_context_delete(struct api *, struct http_req *, struct route_match *);
 void v1_context_run(struct api *, struct http_req *, struct route_match *);
+void v1_network_get(struct api *, struct http_req *, struct route_match *);
+void v1_network_put(struct api *, struct http_req *, struct route_match *);
+struct net_policy;
+/* A "network" object into p (cleared); -1 with the 400 sent. */
+int v1_network_parse(struct http_req *r, json_t *j, struct net_policy *p);
+json_t *v1_network_json(const struct sandbox *sb);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);

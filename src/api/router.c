@@ -38,6 +38,8 @@ const struct route api_routes[] = {
 	{"GET", "/v1/sandbox/{id}/contexts/{cid}", v1_context_get, NULL},
 	{"DELETE", "/v1/sandbox/{id}/contexts/{cid}", v1_context_delete, NULL},
 	{"POST", "/v1/sandbox/{id}/contexts/{cid}/run", v1_context_run, NULL},
+	{"GET", "/v1/sandbox/{id}/network", v1_network_get, NULL},
+	{"PUT", "/v1/sandbox/{id}/network", v1_network_put, NULL},
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "runtime/cgroup.h"
+#include "runtime/firewall.h"
 
 struct config {
 	char listen_addr[64];
@@ -36,6 +37,14 @@ struct config {
 	uint64_t total_memory;           /* all sandboxes together; 0: none */
 	uint64_t total_pids;             /* all sandboxes together; 0: none */
 	unsigned given;                  /* CFG_* of the flags given */
+	/* Network (shared/spec/v1.md "Network") */
+	int network_default;             /* enum net_mode */
+	struct { uint32_t addr; uint16_t port; } dns[4]; /* upstreams */
+	unsigned ndns;                   /* 0: from /etc/resolv.conf */
+	struct fw_cidr deny[64];         /* --deny-cidr */
+	unsigned ndeny;
+	struct fw_cidr net_pool;         /* sandboxes' link addresses */
+	const char *preview_domain;      /* NULL: none */
 };
 
 enum {

@@ -14,6 +14,9 @@
 #include "runtime/runtime.h"
 
 struct registry;
+struct network;
+struct net_policy;
+struct sandbox_net;
 struct exec_job;
 struct process;
 
@@ -26,6 +29,7 @@ struct sandbox_opts {
 	const char *const *env; /* "K=V" */
 	size_t envc;
 	const char *labels;     /* JSON text */
+	struct net_policy *net; /* NULL: --network-default; taken over */
 };
 
 enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
@@ -54,6 +58,9 @@ struct sandbox {
 	struct session *sessions;            /* first: the default session */
 	struct exec_job *jobs;               /* sent to init, not yet ended */
 	unsigned busy;                       /* jobs queued or running */
+	struct net_policy *net_policy;        /* NULL: --network-default */
+	struct sandbox_net *net;             /* its link, while it has one */
+	uint64_t net_tx, net_rx;             /* bytes of earlier links */
 	struct sandbox *hnext;
 };
 
@@ -80,6 +87,7 @@ struct manager {
 	int exits_fd;                /* taskstats exit reports, or -1 */
 	struct loop_watch exits_w;
 	uint64_t exits_lost_ms;      /* when a loss was last logged */
+	struct network *net;         /* core/network.c */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,
