@@ -841,12 +841,16 @@ void network_free(struct manager *m)
 		loop_del(m->loop, &n->up_w);
 		close(n->up_fd);
 	}
+	bool others = n->fw && fw_others(n->fw);
 	if (n->fw) {
 		fw_free(n->fw);
 		log_info("event=network-teardown nft_table=\"inet %s\" removed",
 			 n->table);
 	}
-	if (n->fwd_set && !n->fwd_was) {
+	if (n->fwd_set && !n->fwd_was && others)
+		log_info("event=network-teardown ip_forward stays 1: another "
+			 "sandboxd on this host has sandboxes with a network");
+	else if (n->fwd_set && !n->fwd_was) {
 		net_forwarding_restore(0);
 		log_info("event=network-teardown ip_forward=0 (as it was)");
 	}

@@ -166,6 +166,21 @@ int fw_new(const char *table, const char *ifprefix, struct fw_cidr pool,
 	return 0;
 }
 
+bool fw_others(struct fw *fw)
+{
+	if (nft_run_cmd_from_buffer(fw->nft, "list tables") != 0)
+		return true; /* unknown: assume another daemon needs forwarding */
+	const char *out = nft_ctx_get_output_buffer(fw->nft);
+	for (const char *p = out; p && (p = strstr(p, "table inet sandboxd_"));
+	     p++) {
+		const char *name = p + strlen("table inet ");
+		size_t n = strcspn(name, " \n");
+		if (n != strlen(fw->table) || strncmp(name, fw->table, n))
+			return true;
+	}
+	return false;
+}
+
 void fw_free(struct fw *fw)
 {
 	if (!fw)

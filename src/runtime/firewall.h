@@ -30,6 +30,8 @@ enum fw_mode { FW_NONE, FW_ALLOWLIST, FW_FULL };
 int fw_new(const char *table, const char *ifprefix, struct fw_cidr pool,
 	   const struct fw_cidr *deny, size_t ndeny, uint16_t proxy_port,
 	   struct fw **out, struct sbx_err *err);
+/* Whether another daemon's table is there (it needs forwarding too). */
+bool fw_others(struct fw *fw);
 /* Removes the table. */
 void fw_free(struct fw *fw);
 /* (Re)make a sandbox's rules: its link's host end ifname, the mode, its
