@@ -20,6 +20,9 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/tcp.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,8 @@
 #include <unistd.h>
 
 #include "core/dns.h"
+#include "core/peek.h"
+#include "lib/fdpipe.h"
 #include "core/manager.h"
 #include "core/registry.h"
 #include "lib/log.h"
@@ -62,6 +67,31 @@ struct network {
 	struct dns_pending pend[NPEND];
 	unsigned npend;
 	struct loop_timer tick;
+	/* the name-checking proxy for allowlist sandboxes' TCP 80 and 443 */
+	int px_fd;
+	uint16_t px_port;
+	struct loop_watch px_w;
+	struct peek_conn *peeking;
+	unsigned npeeking;
+	struct sandbox_net *links; /* every sandbox with a link */
+};
+
+#define PEEK_MAX 16384
+#define PEEK_MS 10000
+#define PEEK_CONNS 1024
+
+/* A connection redirected to the proxy, until its name is read and it is
+ * joined to its destination (or refused). */
+struct peek_conn {
+	struct network *n;
+	int fd, up_fd;
+	struct loop_watch w, up_w;
+	struct loop_timer t;
+	struct sockaddr_in peer, dst;
+	char name[256];
+	size_t len;
+	unsigned char buf[PEEK_MAX];
+	struct peek_conn *next;
 };
 
 /* ---- policies ------------------------------------------------------------ */
@@ -316,6 +346,8 @@ const struct net_policy *sandbox_net_policy(const struct sandbox *sb,
 	return dflt;
 }
 
+static int proxy_listen(struct network *n, struct sbx_err *err);
+
 static int ensure_fw(struct network *n, struct sbx_err *err)
 {
 	const struct config *cfg = n->m->cfg;
@@ -328,8 +360,10 @@ static int ensure_fw(struct network *n, struct sbx_err *err)
 	if (!n->fwd_was)
 		log_info("event=network-setup ip_forward=1 (it was 0; put back "
 			 "when the daemon ends)");
+	if (n->px_fd < 0 && (r = proxy_listen(n, err)) < 0)
+		return r;
 	r = fw_new(n->table, n->ifprefix, cfg->net_pool, cfg->deny, cfg->ndeny,
-		   0, &n->fw, err);
+		   n->px_port, &n->fw, err);
 	if (r < 0)
 		return r;
 	char pool[32];
@@ -402,6 +436,11 @@ static void link_free(struct network *n, struct sandbox *sb)
 		log_warn("sandbox=%s event=link-not-removed %s", sb->id, err.msg);
 	if (sn->netns_fd >= 0)
 		close(sn->netns_fd);
+	for (struct sandbox_net **pp = &n->links; *pp; pp = &(*pp)->next)
+		if (*pp == sn) {
+			*pp = sn->next;
+			break;
+		}
 	seen_clear(sn);
 	free(sn);
 	sb->net = NULL;
@@ -426,6 +465,9 @@ static int link_make(struct network *n, struct sandbox *sb, struct sbx_err *err)
 	if (!sn)
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	sn->dns_fd = -1;
+	sn->sb = sb;
+	sn->next = n->links;
+	n->links = sn;
 	/* IFNAMSIZ: "sx" + 4 hex + "-" + at most 5 digits */
 	char ifname[32];
 	snprintf(ifname, sizeof(ifname), "%s%u", n->ifprefix, sb->slot);
@@ -435,6 +477,7 @@ static int link_make(struct network *n, struct sandbox *sb, struct sbx_err *err)
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)sb->proc.init_pid);
 	sn->netns_fd = open(path, O_RDONLY | O_CLOEXEC);
 	uint32_t base = cfg->net_pool.addr + sb->slot * 4;
+	sn->addr = base + 2;
 	if (sn->netns_fd < 0) {
 		r = sbx_err_sys(err, errno, "network: %s", path);
 		goto fail;
@@ -800,6 +843,275 @@ static void upstreams(struct network *n)
 		fclose(f);
 }
 
+/* ---- the name-checking proxy ---------------------------------------------- */
+
+static bool in_cidr(uint32_t a, const struct fw_cidr *c)
+{
+	uint32_t mask = c->prefix ? ~0u << (32 - c->prefix) : 0;
+	return (a & mask) == (c->addr & mask);
+}
+
+/* What the table's deny set holds, and the host's own addresses: the
+ * proxy connects from the host, past the sandbox's forward rules, so it
+ * checks them itself. */
+static bool never_reachable(struct network *n, uint32_t a)
+{
+	static const struct fw_cidr fixed[] = {
+		{0x00000000, 8, 0}, {0x7f000000, 8, 0}, {0xa9fe0000, 16, 0},
+		{0xe0000000, 3, 0}};
+	const struct config *cfg = n->m->cfg;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if (in_cidr(a, &fixed[i]))
+			return true;
+	if (in_cidr(a, &cfg->net_pool))
+		return true;
+	for (unsigned i = 0; i < cfg->ndeny; i++)
+		if (in_cidr(a, &cfg->deny[i]))
+			return true;
+	struct ifaddrs *ifs, *i;
+	bool local = false;
+	if (getifaddrs(&ifs) < 0)
+		return true;
+	for (i = ifs; i && !local; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) == a)
+			local = true;
+	freeifaddrs(ifs);
+	return local;
+}
+
+/* Whether the sandbox may open dst:port asking for name (NULL: none). */
+static bool proxy_allows(struct network *n, struct sandbox *sb, uint32_t dst,
+			 uint16_t port, const char *name, const char **why)
+{
+	struct net_policy dflt;
+	const struct net_policy *p = sandbox_net_policy(sb, &dflt);
+	if (never_reachable(n, dst)) {
+		*why = "never-reachable address";
+		return false;
+	}
+	for (size_t i = 0; i < p->ndeny; i++)
+		if (!p->deny[i].host && in_cidr(dst, &p->deny[i].cidr)) {
+			*why = "denied range";
+			return false;
+		}
+	if (p->mode == NET_FULL)
+		return true;
+	for (size_t i = 0; i < p->nallow; i++)
+		if (!p->allow[i].host && in_cidr(dst, &p->allow[i].cidr) &&
+		    (!p->allow[i].port || p->allow[i].port == port))
+			return true;
+	if (!name) {
+		*why = "no name (TLS SNI or HTTP Host) to check";
+		return false;
+	}
+	bool any;
+	uint16_t ports[8];
+	size_t np;
+	if (!net_policy_name_allowed(p, name, &any, ports, &np, 8)) {
+		*why = "name not allowed";
+		return false;
+	}
+	bool port_ok = any;
+	for (size_t i = 0; i < np; i++)
+		port_ok |= ports[i] == port;
+	if (!port_ok) {
+		*why = "port not allowed for that name";
+		return false;
+	}
+	uint64_t now = now_mono_ms();
+	for (size_t i = 0; i < sb->net->nseen; i++)
+		if (sb->net->seen[i].addr == dst && sb->net->seen[i].until_ms > now &&
+		    !strcmp(sb->net->seen[i].name, name))
+			return true;
+	*why = "the name did not resolve to that address";
+	return false;
+}
+
+static struct sandbox *sandbox_by_addr(struct network *n, uint32_t a)
+{
+	for (struct sandbox_net *sn = n->links; sn; sn = sn->next)
+		if (sn->addr == a)
+			return sn->sb;
+	return NULL;
+}
+
+static void peek_free(struct peek_conn *c, bool reset)
+{
+	struct network *n = c->n;
+	for (struct peek_conn **pp = &n->peeking; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	n->npeeking--;
+	loop_timer_stop(n->m->loop, &c->t);
+	if (c->fd >= 0) {
+		loop_del(n->m->loop, &c->w);
+		if (reset) {
+			/* a reset, not a close: the client fails at once */
+			struct linger lg = {1, 0};
+			setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		}
+		close(c->fd);
+	}
+	if (c->up_fd >= 0) {
+		loop_del(n->m->loop, &c->up_w);
+		close(c->up_fd);
+	}
+	free(c);
+}
+
+static void on_peek_timeout(struct loop_timer *t)
+{
+	peek_free(t->data, true);
+}
+
+static void on_upstream_connected(struct loop_watch *w, uint32_t events)
+{
+	struct peek_conn *c = w->data;
+	struct network *n = c->n;
+	int e = 0;
+	socklen_t el = sizeof(e);
+	(void)events;
+	getsockopt(c->up_fd, SOL_SOCKET, SO_ERROR, &e, &el);
+	if (e == EINPROGRESS)
+		return;
+	if (e) {
+		peek_free(c, true);
+		return;
+	}
+	loop_del(n->m->loop, &c->up_w);
+	loop_del(n->m->loop, &c->w);
+	int a = c->fd, b = c->up_fd;
+	c->fd = c->up_fd = -1;
+	fdpipe_new(n->m->loop, a, b, c->buf, c->len, NULL, NULL);
+	peek_free(c, false);
+}
+
+static void on_peek_data(struct loop_watch *w, uint32_t events)
+{
+	struct peek_conn *c = w->data;
+	struct network *n = c->n;
+	(void)events;
+	if (c->up_fd >= 0) { /* connecting: the client's bytes wait */
+		char x;
+		if (recv(c->fd, &x, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+			peek_free(c, true);
+		return;
+	}
+	ssize_t got = recv(c->fd, c->buf + c->len, PEEK_MAX - c->len, MSG_DONTWAIT);
+	if (got < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (got <= 0) {
+		peek_free(c, true);
+		return;
+	}
+	c->len += (size_t)got;
+	int r = c->buf[0] == 0x16
+			? peek_tls_sni(c->buf, c->len, c->name, sizeof(c->name))
+			: peek_http_host((const char *)c->buf, c->len, c->name,
+					 sizeof(c->name));
+	if (r == 0 && c->len < PEEK_MAX)
+		return;
+	uint32_t peer = ntohl(c->peer.sin_addr.s_addr),
+		 dst = ntohl(c->dst.sin_addr.s_addr);
+	uint16_t port = ntohs(c->dst.sin_port);
+	struct sandbox *sb = sandbox_by_addr(n, peer);
+	const char *why = "no such sandbox";
+	if (!sb || !sb->net ||
+	    !proxy_allows(n, sb, dst, port, r == 1 ? c->name : NULL, &why)) {
+		char d[32];
+		struct fw_cidr dc = {dst, 32, 0};
+		fw_cidr_str(&dc, d, sizeof(d));
+		log_info("sandbox=%s event=connection-refused dst=%s:%u name=%s "
+			 "reason=\"%s\"",
+			 sb ? sb->id : "?", d, port, r == 1 ? c->name : "-", why);
+		peek_free(c, true);
+		return;
+	}
+	c->up_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->up_fd < 0 ||
+	    (connect(c->up_fd, (struct sockaddr *)&c->dst, sizeof(c->dst)) < 0 &&
+	     errno != EINPROGRESS)) {
+		peek_free(c, true);
+		return;
+	}
+	c->up_w = (struct loop_watch){.fd = c->up_fd, .cb = on_upstream_connected,
+				      .data = c};
+	if (loop_add(n->m->loop, &c->up_w, EPOLLOUT) < 0) {
+		close(c->up_fd);
+		c->up_fd = -1;
+		peek_free(c, true);
+	}
+}
+
+static void on_proxy_accept(struct loop_watch *w, uint32_t events)
+{
+	struct network *n = w->data;
+	(void)events;
+	for (int budget = 64; budget--;) {
+		struct sockaddr_in peer;
+		socklen_t pl = sizeof(peer);
+		int fd = accept4(n->px_fd, (struct sockaddr *)&peer, &pl,
+				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0)
+			return;
+		struct sockaddr_in dst;
+		socklen_t dl = sizeof(dst);
+		struct peek_conn *c = NULL;
+		if (n->npeeking >= PEEK_CONNS ||
+		    getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) < 0 ||
+		    !sandbox_by_addr(n, ntohl(peer.sin_addr.s_addr)) ||
+		    !(c = calloc(1, sizeof(*c)))) {
+			struct linger lg = {1, 0};
+			setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+			close(fd);
+			continue;
+		}
+		*c = (struct peek_conn){.n = n, .fd = fd, .up_fd = -1,
+					.peer = peer, .dst = dst};
+		c->w = (struct loop_watch){.fd = fd, .cb = on_peek_data, .data = c};
+		c->t = (struct loop_timer){.cb = on_peek_timeout, .data = c};
+		c->next = n->peeking;
+		n->peeking = c;
+		n->npeeking++;
+		loop_timer_start(n->m->loop, &c->t, PEEK_MS);
+		if (loop_add(n->m->loop, &c->w, EPOLLIN) < 0) {
+			loop_timer_stop(n->m->loop, &c->t);
+			c->fd = -1;
+			close(fd);
+			peek_free(c, false);
+		}
+	}
+}
+
+/* Any port: the table redirects to it and lets only redirected
+ * connections from allowlist sandboxes' links in. */
+static int proxy_listen(struct network *n, struct sbx_err *err)
+{
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof(sa);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(fd, 256) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
+		int e = errno;
+		if (fd >= 0)
+			close(fd);
+		return sbx_err_sys(err, e, "name-checking proxy");
+	}
+	n->px_fd = fd;
+	n->px_port = ntohs(sa.sin_port);
+	n->px_w = (struct loop_watch){.fd = fd, .cb = on_proxy_accept, .data = n};
+	if (loop_add(n->m->loop, &n->px_w, EPOLLIN) < 0) {
+		close(fd);
+		n->px_fd = -1;
+		return sbx_err_set(err, EIO, "name-checking proxy: watch");
+	}
+	return 0;
+}
+
 /* ---- the daemon's side --------------------------------------------------- */
 
 int network_new(struct manager *m, struct sbx_err *err)
@@ -809,6 +1121,7 @@ int network_new(struct manager *m, struct sbx_err *err)
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	n->m = m;
 	n->up_fd = -1;
+	n->px_fd = -1;
 	/* names of this daemon's table and links, from its state dir: two
 	 * daemons on one host never touch each other's */
 	uint32_t h = 2166136261u;
@@ -837,6 +1150,12 @@ void network_free(struct manager *m)
 	if (!n)
 		return;
 	loop_timer_stop(m->loop, &n->tick);
+	while (n->peeking)
+		peek_free(n->peeking, true);
+	if (n->px_fd >= 0) {
+		loop_del(m->loop, &n->px_w);
+		close(n->px_fd);
+	}
 	if (n->up_fd >= 0) {
 		loop_del(m->loop, &n->up_w);
 		close(n->up_fd);

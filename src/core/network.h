@@ -57,6 +57,9 @@ int net_cidr_parse(const char *s, struct fw_cidr *out);
 
 /* Per running sandbox with a link. */
 struct sandbox_net {
+	struct sandbox *sb;
+	struct sandbox_net *next;  /* the daemon's list of links */
+	uint32_t addr;             /* the sandbox's end */
 	char ifname[16];
 	int netns_fd;
 	int dns_fd;

@@ -130,11 +130,13 @@ int fw_new(const char *table, const char *ifprefix, struct fw_cidr pool,
 	buf_printf(&b, " chain refuse {\n"
 		"  meta l4proto tcp reject with tcp reset\n"
 		"  reject with icmpx admin-prohibited\n }\n");
-	buf_printf(&b, " chain input { type filter hook input priority filter - 5;\n"
-		"  iifname != \"%s*\" accept\n", p);
+	buf_printf(&b, " chain input { type filter hook input priority filter - 5;\n");
 	if (proxy_port)
-		buf_printf(&b, "  iifname @proxied ct status dnat tcp dport %u accept\n",
-		    proxy_port);
+		buf_printf(&b,
+			   "  iifname @proxied ct status dnat tcp dport %u accept\n"
+			   "  tcp dport %u jump refuse\n",
+			   proxy_port, proxy_port);
+	buf_printf(&b, "  iifname != \"%s*\" accept\n", p);
 	buf_printf(&b, "  jump refuse\n }\n");
 	buf_printf(&b, " chain forward { type filter hook forward priority filter - 5;\n"
 		"  oifname \"%s*\" ct state established,related accept\n"

@@ -140,26 +140,69 @@ def test_policy_changes_while_running(v1n, inet, sid):
         "mode": "full", "allow": [], "deny": ["203.0.113.0/24"]}
 
 
+def put_ca(v1, sid, inet):
+    v1.sh(sid, f"cat > /tmp/ca.pem <<'EOF'\n{inet.ca_pem}EOF\n")
+
+
+def tls_fetch(v1, sid, addr, sni, port=443):
+    """GET / over TLS to addr, sending sni (checked against the test CA)."""
+    cmd = ("timeout 15 python3 -c 'import socket,ssl,sys\n"
+           "ctx = ssl.create_default_context(cafile=\"/tmp/ca.pem\")\n"
+           "try:\n"
+           f"  s = ctx.wrap_socket(socket.create_connection((\"{addr}\", {port}), timeout=8),"
+           f" server_hostname=\"{sni}\")\n"
+           f"  s.sendall(b\"GET / HTTP/1.0\\r\\nHost: {sni}\\r\\n\\r\\n\")\n"
+           "  data = b\"\"\n"
+           "  while chunk := s.recv(4096): data += chunk\n"
+           "  print(data.decode().split(\"\\r\\n\\r\\n\")[-1].strip())\n"
+           "except Exception as e: print(\"error\", type(e).__name__, e)'")
+    return v1.sh(sid, cmd).strip()
+
+
+def http_host(v1, sid, addr, host):
+    """GET / over HTTP to addr with a Host header of our choosing."""
+    return v1.sh(sid, f"curl -sS --max-time 8 -H 'Host: {host}' http://{addr}/ 2>&1 "
+                      "|| true").strip()
+
+
 def test_allowlist_by_name(v1n, inet, sid):
     v1n.create(sid, network={"mode": "allowlist", "allow": ["web.test"]})
     # before any name was resolved, not even the allowed server's address
-    assert refused(probe(v1n, sid, WEB, 80))
+    assert fetch(v1n, sid, WEB).startswith("error")
+    assert refused(probe(v1n, sid, WEB, 22))
     assert fetch(v1n, sid, "web.test") == f"fakenet {WEB} host=web.test"
-    # other names do not resolve, and the other server's address is refused
+    # other names do not resolve; the other server's address is refused
     out = v1n.sh(sid, "getent hosts other.test; echo rc=$?")
     assert out.strip() == "rc=2", out
-    assert refused(probe(v1n, sid, OTHER, 80))
     assert fetch(v1n, sid, "other.test").startswith("error")
+    assert fetch(v1n, sid, OTHER).startswith("error")
+    assert refused(probe(v1n, sid, OTHER, 22))
+
+
+def test_allowlist_checks_sni_and_host(v1n, inet, sid):
+    v1n.create(sid, network={"mode": "allowlist", "allow": ["web.test"]})
+    put_ca(v1n, sid, inet)
+    assert v1n.sh(sid, "getent hosts web.test").split()[0] == WEB
+    assert tls_fetch(v1n, sid, WEB, "web.test") == f"fakenet {WEB} host=web.test"
+    # the allowed address with a name that is not allowed: no
+    assert tls_fetch(v1n, sid, WEB, "other.test").startswith("error")
+    assert tls_fetch(v1n, sid, WEB, "also.test").startswith("error")
+    assert "fakenet" not in http_host(v1n, sid, WEB, "other.test")
+    assert http_host(v1n, sid, WEB, "web.test") == f"fakenet {WEB} host=web.test"
+    # an allowed name at an address it did not resolve to: no
+    assert tls_fetch(v1n, sid, OTHER, "web.test").startswith("error")
+    assert "fakenet" not in http_host(v1n, sid, OTHER, "web.test")
 
 
 def test_allowlist_wildcards_ports_and_ranges(v1n, inet, sid):
     v1n.create(sid, network={"mode": "allowlist",
                              "allow": ["*.test:443", "198.51.100.0/24:80"]})
+    put_ca(v1n, sid, inet)
     assert v1n.sh(sid, "getent hosts web.test").split()[0] == WEB
-    assert "connected" in probe(v1n, sid, WEB, 443)
-    assert refused(probe(v1n, sid, WEB, 80))          # the rule says :443
-    assert "connected" in probe(v1n, sid, OTHER, 80)  # by range
-    assert refused(probe(v1n, sid, OTHER, 443))
+    assert tls_fetch(v1n, sid, WEB, "web.test") == f"fakenet {WEB} host=web.test"
+    assert fetch(v1n, sid, "web.test").startswith("error")   # the rule says :443
+    assert fetch(v1n, sid, OTHER) == f"fakenet {OTHER} host={OTHER}"  # by range
+    assert tls_fetch(v1n, sid, OTHER, "other.test").startswith("error")  # not resolved
 
 
 def test_network_validation(v1n, sid, new_sid):
@@ -187,6 +230,8 @@ def test_policy_survives_a_restart(make_daemon, inet, sid):
     assert v.get(f"/v1/sandbox/{sid}/network").json() == {
         "mode": "allowlist", "allow": ["web.test", "198.51.100.0/24"], "deny": []}
     assert fetch(v, sid, "web.test") == f"fakenet {WEB} host=web.test"
+    assert fetch(v, sid, OTHER) == f"fakenet {OTHER} host={OTHER}"
+    assert fetch(v, sid, "other.test").startswith("error")
 
 
 def test_network_default_flag(make_daemon, inet, sid):
