@@ -148,11 +148,13 @@ static bool host_valid(const char *h)
 		return false;
 	for (const char *c = h; *c; c++) {
 		if (*c == '.') {
-			if (!label)
+			if (!label || c[-1] == '-')
 				return false;
 			label = 0;
 			continue;
 		}
+		if (*c == '-' && (!label || !c[1] || c[1] == '.'))
+			return false; /* a label neither starts nor ends so */
 		if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
 		      *c == '-' || *c == '_') ||
 		    ++label > 63)
