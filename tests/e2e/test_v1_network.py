@@ -251,3 +251,33 @@ def test_bad_network_flags_are_refused():
         p = subprocess.run([helpers.SBX_BIN, *flags], capture_output=True, text=True,
                            timeout=30)
         assert p.returncode != 0 and flags[0] in p.stderr, (flags, p.stderr)
+
+
+def test_fifty_full_sandboxes_reach_the_internet_not_each_other(make_daemon, inet, new_sid):
+    from concurrent.futures import ThreadPoolExecutor
+    d = make_daemon("--dns", DNS, "--max-sandboxes", "64", "--memory", "64M")
+    v = helpers.V1(d)
+    sids = [new_sid() for _ in range(50)]
+    for s in sids:
+        v.create(s, network={"mode": "full"})
+    first = sids[0]
+    v.start_process(first, command="exec python3 -m http.server 8000 --bind 0.0.0.0")
+    # reachable on its own address from inside itself: the listener is there
+    addr0 = None
+
+    def ready():
+        nonlocal addr0
+        addr0 = sandbox_addr(v, first)
+        return "connected" in probe(v, first, addr0, 8000)
+    helpers.wait_until(ready, 30)
+
+    def one(s):
+        out = v.sh(s, PROBE + "exec 3<>/dev/tcp/%s/80 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 "
+                   "&& tail -n1 <&3; echo; probe %s 8000" % (WEB, addr0))
+        return s, [line for line in out.split("\n") if line]
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        results = list(pool.map(one, sids[1:]))
+    for s, lines in results:
+        assert lines[0] == f"fakenet {WEB} host=", (s, lines)
+        assert len(lines) == 2 and refused(lines[1]), (s, lines)
