@@ -57,6 +57,7 @@ struct dns_pending {
 struct network {
 	struct manager *m;
 	struct fw *fw;
+	bool installed; /* the table is there */
 	bool fwd_set;
 	int fwd_was;
 	char table[32], ifprefix[16];
@@ -348,12 +349,12 @@ const struct net_policy *sandbox_net_policy(const struct sandbox *sb,
 	return dflt;
 }
 
-static int proxy_listen(struct network *n, struct sbx_err *err);
+static int proxy_socket(struct network *n, struct sbx_err *err);
 
 static int ensure_fw(struct network *n, struct sbx_err *err)
 {
 	const struct config *cfg = n->m->cfg;
-	if (n->fw)
+	if (n->installed)
 		return 0;
 	int r = net_forwarding_enable(&n->fwd_was, err);
 	if (r < 0)
@@ -362,17 +363,18 @@ static int ensure_fw(struct network *n, struct sbx_err *err)
 	if (!n->fwd_was)
 		log_info("event=network-setup ip_forward=1 (it was 0; put back "
 			 "when the daemon ends)");
-	if (n->px_fd < 0 && (r = proxy_listen(n, err)) < 0)
-		return r;
-	r = fw_new(n->table, n->ifprefix, cfg->net_pool, cfg->deny, cfg->ndeny,
-		   n->px_port, &n->fw, err);
+	if (listen(n->px_fd, 256) < 0)
+		return sbx_err_sys(err, errno, "name-checking proxy: listen");
+	r = fw_install(n->fw, cfg->net_pool, cfg->deny, cfg->ndeny, n->px_port,
+		       err);
 	if (r < 0)
 		return r;
+	n->installed = true;
 	char pool[32];
 	fw_cidr_str(&cfg->net_pool, pool, sizeof(pool));
 	log_info("event=network-setup nft_table=\"inet %s\" links=%s* pool=%s "
-		 "(NAT to the host's addresses)",
-		 n->table, n->ifprefix, pool);
+		 "(NAT to the host's addresses) proxy_port=%u",
+		 n->table, n->ifprefix, pool, n->px_port);
 	return 0;
 }
 
@@ -431,7 +433,7 @@ static void link_free(struct network *n, struct sandbox *sb)
 			n->pend[i].sb = NULL;
 			n->npend--;
 		}
-	if (n->fw)
+	if (n->installed)
 		fw_sandbox_clear(n->fw, sb->slot, sn->ifname);
 	struct sbx_err err = {0};
 	if (net_veth_remove(sn->ifname, &err) < 0)
@@ -1089,14 +1091,14 @@ static void on_proxy_accept(struct loop_watch *w, uint32_t events)
 }
 
 /* Any port: the table redirects to it and lets only redirected
- * connections from allowlist sandboxes' links in. */
-static int proxy_listen(struct network *n, struct sbx_err *err)
+ * connections from allowlist sandboxes' links in. Bound when the daemon
+ * starts, listening only once the table is there. */
+static int proxy_socket(struct network *n, struct sbx_err *err)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	socklen_t sl = sizeof(sa);
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(fd, 256) < 0 ||
 	    getsockname(fd, (struct sockaddr *)&sa, &sl) < 0) {
 		int e = errno;
 		if (fd >= 0)
@@ -1132,6 +1134,14 @@ int network_new(struct manager *m, struct sbx_err *err)
 	snprintf(n->table, sizeof(n->table), "sandboxd_%04x", h & 0xffff);
 	snprintf(n->ifprefix, sizeof(n->ifprefix), "sx%04x-", h & 0xffff);
 	n->tick = (struct loop_timer){.cb = on_tick, .data = n};
+	m->net = n;
+	/* every fd the network will ever need, now: none comes later but
+	 * a link's own */
+	int r;
+	if ((r = net_init(err)) < 0 ||
+	    (r = fw_new(n->table, n->ifprefix, &n->fw, err)) < 0 ||
+	    (r = proxy_socket(n, err)) < 0)
+		return r;
 	upstreams(n);
 	n->up_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (n->up_fd >= 0) {
@@ -1162,12 +1172,12 @@ void network_free(struct manager *m)
 		loop_del(m->loop, &n->up_w);
 		close(n->up_fd);
 	}
-	bool others = n->fw && fw_others(n->fw);
-	if (n->fw) {
-		fw_free(n->fw);
+	bool others = n->installed && fw_others(n->fw);
+	fw_free(n->fw);
+	if (n->installed)
 		log_info("event=network-teardown nft_table=\"inet %s\" removed",
 			 n->table);
-	}
+	net_fini();
 	if (n->fwd_set && !n->fwd_was && others)
 		log_info("event=network-teardown ip_forward stays 1: another "
 			 "sandboxd on this host has sandboxes with a network");

@@ -31,6 +31,7 @@ struct fw {
 	struct nft_ctx *nft;
 	char table[32];
 	char ifprefix[16];
+	bool installed;
 };
 
 void fw_cidr_str(const struct fw_cidr *c, char *out, size_t n)
@@ -88,9 +89,8 @@ static bool any(const struct fw_cidr *c, size_t n, bool ported)
 	return false;
 }
 
-int fw_new(const char *table, const char *ifprefix, struct fw_cidr pool,
-	   const struct fw_cidr *deny, size_t ndeny, uint16_t proxy_port,
-	   struct fw **out, struct sbx_err *err)
+int fw_new(const char *table, const char *ifprefix, struct fw **out,
+	   struct sbx_err *err)
 {
 	struct fw *fw = calloc(1, sizeof(*fw));
 	if (!fw)
@@ -104,6 +104,13 @@ int fw_new(const char *table, const char *ifprefix, struct fw_cidr pool,
 	nft_ctx_buffer_error(fw->nft);
 	snprintf(fw->table, sizeof(fw->table), "%s", table);
 	snprintf(fw->ifprefix, sizeof(fw->ifprefix), "%s", ifprefix);
+	*out = fw;
+	return 0;
+}
+
+int fw_install(struct fw *fw, struct fw_cidr pool, const struct fw_cidr *deny,
+	       size_t ndeny, uint16_t proxy_port, struct sbx_err *err)
+{
 	/* a table from an earlier run of this daemon goes first */
 	char del[64];
 	snprintf(del, sizeof(del), "delete table inet %s", fw->table);
@@ -159,13 +166,9 @@ int fw_new(const char *table, const char *ifprefix, struct fw_cidr pool,
 	    poolstr, p);
 	int r = run(fw, buf_cstr(&b), err);
 	buf_free(&b);
-	if (r < 0) {
-		nft_ctx_free(fw->nft);
-		free(fw);
-		return r;
-	}
-	*out = fw;
-	return 0;
+	if (r == 0)
+		fw->installed = true;
+	return r;
 }
 
 bool fw_others(struct fw *fw)
@@ -189,7 +192,8 @@ void fw_free(struct fw *fw)
 		return;
 	char del[64];
 	snprintf(del, sizeof(del), "delete table inet %s", fw->table);
-	nft_run_cmd_from_buffer(fw->nft, del);
+	if (fw->installed)
+		nft_run_cmd_from_buffer(fw->nft, del);
 	nft_ctx_free(fw->nft);
 	free(fw);
 }

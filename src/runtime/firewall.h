@@ -22,17 +22,19 @@ struct fw_cidr {
 
 enum fw_mode { FW_NONE, FW_ALLOWLIST, FW_FULL };
 
-/* table: the table's name; ifprefix: every sandbox link's host end starts
- * with it; pool: the sandboxes' addresses (never reachable from one);
- * deny: the operator's list. Replaces a table of that name left by an
- * earlier run. proxy_port: where allowlist sandboxes' TCP 80/443 is
+/* A context for the table (nothing changes on the host yet). table: its
+ * name; ifprefix: every sandbox link's host end starts with it. */
+int fw_new(const char *table, const char *ifprefix, struct fw **out,
+	   struct sbx_err *err);
+/* Make the table (replacing one of that name left by an earlier run).
+ * pool: the sandboxes' addresses (never reachable from one); deny: the
+ * operator's list; proxy_port: where allowlist sandboxes' TCP 80/443 is
  * redirected (the daemon's name-checking proxy), 0: none. */
-int fw_new(const char *table, const char *ifprefix, struct fw_cidr pool,
-	   const struct fw_cidr *deny, size_t ndeny, uint16_t proxy_port,
-	   struct fw **out, struct sbx_err *err);
+int fw_install(struct fw *fw, struct fw_cidr pool, const struct fw_cidr *deny,
+	       size_t ndeny, uint16_t proxy_port, struct sbx_err *err);
 /* Whether another daemon's table is there (it needs forwarding too). */
 bool fw_others(struct fw *fw);
-/* Removes the table. */
+/* Removes the table, if it was made. */
 void fw_free(struct fw *fw);
 /* (Re)make a sandbox's rules: its link's host end ifname, the mode, its
  * own allowed and denied ranges. Addresses learnt from DNS are dropped. */

@@ -25,13 +25,25 @@
 
 static int host_ns = -1; /* the daemon's own network namespace */
 
+int net_init(struct sbx_err *err)
+{
+	if (host_ns >= 0)
+		return 0;
+	host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	return host_ns < 0 ? sbx_err_sys(err, errno, "/proc/self/ns/net") : 0;
+}
+
+void net_fini(void)
+{
+	if (host_ns >= 0)
+		close(host_ns);
+	host_ns = -1;
+}
+
 static int enter(int netns_fd)
 {
-	if (host_ns < 0) {
-		host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-		if (host_ns < 0)
-			return -errno;
-	}
+	if (host_ns < 0)
+		return -EBADF;
 	return setns(netns_fd, CLONE_NEWNET) < 0 ? -errno : 0;
 }
 

@@ -10,6 +10,10 @@
 
 #include "lib/err.h"
 
+/* Keep a handle on the daemon's own namespace (to come back to after
+ * making a socket in a sandbox's); before any other call. */
+int net_init(struct sbx_err *err);
+void net_fini(void);
 /* Addresses are IPv4 in host byte order; prefix is the pair's netmask
  * length. Brings up lo in the namespace too (init may not have yet). An
  * existing host link of that name (left by a sandbox that just stopped)
