@@ -23,11 +23,24 @@ def inet():
 def netd(inet):
     d = Daemon(["--dns", DNS])
     yield d
+    table = table_name(d)
+    assert table in nft_tables(), "the table is made when first needed"
     d.close()
     # the daemon took its table with it
-    out = subprocess.run(["nft", "list", "tables"], capture_output=True,
-                         text=True).stdout
-    assert "sandboxd_" not in out or len(re.findall(r"sandboxd_", out)) == 0, out
+    assert table not in nft_tables()
+
+
+def nft_tables():
+    return subprocess.run(["nft", "list", "tables"], capture_output=True,
+                          text=True).stdout.split()
+
+
+def table_name(d):
+    """The daemon's nftables table: named from its state dir (FNV-1a)."""
+    h = 2166136261
+    for c in d.state_dir.encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    return "sandboxd_%04x" % (h & 0xffff)
 
 
 @pytest.fixture
