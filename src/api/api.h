@@ -181,6 +181,19 @@ void v1_context_list(struct api *, struct http_req *, struct route_match *);
 void v1_context_get(struct api *, struct http_req *, struct route_match *);
 void v1_context_delete(struct api *, struct http_req *, struct route_match *);
 void v1_context_run(struct api *, struct http_req *, struct route_match *);
+void v1_network_get(struct api *, struct http_req *, struct route_match *);
+void v1_network_put(struct api *, struct http_req *, struct route_match *);
+struct net_policy;
+/* A "network" object into p (cleared); -1 with the 400 sent. */
+int v1_network_parse(struct http_req *r, json_t *j, struct net_policy *p);
+json_t *v1_network_json(const struct sandbox *sb);
+/* The port proxy (v1_port.c): to port_s (text from the URL) of sandbox
+ * id, path the rest of the URL ("/..." or ""). */
+void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
+		   const char *id, const char *port_s, const char *path);
+void v1_port_preview(struct api *a, struct http_req *r, const char *token,
+		     const char *path);
+void v1_port_expose(struct api *, struct http_req *, struct route_match *);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/network.h"
 #include "core/process.h"
 #include "lib/buf.h"
 
@@ -61,6 +62,21 @@ static void count_one(struct sandbox *sb, void *data)
 		c->procs += !p->ended;
 }
 
+static void net_one(struct sandbox *sb, void *data)
+{
+	struct buf *b = data;
+	uint64_t tx, rx;
+	sandbox_net_usage(sb, &tx, &rx);
+	if (!tx && !rx && !sb->net)
+		return; /* never had a link: nothing to say */
+	/* ids are [a-z0-9-]; tenants come from the operator's tokens file */
+	buf_printf(b,
+		   "sandboxd_sandbox_net_tx_bytes{tenant=\"%s\",sandbox=\"%s\"} %llu\n"
+		   "sandboxd_sandbox_net_rx_bytes{tenant=\"%s\",sandbox=\"%s\"} %llu\n",
+		   sb->tenant, sb->id, (unsigned long long)tx, sb->tenant, sb->id,
+		   (unsigned long long)rx);
+}
+
 void api_metrics(struct api *a, struct http_req *r, struct route_match *m)
 {
 	(void)m;
@@ -115,6 +131,12 @@ void api_metrics(struct api *a, struct http_req *r, struct route_match *m)
 		   "sandboxd_exec_duration_seconds_count %llu\n",
 		   (unsigned long long)cum, mt->latency_sum_ms / 1000.0,
 		   (unsigned long long)cum);
+	buf_printf(&b,
+		   "# HELP sandboxd_sandbox_net_tx_bytes Bytes a sandbox sent over its network link.\n"
+		   "# TYPE sandboxd_sandbox_net_tx_bytes counter\n"
+		   "# HELP sandboxd_sandbox_net_rx_bytes Bytes a sandbox received over its network link.\n"
+		   "# TYPE sandboxd_sandbox_net_rx_bytes counter\n");
+	manager_foreach(a->m, net_one, &b);
 	http_respond_text(r, 200, buf_cstr(&b));
 	buf_free(&b);
 }

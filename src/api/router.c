@@ -4,6 +4,7 @@
  * Authentication happens here, once, when the headers are in. */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/api.h"
 #include "lib/util.h"
@@ -49,6 +50,10 @@ const struct route api_routes[] = {
 	{"GET", "/v1/sandbox/{id}/contexts/{cid}", v1_context_get, NULL},
 	{"DELETE", "/v1/sandbox/{id}/contexts/{cid}", v1_context_delete, NULL},
 	{"POST", "/v1/sandbox/{id}/contexts/{cid}/run", v1_context_run, NULL},
+	{"GET", "/v1/sandbox/{id}/network", v1_network_get, NULL},
+	{"PUT", "/v1/sandbox/{id}/network", v1_network_put, NULL},
+	{"POST", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
+	{"DELETE", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 
@@ -105,8 +110,13 @@ static const struct route *find(struct http_req *r, struct route_match *m,
 	return router_find(r->method, r->url, m, wrong_method);
 }
 
+static const char preview[] = "/v1/preview/";
+
 static bool needs_auth(const char *url)
 {
+	/* an exposed link is its own credential */
+	if (!strncmp(url, preview, sizeof(preview) - 1))
+		return false;
 	return !strncmp(url, "/v1/", 4) || !strcmp(url, "/v1") ||
 	       !strncmp(url, "/api/", 5);
 }
@@ -148,12 +158,82 @@ static bool cf_match(struct http_req *r, struct route_match *m,
  * tenant is authenticated and the route matched once per request. */
 struct routed {
 	struct route_match m;
+	bool port;              /* the port proxy: params id, port, rest */
+	bool link;              /* an exposed link: params token, rest */
 	const struct route *rt; /* NULL: cf, duet or no route */
 	const char *cf_rest;    /* the Cloudflare protocol: path from /api/ */
 	bool wrong_method;
 };
 
 static const char rooms[] = "/api/rooms/";
+
+/* Put up to three slash-separated parts of s (the last one: the rest,
+ * with its slash) in m; false when they do not fit or one is empty. */
+static bool split_params(const char *s, int nparts, struct route_match *m)
+{
+	size_t used = 0;
+	for (int i = 0; i < nparts; i++) {
+		size_t len = i == nparts - 1 ? strlen(s) : strcspn(s, "/");
+		if ((len == 0 && i < nparts - 1) || used + len + 1 > sizeof(m->buf))
+			return false;
+		memcpy(m->buf + used, s, len);
+		m->buf[used + len] = '\0';
+		m->params[i] = m->buf + used;
+		used += len + 1;
+		s += len;
+		if (i < nparts - 2) {
+			if (*s != '/')
+				return false;
+			s++;
+		}
+	}
+	return true;
+}
+
+/* /v1/sandbox/{id}/port/{port}[/rest] */
+static bool port_match(const char *url, struct route_match *m)
+{
+	static const char prefix[] = "/v1/sandbox/";
+	if (strncmp(url, prefix, sizeof(prefix) - 1))
+		return false;
+	const char *id = url + sizeof(prefix) - 1, *slash = strchr(id, '/');
+	if (!slash || strncmp(slash, "/port/", 6) || slash == id)
+		return false;
+	char tmp[4096];
+	int n = snprintf(tmp, sizeof(tmp), "%.*s/%s", (int)(slash - id), id,
+			 slash + 6);
+	return n > 0 && (size_t)n < sizeof(tmp) && split_params(tmp, 3, m) &&
+	       (!m->params[2][0] || m->params[2][0] == '/');
+}
+
+/* Host {port}-{id}.<preview domain>: params id, port, rest. */
+static bool preview_match(struct api *a, struct http_req *r,
+			  struct route_match *m)
+{
+	const char *dom = a->m->cfg->preview_domain, *host = http_header(r, "Host");
+	if (!dom || !host)
+		return false;
+	size_t hl = strcspn(host, ":"), dl = strlen(dom);
+	if (hl <= dl + 1 || host[hl - dl - 1] != '.' ||
+	    strncasecmp(host + hl - dl, dom, dl))
+		return false;
+	const char *dash = memchr(host, '-', hl - dl - 1);
+	size_t idl = hl - dl - 1 - (size_t)(dash ? dash - host + 1 : 0);
+	if (!dash || dash == host || idl == 0 || idl > 63 ||
+	    strlen(r->url) + 80 > sizeof(m->buf))
+		return false;
+	int n = snprintf(m->buf, sizeof(m->buf), "%.*s", (int)idl, dash + 1);
+	m->params[0] = m->buf;
+	m->params[1] = m->buf + n + 1;
+	n += 1 + snprintf(m->buf + n + 1, 8, "%.*s",
+			  (int)(dash - host) < 7 ? (int)(dash - host) : 7, host);
+	m->params[2] = m->buf + n + 1;
+	snprintf(m->buf + n + 1, sizeof(m->buf) - (size_t)n - 1, "%s", r->url);
+	for (char *c = (char *)m->params[0]; *c; c++)
+		if (*c >= 'A' && *c <= 'Z')
+			*c = (char)(*c - 'A' + 'a');
+	return true;
+}
 
 void router_begin(struct http_req *r, void *data)
 {
@@ -165,8 +245,23 @@ void router_begin(struct http_req *r, void *data)
 	if (!d)
 		return; /* router_handle answers 500 */
 	r->route = d;
+	if (preview_match(a, r, &d->m)) {
+		/* a preview domain's request: the same bearer token as the
+		 * /v1 path when the daemon has tokens */
+		d->port = true;
+		d->m.tenant = !a->auth ? "" : auth_tenant(a->auth, http_header(r, "Authorization"));
+		if (!d->m.tenant)
+			v1_error(r, 401, "unauthorized",
+				 "missing or invalid bearer token");
+		return;
+	}
 	if (!(d->m.tenant = tenant_of(a, r)))
 		return;
+	if (!strncmp(r->url, preview, sizeof(preview) - 1)) {
+		d->link = split_params(r->url + sizeof(preview) - 1, 2, &d->m) &&
+			  (!d->m.params[1][0] || d->m.params[1][0] == '/');
+		return;
+	}
 	if (cf_match(r, &d->m, &d->cf_rest)) {
 		api_cf_begin(a, r, &d->m, d->cf_rest);
 		return;
@@ -174,6 +269,10 @@ void router_begin(struct http_req *r, void *data)
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1))
 		return;
 	d->rt = find(r, &d->m, &d->wrong_method);
+	if (!d->rt && port_match(r->url, &d->m)) {
+		d->port = true;
+		d->wrong_method = false;
+	}
 	if (d->rt && d->rt->begin)
 		d->rt->begin(a, r, &d->m);
 }
@@ -208,6 +307,15 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (d->cf_rest) {
 		api_cf_handle(a, r, &d->m, d->cf_rest);
+		return;
+	}
+	if (d->port) {
+		v1_port_proxy(a, r, d->m.tenant, d->m.params[0], d->m.params[1],
+			      d->m.params[2]);
+		return;
+	}
+	if (d->link) {
+		v1_port_preview(a, r, d->m.params[0], d->m.params[1]);
 		return;
 	}
 	if (d->rt && d->rt->handle) {

@@ -9,6 +9,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "core/network.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -106,6 +107,23 @@ static const char usage[] =
 	"                           (default: pid_max/2; 0: none)\n"
 	"A ceiling is never below the matching per-sandbox default; a default not\n"
 	"given is lowered to a ceiling that is.\n"
+	"\n"
+	"Network (docs/api-v1.md \"Network\"):\n"
+	"  --network-default MODE   none, allowlist or full: the mode of sandboxes\n"
+	"                           that do not ask (the Duet and Cloudflare\n"
+	"                           faces' always; default none)\n"
+	"  --dns ADDR[:PORT][,...]  the resolvers the sandboxes' DNS is asked of\n"
+	"                           (IPv4; default: /etc/resolv.conf's)\n"
+	"  --deny-cidr LIST         ranges no sandbox may reach, comma separated,\n"
+	"                           or \"none\" (default: 10.0.0.0/8,\n"
+	"                           172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10);\n"
+	"                           the host, loopback, link-local, metadata and\n"
+	"                           other sandboxes are never reachable anyway\n"
+	"  --net-pool CIDR          the sandboxes' link addresses, a /30 each\n"
+	"                           (default 10.231.0.0/16; distinct per daemon)\n"
+	"  --preview-domain D       proxy requests for {port}-{id}.D to that\n"
+	"                           port in sandbox {id}\n"
+	"\n"
 	"  --log-level LEVEL        debug, info, warn or error (default info)\n"
 	"  --config FILE            read settings from FILE first: one\n"
 	"                           \"name = value\" per line, name a flag\n"
@@ -126,6 +144,7 @@ enum {
 	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT, OPT_CONFIG,
 	OPT_TENANT_DISK, OPT_BACKUP_DIR, OPT_BACKUP_S3, OPT_S3_ENDPOINT,
 	OPT_S3_REGION, OPT_S3_CREDS, OPT_S3_ADDRESSING,
+	OPT_NETDEFAULT, OPT_DNS, OPT_DENY, OPT_NETPOOL, OPT_PREVIEW,
 };
 
 static const struct option opts[] = {
@@ -163,9 +182,57 @@ static const struct option opts[] = {
 	{"s3-region", required_argument, NULL, OPT_S3_REGION},
 	{"s3-credentials-file", required_argument, NULL, OPT_S3_CREDS},
 	{"s3-addressing", required_argument, NULL, OPT_S3_ADDRESSING},
+	{"network-default", required_argument, NULL, OPT_NETDEFAULT},
+	{"dns", required_argument, NULL, OPT_DNS},
+	{"deny-cidr", required_argument, NULL, OPT_DENY},
+	{"net-pool", required_argument, NULL, OPT_NETPOOL},
+	{"preview-domain", required_argument, NULL, OPT_PREVIEW},
 	{NULL, 0, NULL, 0},
 };
 
+
+static int parse_dns(struct config *cfg, const char *v)
+{
+	char *copy = strdup(v), *save = NULL;
+	int r = 0;
+	cfg->ndns = 0;
+	for (char *t = strtok_r(copy, ",", &save); t && !r;
+	     t = strtok_r(NULL, ",", &save)) {
+		struct fw_cidr c;
+		unsigned long port = 53;
+		char *colon = strchr(t, ':'), *end;
+		if (colon) {
+			*colon = '\0';
+			port = strtoul(colon + 1, &end, 10);
+			if (*end || !port || port > 65535)
+				r = -1;
+		}
+		if (r || net_cidr_parse(t, &c) || c.prefix != 32 ||
+		    cfg->ndns == sizeof(cfg->dns) / sizeof(cfg->dns[0]))
+			r = -1;
+		else
+			cfg->dns[cfg->ndns++] = (typeof(cfg->dns[0])){
+				c.addr, (uint16_t)port};
+	}
+	free(copy);
+	return r || !cfg->ndns ? -1 : 0;
+}
+
+static int parse_deny(struct config *cfg, const char *v)
+{
+	cfg->ndeny = 0;
+	if (!strcmp(v, "none"))
+		return 0;
+	char *copy = strdup(v), *save = NULL;
+	int r = 0;
+	for (char *t = strtok_r(copy, ",", &save); t && !r;
+	     t = strtok_r(NULL, ",", &save))
+		if (cfg->ndeny == sizeof(cfg->deny) / sizeof(cfg->deny[0]) ||
+		    net_cidr_parse(t, &cfg->deny[cfg->ndeny++]))
+			r = -1;
+	free(copy);
+	return r;
+}
 
 static int bad(const char *flag, const char *v, const char *why)
 {
@@ -332,6 +399,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->uid_base = CONFIG_UID_BASE_DEFAULT;
 	cfg->max_ptys = CONFIG_MAX_PTYS_DEFAULT;
 	cfg->log_level = LOG_INFO;
+	parse_deny(cfg, "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10");
+	net_cidr_parse("10.231.0.0/16", &cfg->net_pool);
 
 	int c;
 	optind = 1;
@@ -531,6 +600,39 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			break;
 		case OPT_CONFIG:
 			break; /* read before the flags */
+		case OPT_NETDEFAULT: {
+			enum net_mode nm;
+			if (net_mode_parse(optarg, &nm))
+				return bad("--network-default", optarg,
+					   "expected none, allowlist or full");
+			cfg->network_default = (int)nm;
+			break;
+		}
+		case OPT_DNS:
+			if (parse_dns(cfg, optarg))
+				return bad("--dns", optarg,
+					   "expected IPv4 ADDR[:PORT], comma "
+					   "separated, at most 4");
+			break;
+		case OPT_DENY:
+			if (parse_deny(cfg, optarg))
+				return bad("--deny-cidr", optarg,
+					   "expected IPv4 ranges like 10.0.0.0/8, "
+					   "comma separated, or none");
+			break;
+		case OPT_NETPOOL:
+			if (net_cidr_parse(optarg, &cfg->net_pool) ||
+			    cfg->net_pool.prefix > 28 || cfg->net_pool.prefix < 8 ||
+			    cfg->net_pool.port)
+				return bad("--net-pool", optarg,
+					   "expected an IPv4 range from /8 to /28");
+			break;
+		case OPT_PREVIEW:
+			if (!optarg[0] || strlen(optarg) > 200 || optarg[0] == '.')
+				return bad("--preview-domain", optarg,
+					   "expected a domain name");
+			cfg->preview_domain = optarg;
+			break;
 		case OPT_HELP:
 			fputs(usage, stdout);
 			return 1;

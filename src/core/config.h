@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "runtime/cgroup.h"
+#include "runtime/firewall.h"
 
 struct config {
 	char listen_addr[64];
@@ -45,6 +46,14 @@ struct config {
 	const char *s3_region;         /* NULL: $AWS_REGION, or us-east-1 */
 	const char *s3_credentials_file;
 	int s3_addressing;             /* CONFIG_S3_* */
+	/* Network (shared/spec/v1.md "Network") */
+	int network_default;             /* enum net_mode */
+	struct { uint32_t addr; uint16_t port; } dns[4]; /* upstreams */
+	unsigned ndns;                   /* 0: from /etc/resolv.conf */
+	struct fw_cidr deny[64];         /* --deny-cidr */
+	unsigned ndeny;
+	struct fw_cidr net_pool;         /* sandboxes' link addresses */
+	const char *preview_domain;      /* NULL: none */
 };
 
 enum {

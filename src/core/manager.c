@@ -23,6 +23,7 @@
 
 #include "core/exec.h"
 #include "core/interp.h"
+#include "core/network.h"
 #include "core/process.h"
 #include "core/registry.h"
 #include "core/backup.h"
@@ -109,6 +110,10 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 		free(sb->env[i]);
 	free(sb->env);
 	free(sb->labels);
+	if (sb->net_policy) {
+		net_policy_clear(sb->net_policy);
+		free(sb->net_policy);
+	}
 	while (sb->sessions) {
 		struct session *s = sb->sessions;
 		sb->sessions = s->next;
@@ -340,7 +345,10 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 				   .labels = opts->labels};
 	r = registry_insert(m->reg, &row, err);
 	buf_free(&envblob);
+	if (r == 0 && opts->net)
+		r = network_sandbox_set(sb, opts->net, err);
 	if (r < 0) {
+		registry_delete(m->reg, tenant, id, NULL);
 		unlink_sandbox(m, sb);
 		return r;
 	}
@@ -547,6 +555,28 @@ uint64_t manager_store_group(struct manager *m, const char *tenant)
 		m->groups[m->ngroups++] = g;
 	}
 	return g;
+}
+
+/* A sandbox's network policy, back from the registry. */
+static int load_network(const char *tenant, const char *id,
+			const char *policy, void *data)
+{
+	struct manager *m = data;
+	struct sandbox *sb = manager_find(m, tenant, id);
+	if (!sb)
+		return 0;
+	struct net_policy *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	if (net_policy_decode(policy, p) < 0) {
+		/* never more network than asked: a damaged one is none */
+		log_error("registry: the network policy of sandbox %s is "
+			  "damaged; it has none",
+			  id);
+		p->mode = NET_NONE;
+	}
+	sb->net_policy = p;
+	return 0;
 }
 
 void manager_foreach(struct manager *m,
@@ -807,6 +837,12 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	sb->state = SB_STARTING;
 	m->nrunning++;
 	log_info("sandbox=%s event=started pid=%d", sb->id, sb->proc.init_pid);
+	if ((r = network_sandbox_start(sb, err)) < 0) {
+		/* never running with less isolation than asked */
+		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
+		sandbox_stop(sb, err->msg);
+		return r;
+	}
 	return 0;
 }
 
@@ -819,6 +855,7 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	snapshot_sandbox_stopping(sb);
 	loop_del(m->loop, &sb->sock_w);
 	loop_del(m->loop, &sb->pid_w);
+	network_sandbox_stop(sb);
 	/* init's death takes the whole pid namespace with it; reaping it
 	 * waits for that, so the pipes below are at their end */
 	runtime_kill(&sb->proc);
@@ -1036,7 +1073,9 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	    (r = registry_load(m->reg, load_row, m, err)) ||
 	    (r = registry_load_sessions(m->reg, load_session, m, err)) ||
 	    (r = snapshots_load(m, err)) ||
-	    (r = backups_open(m, err)))
+	    (r = backups_open(m, err)) ||
+	    (r = network_new(m, err)) ||
+	    (r = registry_load_networks(m->reg, load_network, m, err)))
 		goto fail;
 	find_leftovers(m);
 	m->cron.cb = cron;
@@ -1080,6 +1119,7 @@ void manager_free(struct manager *m)
 		}
 	}
 	backups_free(m->backups);
+	network_free(m);
 	registry_close(m->reg);
 	runtime_free(m->rt);
 	free(m->groups);

@@ -14,6 +14,9 @@
 #include "runtime/runtime.h"
 
 struct registry;
+struct network;
+struct net_policy;
+struct sandbox_net;
 struct exec_job;
 struct process;
 struct snapshot;
@@ -28,6 +31,7 @@ struct sandbox_opts {
 	const char *const *env; /* "K=V" */
 	size_t envc;
 	const char *labels;     /* JSON text */
+	struct net_policy *net; /* NULL: --network-default; taken over */
 };
 
 enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
@@ -58,6 +62,9 @@ struct sandbox {
 	unsigned busy;                       /* jobs queued or running */
 	struct snapshot_op *snap_op;         /* a snapshot, fork or restore
 						of it in flight */
+	struct net_policy *net_policy;        /* NULL: --network-default */
+	struct sandbox_net *net;             /* its link, while it has one */
+	uint64_t net_tx, net_rx;             /* bytes of earlier links */
 	struct sandbox *hnext;
 };
 
@@ -89,6 +96,7 @@ struct manager {
 	uint64_t *groups;            /* store groups made this run */
 	size_t ngroups;
 	struct backups *backups;     /* the backup engine */
+	struct network *net;         /* core/network.c */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,

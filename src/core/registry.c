@@ -46,7 +46,12 @@ static const char schema[] =
 	"  name TEXT,"
 	"  created_ms INTEGER NOT NULL,"
 	"  size_bytes INTEGER NOT NULL,"
-	"  copied INTEGER NOT NULL);";
+	"  copied INTEGER NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS networks ("
+	"  tenant TEXT NOT NULL,"
+	"  id TEXT NOT NULL,"
+	"  policy TEXT NOT NULL,"
+	"  PRIMARY KEY (tenant, id));";
 
 static int db_err(struct registry *r, struct sbx_err *err, const char *what)
 {
@@ -256,6 +261,8 @@ int registry_delete(struct registry *r, const char *tenant, const char *id,
 		sqlite3_bind_text(r->del, 2, id, -1, SQLITE_STATIC);
 		rc = step_done(r, r->del, err, "delete");
 	}
+	if (rc == 0)
+		rc = registry_network_put(r, tenant, id, NULL, err);
 	if (sqlite3_exec(r->db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) !=
 		    SQLITE_OK &&
 	    rc == 0) {
@@ -378,6 +385,51 @@ int registry_load_snapshots(struct registry *r,
 	}
 	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
 		rc = db_err(r, err, "load snapshots");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int registry_network_put(struct registry *r, const char *tenant,
+			 const char *id, const char *policy,
+			 struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       policy ? "INSERT OR REPLACE INTO networks "
+					"VALUES (?,?,?)"
+				      : "DELETE FROM networks WHERE tenant=? "
+					"AND id=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "network");
+	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	if (policy)
+		sqlite3_bind_text(st, 3, policy, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : db_err(r, err, "network");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int registry_load_networks(struct registry *r,
+			   int (*cb)(const char *tenant, const char *id,
+				     const char *policy, void *data),
+			   void *data, struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       "SELECT tenant, id, policy FROM networks", -1,
+			       &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "load networks");
+	int rc = 0, s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(st, 0),
+			   *i = (const char *)sqlite3_column_text(st, 1),
+			   *p = (const char *)sqlite3_column_text(st, 2);
+		if (t && i && p && (rc = cb(t, i, p, data)) < 0)
+			break;
+	}
+	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
+		rc = db_err(r, err, "load networks");
 	sqlite3_finalize(st);
 	return rc;
 }

@@ -74,4 +74,14 @@ int registry_load_sessions(struct registry *r,
 				     void *data),
 			   void *data, struct sbx_err *err);
 
+/* A sandbox's network policy (net_policy_encode), NULL: none kept.
+ * registry_delete drops it with the sandbox. */
+int registry_network_put(struct registry *r, const char *tenant,
+			 const char *id, const char *policy,
+			 struct sbx_err *err);
+int registry_load_networks(struct registry *r,
+			   int (*cb)(const char *tenant, const char *id,
+				     const char *policy, void *data),
+			   void *data, struct sbx_err *err);
+
 #endif

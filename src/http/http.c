@@ -276,6 +276,73 @@ const char *http_header(struct http_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
+struct http_upgraded {
+	struct MHD_UpgradeResponseHandle *urh;
+	http_upgrade_cb cb;
+	void *ctx;
+};
+
+static void upgrade_handler(void *cls, struct MHD_Connection *conn,
+			    void *req_cls, const char *extra_in,
+			    size_t extra_in_size, MHD_socket sock,
+			    struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_upgraded *u = cls;
+	(void)conn;
+	(void)req_cls;
+	u->urh = urh;
+	u->cb(u->ctx, u, sock, extra_in, extra_in_size);
+}
+
+int http_respond_upgrade(struct http_req *r, const char *const *headers,
+			 http_upgrade_cb cb, void *ctx)
+{
+	struct http_upgraded *u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->cb = cb;
+	u->ctx = ctx;
+	struct MHD_Response *resp =
+		MHD_create_response_for_upgrade(upgrade_handler, u);
+	if (!resp) {
+		free(u);
+		return -ENOMEM;
+	}
+	for (const char *const *h = headers; h && h[0]; h += 2)
+		MHD_add_response_header(resp, h[0], h[1]);
+	answer(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	return 0;
+}
+
+void http_upgraded_close(struct http_upgraded *u)
+{
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(u);
+}
+
+struct foreach_ctx {
+	int (*cb)(void *ctx, const char *name, const char *value);
+	void *ctx;
+};
+
+static enum MHD_Result foreach_one(void *cls, enum MHD_ValueKind kind,
+				   const char *key, const char *value)
+{
+	struct foreach_ctx *f = cls;
+	(void)kind;
+	return f->cb(f->ctx, key, value) ? MHD_NO : MHD_YES;
+}
+
+void http_foreach(struct http_req *r, bool query,
+		  int (*cb)(void *ctx, const char *name, const char *value),
+		  void *ctx)
+{
+	struct foreach_ctx f = {cb, ctx};
+	MHD_get_connection_values(r->conn,
+				  query ? MHD_GET_ARGUMENT_KIND : MHD_HEADER_KIND,
+				  foreach_one, &f);
+}
+
 const char *http_query(struct http_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
@@ -536,6 +603,7 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof(ss));
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_ALLOW_UPGRADE |
 			 MHD_USE_ERROR_LOG;
 	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;

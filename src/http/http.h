@@ -68,6 +68,21 @@ int http_timeout_ms(struct http_server *s);
 
 const char *http_header(struct http_req *r, const char *name);
 const char *http_query(struct http_req *r, const char *name);
+/* Answer 101 with headers (name, value pairs, NULL-ended) and take the
+ * connection from HTTP: cb gets its socket (MHD's: dup it, never close
+ * it) and the bytes the client sent past its request; end it with
+ * http_upgraded_close. */
+struct http_upgraded;
+typedef void (*http_upgrade_cb)(void *ctx, struct http_upgraded *u, int fd,
+				const char *extra, size_t nextra);
+int http_respond_upgrade(struct http_req *r, const char *const *headers,
+			 http_upgrade_cb cb, void *ctx);
+void http_upgraded_close(struct http_upgraded *u);
+/* Every header (query: every query argument, decoded; value may be NULL)
+ * in the order sent; cb returns nonzero to stop. */
+void http_foreach(struct http_req *r, bool query,
+		  int (*cb)(void *ctx, const char *name, const char *value),
+		  void *ctx);
 
 /* Answers; each takes ownership of its body. */
 void http_respond_json(struct http_req *r, unsigned status, json_t *body);

@@ -55,6 +55,9 @@
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
+#include <net/if.h>
+#include <net/route.h>
+#include <linux/if_packet.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -1727,6 +1730,57 @@ static int check_net(int argc, char **argv)
 	return 0;
 }
 
+/* A sandbox with egress (check 33): each ADDR:PORT argument connected
+ * to (the error, or OK), then what would let it route, spoof or listen
+ * around the daemon's rules: raw and packet sockets, changing its own
+ * address, link or routes, transparent sockets. */
+static int check_egress(int argc, char **argv)
+{
+	for (int i = 2; i < argc; i++) {
+		char host[64], key[128];
+		const char *colon = strrchr(argv[i], ':');
+		if (!colon || (size_t)(colon - argv[i]) >= sizeof(host))
+			continue;
+		memcpy(host, argv[i], (size_t)(colon - argv[i]));
+		host[colon - argv[i]] = '\0';
+		snprintf(key, sizeof(key), "CONNECT:%s", argv[i]);
+		res(key, connect_to(AF_INET, host, atoi(colon + 1)));
+	}
+	int fd = (int)res("RAW_SOCKET", socket(AF_INET, SOCK_RAW, IPPROTO_TCP));
+	if (fd >= 0)
+		close(fd);
+	fd = (int)res("PACKET_SOCKET", socket(AF_PACKET, SOCK_RAW, 0));
+	if (fd >= 0)
+		close(fd);
+	int s = socket(AF_INET, SOCK_DGRAM, 0);
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "eth0");
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, "203.0.113.99", &sin->sin_addr);
+	res("SET_ADDR", ioctl(s, SIOCSIFADDR, &ifr));
+	memset(&ifr, 0, sizeof(ifr));
+	strcpy(ifr.ifr_name, "eth0");
+	res("SET_LINK_DOWN", ioctl(s, SIOCSIFFLAGS, &ifr));
+	struct rtentry rt;
+	memset(&rt, 0, sizeof(rt));
+	sin = (struct sockaddr_in *)&rt.rt_dst;
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, "198.51.100.0", &sin->sin_addr);
+	sin = (struct sockaddr_in *)&rt.rt_genmask;
+	sin->sin_family = AF_INET;
+	inet_pton(AF_INET, "255.255.255.0", &sin->sin_addr);
+	rt.rt_flags = RTF_UP;
+	rt.rt_dev = "lo";
+	res("ADD_ROUTE", ioctl(s, SIOCADDRT, &rt));
+	int one = 1;
+	res("IP_TRANSPARENT", setsockopt(s, SOL_IP, IP_TRANSPARENT, &one,
+					 sizeof(one)));
+	close(s);
+	return 0;
+}
+
 /* Sockets anywhere in the tree (not /proc, /sys, /dev). */
 static int sock_count;
 static void walk_sockets(const char *dir, int depth)
@@ -2380,6 +2434,7 @@ static const struct {
 	{"lock-hold", check_lock_hold},
 	{"lock-test", check_lock_test},
 	{"net", check_net},
+	{"egress", check_egress},
 	{"sockscan", check_sockscan},
 	{"forkbomb", check_forkbomb},
 	{"memhog", check_memhog},

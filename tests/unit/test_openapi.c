@@ -71,6 +71,11 @@ static void test_no_stale_paths(void **state)
 				found = !strcmp(want, path) &&
 					!strcasecmp(api_routes[i].method, method);
 			}
+			/* the port proxy and exposed links take any method
+			 * and are dispatched by prefix (router.c) */
+			if (strstr(path, "/port/{port}/{path}") ||
+			    !strncmp(path, "/v1/preview/", 12))
+				found = true;
 			if (!found)
 				fail_msg("docs/openapi.json documents %s %s, which "
 					 "the router does not serve",

@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "core/env.h"
 #include "core/exec.h"
+#include "core/network.h"
 #include "core/process.h"
 #include "core/snapshot.h"
 #include "api/source.h"
@@ -99,11 +100,22 @@ struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
 	struct sbx_err err = {0};
 	bool existed = manager_find(a->m, m->tenant, m->params[0]) != NULL;
 	struct sandbox *sb = v1_sandbox(a, r, m, true);
-	if (!sb || manager_admit(sb, &err) == 0)
+	if (!sb)
+		return NULL;
+	int rc = manager_admit(sb, &err);
+	/* a sandbox with a network starts here, so that a network that
+	 * cannot be set up is a 503 that says why */
+	if (rc == 0 && sb->state == SB_STOPPED &&
+	    sandbox_net_mode(sb) != NET_NONE)
+		rc = sandbox_ensure_started(sb, &err);
+	if (rc == 0)
 		return sb;
 	if (!existed) /* a refused request leaves nothing behind */
 		sandbox_destroy(sb, NULL);
-	v1_create_error(r, &err);
+	if (err.code == ENETDOWN)
+		v1_error(r, 503, "network_unavailable", "%s", err.msg);
+	else
+		v1_create_error(r, &err);
 	return NULL;
 }
 
@@ -145,6 +157,7 @@ json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 		"sleepAfterMs", (json_int_t)sleep, "keepAlive", sb->keep_alive);
 	json_t *labels = sb->labels ? json_loads(sb->labels, 0, NULL) : NULL;
 	json_object_set_new(j, "labels", labels ? labels : json_object());
+	json_object_set_new(j, "network", v1_network_json(sb));
 	if (usage) {
 		struct cgroup_stats st = {0};
 		if (sb->proc.cg)
@@ -154,7 +167,10 @@ json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 				      (json_int_t)(st.cpu_usec / 1000), "pids",
 				      (int)st.pids, "oomKills",
 				      (json_int_t)st.oom_kills);
-		uint64_t disk;
+		uint64_t disk, tx, rx;
+		sandbox_net_usage(sb, &tx, &rx);
+		json_object_set_new(u, "netTxBytes", json_integer((json_int_t)tx));
+		json_object_set_new(u, "netRxBytes", json_integer((json_int_t)rx));
 		if (sandbox_disk_usage(sb, &disk) == 0)
 			json_object_set_new(u, "diskBytes",
 					    json_integer((json_int_t)disk));
@@ -310,6 +326,8 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	char **env = NULL;
 	size_t envc = 0;
 	char *labels_txt = NULL;
+	struct net_policy net = {0};
+	json_t *netj = json_object_get(body, "network");
 	if (id && (!json_is_string(id) || !sandbox_id_valid(json_string_value(id)))) {
 		v1_error(r, 400, "invalid_request",
 			 "id must be 1-63 characters of [a-z0-9-]");
@@ -346,6 +364,11 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		}
 		labels_txt = json_dumps(labels, JSON_COMPACT);
 	}
+	if (netj && !json_is_null(netj)) {
+		if (v1_network_parse(r, netj, &net) < 0)
+			goto out;
+		o.net = &net;
+	}
 	o.env = (const char *const *)env;
 	o.envc = envc;
 	o.labels = labels_txt;
@@ -368,6 +391,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	http_respond_json(r, 201, v1_sandbox_json(a, sb, false));
 out:
+	net_policy_clear(&net);
 	env_free(env);
 	free(labels_txt);
 	json_decref(body);
