@@ -1,6 +1,6 @@
 # sandboxd — see README.md. `make run` and `make test` are the two commands.
 CC       ?= cc
-PKGS     := libmicrohttpd jansson sqlite3 libseccomp
+PKGS     := libmicrohttpd jansson sqlite3 libseccomp nettle
 BUILD    ?= build
 CFLAGS   ?= -O2 -g
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wformat=2 -Wno-format-nonliteral
@@ -10,7 +10,8 @@ CPPFLAGS += -D_GNU_SOURCE -Isrc
 HARDEN   := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDHARDEN := -pie -Wl,-z,relro,-z,now
 ALL_CFLAGS = -std=gnu17 $(WARN) $(HARDEN) $(CFLAGS) $(SAN) $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS   += $(LDHARDEN) $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# wslay (WebSocket framing) ships no pkg-config file in Debian 12
+LDLIBS   += $(LDHARDEN) $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm
 ifeq ($(CI),true)
 ALL_CFLAGS += -Werror
 endif

@@ -26,6 +26,7 @@
 #include "http/http.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <microhttpd.h>
 #include <stdio.h>
@@ -50,6 +51,8 @@ struct http_req_priv {
 	 * goes away would go unnoticed: we watch for its hang-up instead. */
 	struct loop_watch hup;
 	bool gone;
+	http_upgraded_cb upgraded; /* http_respond_upgrade */
+	void *upgraded_ctx;
 };
 
 static void suspend(struct http_req_priv *p);
@@ -151,6 +154,51 @@ void http_resume(struct http_req *r)
 		r->suspended = false;
 		resume(p);
 	}
+}
+
+/* MHD sent the 101: the socket is the caller's now. The request is not
+ * over for MHD until the socket is closed through it, but nobody waits on
+ * it any more. */
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls,
+		       const char *extra, size_t n, MHD_socket sock,
+		       struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_req_priv *p = con_cls;
+	(void)cls;
+	(void)conn;
+	loop_del(p->pub.srv->loop, &p->hup);
+	p->pub.on_close = NULL;
+	http_upgraded_cb cb = p->upgraded;
+	p->upgraded = NULL;
+	fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
+	if (cb)
+		cb(p->upgraded_ctx, sock, extra, n,
+		   (struct http_upgraded *)urh);
+	else
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+void http_respond_upgrade(struct http_req *r, const char *const *headers,
+			  http_upgraded_cb upgraded, void *ctx)
+{
+	struct http_req_priv *p = (struct http_req_priv *)r;
+	struct MHD_Response *resp =
+		MHD_create_response_for_upgrade(on_upgrade, NULL);
+	if (!resp) {
+		http_respond_text(r, 500, "out of memory\n");
+		return;
+	}
+	for (const char *const *h = headers; h && h[0]; h += 2)
+		MHD_add_response_header(resp, h[0], h[1]);
+	p->upgraded = upgraded;
+	p->upgraded_ctx = ctx;
+	answer(r, 101, resp);
+}
+
+void http_upgraded_close(struct http_upgraded *u)
+{
+	MHD_upgrade_action((struct MHD_UpgradeResponseHandle *)u,
+			   MHD_UPGRADE_ACTION_CLOSE);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
@@ -536,7 +584,7 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof(ss));
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-			 MHD_USE_ERROR_LOG;
+			 MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
 	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
 	if (inet_pton(AF_INET, cfg->addr, &a4->sin_addr) == 1) {

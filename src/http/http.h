@@ -98,4 +98,18 @@ size_t http_stream_pending(const struct http_stream *s);
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
 			 void (*on_close)(void *ctx), void *ctx);
 
+/* Switch protocols: answer 101 with headers (name/value pairs ending in
+ * NULL). Once the answer is sent, upgraded(ctx, fd, extra, n, u) gets the
+ * connection's socket (non-blocking, the caller's until
+ * http_upgraded_close(u)) and any bytes the client sent after its
+ * request. If the client leaves before that, r->on_close runs instead
+ * (never both). */
+struct http_upgraded;
+typedef void (*http_upgraded_cb)(void *ctx, int fd, const char *extra,
+				 size_t n, struct http_upgraded *u);
+void http_respond_upgrade(struct http_req *r, const char *const *headers,
+			  http_upgraded_cb upgraded, void *ctx);
+/* Close an upgraded connection's socket (through MHD, which owns it). */
+void http_upgraded_close(struct http_upgraded *u);
+
 #endif
