@@ -22,7 +22,7 @@ DMN_SRC  := $(wildcard src/core/*.c src/http/*.c src/api/*.c src/api/*/*.c \
                        src/daemon/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/api/openapi_blob.o \
-            $(BUILD)/src/core/interp_blob.o
+            $(BUILD)/src/core/interp_blob.o $(BUILD)/src/api/ui/ui_blob.o
 DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -51,6 +51,28 @@ $(BUILD)/src/api/openapi_blob.o: src/api/openapi_blob.S docs/openapi.json
 $(BUILD)/src/core/interp_blob.o: src/core/interp_blob.S interp/python_worker.py interp/node_worker.js
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
+
+# the web console (/ui/): its own files and xterm.js, embedded. xterm.js
+# comes from npm, pinned by ui/package-lock.json: npm ci runs when the
+# lock changed (npm's cache keeps the tarballs), and the files the console
+# uses are copied into $(BUILD)/ui.
+UI_OWN    := ui/index.html ui/app.js ui/app.css
+UI_VENDOR := $(BUILD)/ui/xterm.js $(BUILD)/ui/xterm.css $(BUILD)/ui/addon-fit.js
+ui/node_modules/.sbx-installed: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+$(BUILD)/ui/xterm.js: ui/node_modules/.sbx-installed
+	@mkdir -p $(dir $@)
+	cp ui/node_modules/@xterm/xterm/lib/xterm.js $@
+$(BUILD)/ui/xterm.css: ui/node_modules/.sbx-installed
+	@mkdir -p $(dir $@)
+	cp ui/node_modules/@xterm/xterm/css/xterm.css $@
+$(BUILD)/ui/addon-fit.js: ui/node_modules/.sbx-installed
+	@mkdir -p $(dir $@)
+	cp ui/node_modules/@xterm/addon-fit/lib/addon-fit.js $@
+$(BUILD)/src/api/ui/ui_blob.o: src/api/ui/ui_blob.S $(UI_OWN) $(UI_VENDOR)
+	@mkdir -p $(dir $@)
+	$(CC) -Wa,-I,$(BUILD)/ui -c $< -o $@
 
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	ar rcs $@ $^

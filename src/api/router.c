@@ -7,6 +7,7 @@
 
 #include "api/api.h"
 #include "api/ticket.h"
+#include "api/ui/ui.h"
 #include "lib/util.h"
 
 const struct route api_routes[] = {
@@ -220,6 +221,10 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1)) {
 		api_duet_handle(a, r, d->m.tenant, r->url + sizeof(rooms) - 1);
+		return;
+	}
+	if (!strncmp(r->url, "/ui", 3) && (!r->url[3] || r->url[3] == '/')) {
+		api_ui_handle(r);
 		return;
 	}
 	if (d->cf_rest) {
