@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/ws.h"
 #include "lib/log.h"
 
 struct http_server {
@@ -651,6 +652,9 @@ void http_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	/* upgraded connections are ours to close, before MHD goes */
+	ws_shutdown();
+	MHD_run(s->mhd);
 	loop_del(s->loop, &s->watch);
 	MHD_stop_daemon(s->mhd);
 	free(s);

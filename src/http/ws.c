@@ -44,7 +44,10 @@ struct ws {
 	bool busy;     /* inside a wslay call */
 	unsigned code; /* the client's close code */
 	struct loop_timer ping, grace, reap;
+	struct ws *prev, *next; /* every live ws (ws_shutdown) */
 };
+
+static struct ws *live;
 
 static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 
@@ -100,6 +103,12 @@ static void finish(struct ws *ws)
 	if (ws->finished)
 		return;
 	ws->finished = true;
+	if (ws->prev)
+		ws->prev->next = ws->next;
+	else
+		live = ws->next;
+	if (ws->next)
+		ws->next->prev = ws->prev;
 	loop_timer_stop(ws->loop, &ws->ping);
 	loop_timer_stop(ws->loop, &ws->grace);
 	loop_timer_stop(ws->loop, &ws->reap);
@@ -313,6 +322,10 @@ struct ws *ws_accept(struct http_req *r, struct loop *l,
 	ws->ping = (struct loop_timer){.cb = on_ping, .data = ws};
 	ws->grace = (struct loop_timer){.cb = on_grace, .data = ws};
 	ws->reap = (struct loop_timer){.cb = on_reap, .data = ws};
+	ws->next = live;
+	if (live)
+		live->prev = ws;
+	live = ws;
 	ws_accept_key(http_header(r, "Sec-WebSocket-Key"), accept);
 	const char *headers[] = {"Upgrade", "websocket", "Sec-WebSocket-Accept",
 	                         accept, NULL};
@@ -365,4 +378,10 @@ void ws_close(struct ws *ws, unsigned code, const char *reason)
 	ws->busy = nested;
 	loop_timer_start(ws->loop, &ws->grace, WS_CLOSE_GRACE_MS);
 	settle(ws, rc);
+}
+
+void ws_shutdown(void)
+{
+	while (live)
+		finish(live);
 }

@@ -56,6 +56,9 @@ size_t ws_pending(const struct ws *ws);
  * sent. closed runs when it is done, or after WS_CLOSE_GRACE_MS. */
 void ws_close(struct ws *ws, unsigned code, const char *reason);
 
+/* The server is stopping: every connection ends now (closed runs). */
+void ws_shutdown(void);
+
 /* Sec-WebSocket-Accept for a Sec-WebSocket-Key (out: 29 bytes). */
 void ws_accept_key(const char *key, char out[29]);
 

@@ -320,3 +320,16 @@ def test_ptys_come_from_the_sandboxs_own_devpts(make_daemon, sid):
         assert "pty" in e.value.json()["error"]
     finally:
         a.close()
+
+
+def test_daemon_stops_cleanly_with_terminals_open(make_daemon, sid):
+    d = make_daemon()
+    a = open_term(d, sid)
+    b = open_term(d, sid)
+    a.run("echo open-$((6*7))", b"open-42")
+    d.close()  # SIGTERM: must exit 0 with both clients still attached
+    with pytest.raises(Closed):
+        while True:
+            b.pump()
+    a.close()
+    b.close()
