@@ -149,8 +149,8 @@ static void read_master(struct terminal *t)
 static void write_master(struct terminal *t)
 {
 	size_t off = 0;
-	if (t->w.fd < 0)
-		return; /* the shell is not there yet: keystrokes wait */
+	if (t->w.fd < 0 || !t->in.len)
+		return; /* nothing, or the shell is not there yet: they wait */
 	while (off < t->in.len) {
 		ssize_t n = write(t->w.fd, t->in.data + off, t->in.len - off);
 		if (n < 0 && errno == EINTR)

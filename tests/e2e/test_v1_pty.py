@@ -333,3 +333,19 @@ def test_daemon_stops_cleanly_with_terminals_open(make_daemon, sid):
             b.pump()
     a.close()
     b.close()
+
+
+def test_deleting_the_sandbox_ends_its_terminal(daemon, sid):
+    t = open_term(daemon, sid)
+    t.run("echo up-$((6*7))", b"up-42")
+    r = V1(daemon).delete(f"/v1/sandbox/{sid}")
+    assert r.status_code == 204, r.text
+    t.wait_msg("exit")
+    assert next(m for m in t.msgs if m["type"] == "exit")["code"] == -1
+    err = next(m for m in t.msgs if m["type"] == "error")
+    assert "stopped" in err["message"], err
+    with pytest.raises(Closed) as e:
+        while True:
+            t.pump()
+    assert e.value.code == 1000
+    t.close()
