@@ -349,3 +349,18 @@ def test_deleting_the_sandbox_ends_its_terminal(daemon, sid):
             t.pump()
     assert e.value.code == 1000
     t.close()
+
+
+def test_a_shell_that_cannot_run_says_why(daemon, sid):
+    t = open_term(daemon, sid, "shell=/no/such/shell")
+    t.wait_msg("exit")
+    assert next(m for m in t.msgs if m["type"] == "exit")["code"] == -1
+    err = next(m for m in t.msgs if m["type"] == "error")
+    assert "/no/such/shell" in err["message"], err
+    t.close()
+    # the next client of that session gets the default shell again
+    t = open_term(daemon, sid)
+    try:
+        t.run("echo ok-$((6*7))", b"ok-42")
+    finally:
+        t.close()
