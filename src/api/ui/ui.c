@@ -24,41 +24,44 @@ static const struct ui_file {
 	const char *name, *type;
 	const char *start, *end;
 } files[] = {
-	{"index.html", "text/html; charset=utf-8", sbx_ui_index_html,
-	 sbx_ui_index_html_end},
-	{"app.js", "text/javascript; charset=utf-8", sbx_ui_app_js,
-	 sbx_ui_app_js_end},
-	{"app.css", "text/css; charset=utf-8", sbx_ui_app_css, sbx_ui_app_css_end},
-	{"xterm.js", "text/javascript; charset=utf-8", sbx_ui_xterm_js,
-	 sbx_ui_xterm_js_end},
-	{"xterm.css", "text/css; charset=utf-8", sbx_ui_xterm_css,
-	 sbx_ui_xterm_css_end},
-	{"addon-fit.js", "text/javascript; charset=utf-8", sbx_ui_addon_fit_js,
-	 sbx_ui_addon_fit_js_end},
+    {"index.html", "text/html; charset=utf-8", sbx_ui_index_html,
+     sbx_ui_index_html_end},
+    {"app.js", "text/javascript; charset=utf-8", sbx_ui_app_js,
+     sbx_ui_app_js_end},
+    {"app.css", "text/css; charset=utf-8", sbx_ui_app_css, sbx_ui_app_css_end},
+    {"xterm.js", "text/javascript; charset=utf-8", sbx_ui_xterm_js,
+     sbx_ui_xterm_js_end},
+    {"xterm.css", "text/css; charset=utf-8", sbx_ui_xterm_css,
+     sbx_ui_xterm_css_end},
+    {"addon-fit.js", "text/javascript; charset=utf-8", sbx_ui_addon_fit_js,
+     sbx_ui_addon_fit_js_end},
 };
 
 static const char *const headers[] = {
-	"Content-Security-Policy",
-	"default-src 'none'; script-src 'self'; style-src 'self' "
-	"'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "
-	"frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-	"X-Content-Type-Options", "nosniff",
-	"Referrer-Policy", "no-referrer",
-	"Cache-Control", "no-cache",
-	NULL};
+    "Content-Security-Policy",
+    "default-src 'none'; script-src 'self'; style-src 'self' "
+    "'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+    "X-Content-Type-Options",
+    "nosniff",
+    "Referrer-Policy",
+    "no-referrer",
+    "Cache-Control",
+    "no-cache",
+    NULL};
 
 void api_ui_handle(struct http_req *r)
 {
 	const char *rest = r->url + 3; /* after "/ui" */
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")) {
-		http_respond_json(r, 405, json_pack("{s:s}", "error",
-						    "method not allowed"));
+		http_respond_json(
+		    r, 405, json_pack("{s:s}", "error", "method not allowed"));
 		return;
 	}
 	if (!*rest) { /* "/ui": the console is "/ui/" (relative links) */
 		struct http_stream *s = http_respond_stream(
-			r, 308, "text/plain; charset=utf-8", 0,
-			(const char *const[]){"Location", "/ui/", NULL});
+		    r, 308, "text/plain; charset=utf-8", 0,
+		    (const char *const[]){"Location", "/ui/", NULL});
 		if (s)
 			http_stream_end(s);
 		return;
@@ -70,8 +73,8 @@ void api_ui_handle(struct http_req *r)
 		if (strcmp(files[i].name, name))
 			continue;
 		size_t len = (size_t)(files[i].end - files[i].start);
-		struct http_stream *s = http_respond_stream(
-			r, 200, files[i].type, len, headers);
+		struct http_stream *s =
+		    http_respond_stream(r, 200, files[i].type, len, headers);
 		if (!s)
 			return;
 		http_stream_write(s, files[i].start, len);
