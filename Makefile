@@ -1,6 +1,6 @@
 # sandboxd — see README.md. `make run` and `make test` are the two commands.
 CC       ?= cc
-PKGS     := libmicrohttpd jansson sqlite3 libseccomp libarchive libnftables libmnl
+PKGS     := libmicrohttpd jansson sqlite3 libseccomp libarchive libnftables libmnl nettle
 # headers only: libcurl is loaded at run time, when an S3 store is used
 # (core/s3.c says why)
 DLPKGS   := libcurl
@@ -13,7 +13,8 @@ CPPFLAGS += -D_GNU_SOURCE -Isrc
 HARDEN   := -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 LDHARDEN := -pie -Wl,-z,relro,-z,now
 ALL_CFLAGS = -std=gnu17 $(WARN) $(HARDEN) $(CFLAGS) $(SAN) $(shell pkg-config --cflags $(PKGS) $(DLPKGS) 2>/dev/null)
-LDLIBS   += $(LDHARDEN) $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lm
+# wslay (WebSocket framing) ships no pkg-config file in Debian 12
+LDLIBS   += $(LDHARDEN) $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lwslay -lm
 ifeq ($(CI),true)
 ALL_CFLAGS += -Werror
 endif
@@ -24,7 +25,7 @@ DMN_SRC  := $(wildcard src/core/*.c src/http/*.c src/api/*.c src/api/*/*.c \
                        src/daemon/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/api/openapi_blob.o \
-            $(BUILD)/src/core/interp_blob.o
+            $(BUILD)/src/core/interp_blob.o $(BUILD)/src/api/ui/ui_blob.o
 DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -110,6 +111,28 @@ $(BUILD)/src/api/openapi_blob.o: src/api/openapi_blob.S docs/openapi.json
 $(BUILD)/src/core/interp_blob.o: src/core/interp_blob.S interp/python_worker.py interp/node_worker.js
 	@mkdir -p $(dir $@)
 	$(CC) -c $< -o $@
+
+# the web console (/ui/): its own files and xterm.js, embedded. xterm.js
+# comes from npm, pinned by ui/package-lock.json: npm ci runs when the
+# lock changed (npm's cache keeps the tarballs), and the files the console
+# uses are copied into $(BUILD)/ui.
+UI_OWN    := ui/index.html ui/app.js ui/app.css
+UI_VENDOR := $(BUILD)/ui/xterm.js $(BUILD)/ui/xterm.css $(BUILD)/ui/addon-fit.js
+ui/node_modules/.sbx-installed: ui/package-lock.json
+	cd ui && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+$(BUILD)/ui/xterm.js: ui/node_modules/.sbx-installed
+	@mkdir -p $(dir $@)
+	cp ui/node_modules/@xterm/xterm/lib/xterm.js $@
+$(BUILD)/ui/xterm.css: ui/node_modules/.sbx-installed
+	@mkdir -p $(dir $@)
+	cp ui/node_modules/@xterm/xterm/css/xterm.css $@
+$(BUILD)/ui/addon-fit.js: ui/node_modules/.sbx-installed
+	@mkdir -p $(dir $@)
+	cp ui/node_modules/@xterm/addon-fit/lib/addon-fit.js $@
+$(BUILD)/src/api/ui/ui_blob.o: src/api/ui/ui_blob.S $(UI_OWN) $(UI_VENDOR)
+	@mkdir -p $(dir $@)
+	$(CC) -Wa,-I,$(BUILD)/ui -c $< -o $@
 
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	ar rcs $@ $^

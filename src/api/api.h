@@ -194,6 +194,8 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 void v1_port_preview(struct api *a, struct http_req *r, const char *token,
 		     const char *path);
 void v1_port_expose(struct api *, struct http_req *, struct route_match *);
+void v1_pty(struct api *, struct http_req *, struct route_match *);
+void v1_pty_ticket(struct api *, struct http_req *, struct route_match *);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);

@@ -7,6 +7,8 @@
 #include <strings.h>
 
 #include "api/api.h"
+#include "api/ticket.h"
+#include "api/ui/ui.h"
 #include "lib/util.h"
 
 const struct route api_routes[] = {
@@ -54,6 +56,8 @@ const struct route api_routes[] = {
 	{"PUT", "/v1/sandbox/{id}/network", v1_network_put, NULL},
 	{"POST", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
 	{"DELETE", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
+	{"GET", "/v1/sandbox/{id}/pty", v1_pty, NULL},
+	{"POST", "/v1/sandbox/{id}/pty/ticket", v1_pty_ticket, NULL},
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 
@@ -121,13 +125,37 @@ static bool needs_auth(const char *url)
 	       !strncmp(url, "/api/", 5);
 }
 
+/* GET /v1/sandbox/{id}/pty?ticket=...: the tenant the ticket names, if
+ * it is one for this sandbox (ticket.h); it is used up either way. */
+static const char *ticket_tenant(struct http_req *r)
+{
+	static const char prefix[] = "/v1/sandbox/", suffix[] = "/pty";
+	const char *ticket = http_query(r, "ticket");
+	size_t ul = strlen(r->url), pl = sizeof(prefix) - 1,
+	       sl = sizeof(suffix) - 1;
+	char id[64];
+	if (!ticket || strcmp(r->method, "GET") || ul <= pl + sl ||
+	    strncmp(r->url, prefix, pl) || strcmp(r->url + ul - sl, suffix) ||
+	    ul - pl - sl >= sizeof(id))
+		return NULL;
+	memcpy(id, r->url + pl, ul - pl - sl);
+	id[ul - pl - sl] = '\0';
+	return strchr(id, '/') ? NULL : ticket_take(ticket, id);
+}
+
 /* The caller's tenant; NULL after answering 401. */
 static const char *tenant_of(struct api *a, struct http_req *r)
 {
 	if (!a->auth || !needs_auth(r->url) ||
 	    !strcmp(r->url, "/v1/openapi.json"))
 		return "";
-	const char *t = auth_tenant(a->auth, http_header(r, "Authorization"));
+	const char *authz = http_header(r, "Authorization");
+	if (!authz) {
+		const char *t = ticket_tenant(r);
+		if (t)
+			return t;
+	}
+	const char *t = auth_tenant(a->auth, authz);
 	if (!t)
 		v1_error(r, 401, "unauthorized",
 			 "missing or invalid bearer token");
@@ -303,6 +331,10 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1)) {
 		api_duet_handle(a, r, d->m.tenant, r->url + sizeof(rooms) - 1);
+		return;
+	}
+	if (!strncmp(r->url, "/ui", 3) && (!r->url[3] || r->url[3] == '/')) {
+		api_ui_handle(r);
 		return;
 	}
 	if (d->cf_rest) {

@@ -78,6 +78,8 @@ static void free_strv(char **v)
 
 static void job_free(struct exec_job *j)
 {
+	if (j->p.pty && j->p.pty_slave >= 0)
+		close(j->p.pty_slave);
 	free(j->command);
 	free(j->cwd);
 	free(j->stdin_copy);
@@ -517,6 +519,48 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
+/* A terminal's shell: the pty slave is its stdio, no pipes, no session
+ * state record (an interactive shell's cd is its own). */
+static void start_pty_job(struct exec_job *j)
+{
+	struct sandbox *sb = j->sb;
+	struct sbx_err err = {0};
+	size_t envc;
+	const char **env = session_env_for(j->sess, (const char *const *)j->env,
+					   j->p.envc, NULL, &envc);
+	struct spawn_req req = {
+		.flags = SPAWN_CTTY | SPAWN_SEARCH_PATH |
+			 (j->cwd ? 0 : SPAWN_CWD_FALLBACK),
+		.cwd = j->cwd ? j->cwd : j->sess->cwd,
+		.argv = (const char *const *)j->argv,
+		.envp = env,
+		.envc = (uint32_t)envc,
+		.nstdio = 3,
+		.targets = {0, 1, 2},
+	};
+	int fds[3] = {j->p.pty_slave, j->p.pty_slave, j->p.pty_slave};
+	for (req.argc = 0; req.argv[req.argc]; req.argc++)
+		;
+	int r = env ? runtime_spawn(&sb->proc, j->id, &req, fds, &j->cg_idx, &err)
+		    : sbx_err_set(&err, ENOMEM, "out of memory");
+	free(env);
+	close(j->p.pty_slave);
+	j->p.pty_slave = -1;
+	j->next = sb->jobs;
+	sb->jobs = j;
+	if (r < 0) {
+		j->cg_idx = -1;
+		fail(j, EXEC_NOT_STARTED, "%s", err.msg);
+		return;
+	}
+	j->timer.cb = on_timeout;
+	j->timer.data = j;
+	if (j->p.timeout_ms != EXEC_NO_TIMEOUT)
+		loop_timer_start(sb->m->loop, &j->timer, j->p.timeout_ms);
+	j->stall.cb = on_stall;
+	j->stall.data = j;
+}
+
 static void start_job(struct exec_job *j)
 {
 	struct sandbox *sb = j->sb;
@@ -532,6 +576,10 @@ static void start_job(struct exec_job *j)
 	j->res.start_wall_ms = now_wall_ms();
 	if (sandbox_ensure_started(sb, &err) < 0) {
 		fail(j, EXEC_NOT_STARTED, "%s", err.msg);
+		return;
+	}
+	if (j->p.pty) {
+		start_pty_job(j);
 		return;
 	}
 	if (pipe2(p_out, O_CLOEXEC) < 0 || pipe2(p_err, O_CLOEXEC) < 0 ||
@@ -620,8 +668,11 @@ int exec_submit(struct sandbox *sb, struct session *sess,
 {
 	const struct config *cfg = sb->m->cfg;
 	struct exec_job *j = calloc(1, sizeof(*j));
-	if (!j)
+	if (!j) {
+		if (p->pty && p->pty_slave >= 0)
+			close(p->pty_slave);
 		return sbx_err_set(err, ENOMEM, "out of memory");
+	}
 	j->id = ++sb->m->next_job_id;
 	j->sb = sb;
 	j->sess = sess ? sess : sandbox_session(sb, NULL);

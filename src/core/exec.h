@@ -35,6 +35,11 @@ struct exec_params {
 	int (*on_output)(void *ctx, int fd, const char *data, size_t len);
 	void (*on_stdin_drain)(void *ctx); /* stdin can take more */
 	void (*on_started)(void *ctx, int pid); /* init forked it */
+	/* A terminal: argv runs with this pty slave as stdin, stdout and
+	 * stderr and its controlling terminal (no pipes; the caller reads
+	 * the master). exec_submit takes the fd, also when it fails. */
+	bool pty;
+	int pty_slave;
 };
 
 enum exec_failure {

@@ -55,6 +55,7 @@ struct sandbox {
 	char *labels;                         /* JSON text, or NULL */
 	struct process *procs;                /* background processes */
 	struct interp_group *interp;          /* its interpreter contexts */
+	struct terminal *terms;               /* its terminals (terminal.h) */
 	unsigned nprocs;
 	uint64_t created_ms, last_active_ms; /* wall clock */
 	struct session *sessions;            /* first: the default session */

@@ -26,12 +26,14 @@
 #include "http/http.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "http/ws.h"
 #include "lib/log.h"
 
 struct http_server {
@@ -39,6 +41,14 @@ struct http_server {
 	struct loop *loop;
 	struct loop_watch watch;
 	struct http_config cfg;
+	struct http_upgraded *upgraded; /* open ones, closed at http_stop */
+};
+
+/* A connection taken from HTTP (a WebSocket, a proxied upgrade). */
+struct http_upgraded {
+	struct MHD_UpgradeResponseHandle *urh;
+	struct http_server *srv;
+	struct http_upgraded *prev, *next;
 };
 
 struct http_req_priv {
@@ -50,6 +60,8 @@ struct http_req_priv {
 	 * goes away would go unnoticed: we watch for its hang-up instead. */
 	struct loop_watch hup;
 	bool gone;
+	http_upgraded_cb upgraded; /* http_respond_upgrade */
+	void *upgraded_ctx;
 };
 
 static void suspend(struct http_req_priv *p);
@@ -151,6 +163,64 @@ void http_resume(struct http_req *r)
 		r->suspended = false;
 		resume(p);
 	}
+}
+
+/* MHD sent the 101: the socket is the caller's now. The request is not
+ * over for MHD until the socket is closed through it, but nobody waits on
+ * it any more. */
+static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls,
+		       const char *extra, size_t n, MHD_socket sock,
+		       struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_req_priv *p = con_cls;
+	struct http_server *srv = p->pub.srv;
+	(void)cls;
+	(void)conn;
+	loop_del(srv->loop, &p->hup);
+	p->pub.on_close = NULL;
+	http_upgraded_cb cb = p->upgraded;
+	p->upgraded = NULL;
+	struct http_upgraded *u = cb ? calloc(1, sizeof(*u)) : NULL;
+	if (!u) {
+		MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+		return;
+	}
+	u->urh = urh;
+	u->srv = srv;
+	u->next = srv->upgraded;
+	if (u->next)
+		u->next->prev = u;
+	srv->upgraded = u;
+	fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
+	cb(p->upgraded_ctx, sock, extra, n, u);
+}
+
+int http_respond_upgrade(struct http_req *r, const char *const *headers,
+			 http_upgraded_cb upgraded, void *ctx)
+{
+	struct http_req_priv *p = (struct http_req_priv *)r;
+	struct MHD_Response *resp =
+		MHD_create_response_for_upgrade(on_upgrade, NULL);
+	if (!resp)
+		return -ENOMEM;
+	for (const char *const *h = headers; h && h[0]; h += 2)
+		MHD_add_response_header(resp, h[0], h[1]);
+	p->upgraded = upgraded;
+	p->upgraded_ctx = ctx;
+	answer(r, 101, resp);
+	return 0;
+}
+
+void http_upgraded_close(struct http_upgraded *u)
+{
+	if (u->prev)
+		u->prev->next = u->next;
+	else
+		u->srv->upgraded = u->next;
+	if (u->next)
+		u->next->prev = u->prev;
+	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(u);
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
@@ -276,49 +346,6 @@ const char *http_header(struct http_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-struct http_upgraded {
-	struct MHD_UpgradeResponseHandle *urh;
-	http_upgrade_cb cb;
-	void *ctx;
-};
-
-static void upgrade_handler(void *cls, struct MHD_Connection *conn,
-			    void *req_cls, const char *extra_in,
-			    size_t extra_in_size, MHD_socket sock,
-			    struct MHD_UpgradeResponseHandle *urh)
-{
-	struct http_upgraded *u = cls;
-	(void)conn;
-	(void)req_cls;
-	u->urh = urh;
-	u->cb(u->ctx, u, sock, extra_in, extra_in_size);
-}
-
-int http_respond_upgrade(struct http_req *r, const char *const *headers,
-			 http_upgrade_cb cb, void *ctx)
-{
-	struct http_upgraded *u = calloc(1, sizeof(*u));
-	if (!u)
-		return -ENOMEM;
-	u->cb = cb;
-	u->ctx = ctx;
-	struct MHD_Response *resp =
-		MHD_create_response_for_upgrade(upgrade_handler, u);
-	if (!resp) {
-		free(u);
-		return -ENOMEM;
-	}
-	for (const char *const *h = headers; h && h[0]; h += 2)
-		MHD_add_response_header(resp, h[0], h[1]);
-	answer(r, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
-	return 0;
-}
-
-void http_upgraded_close(struct http_upgraded *u)
-{
-	MHD_upgrade_action(u->urh, MHD_UPGRADE_ACTION_CLOSE);
-	free(u);
-}
 
 struct foreach_ctx {
 	int (*cb)(void *ctx, const char *name, const char *value);
@@ -603,8 +630,7 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof(ss));
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-			 MHD_ALLOW_UPGRADE |
-			 MHD_USE_ERROR_LOG;
+			 MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
 	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
 	if (inet_pton(AF_INET, cfg->addr, &a4->sin_addr) == 1) {
@@ -671,6 +697,12 @@ void http_stop(struct http_server *s)
 {
 	if (!s)
 		return;
+	/* upgraded connections are ours to close, before MHD goes: the
+	 * terminals say goodbye, the rest are cut */
+	ws_shutdown();
+	while (s->upgraded)
+		http_upgraded_close(s->upgraded);
+	MHD_run(s->mhd);
 	loop_del(s->loop, &s->watch);
 	MHD_stop_daemon(s->mhd);
 	free(s);

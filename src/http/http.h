@@ -68,16 +68,6 @@ int http_timeout_ms(struct http_server *s);
 
 const char *http_header(struct http_req *r, const char *name);
 const char *http_query(struct http_req *r, const char *name);
-/* Answer 101 with headers (name, value pairs, NULL-ended) and take the
- * connection from HTTP: cb gets its socket (MHD's: dup it, never close
- * it) and the bytes the client sent past its request; end it with
- * http_upgraded_close. */
-struct http_upgraded;
-typedef void (*http_upgrade_cb)(void *ctx, struct http_upgraded *u, int fd,
-				const char *extra, size_t nextra);
-int http_respond_upgrade(struct http_req *r, const char *const *headers,
-			 http_upgrade_cb cb, void *ctx);
-void http_upgraded_close(struct http_upgraded *u);
 /* Every header (query: every query argument, decoded; value may be NULL)
  * in the order sent; cb returns nonzero to stop. */
 void http_foreach(struct http_req *r, bool query,
@@ -112,5 +102,20 @@ void http_stream_abort(struct http_stream *s);
 size_t http_stream_pending(const struct http_stream *s);
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
 			 void (*on_close)(void *ctx), void *ctx);
+
+/* Switch protocols: answer 101 with headers (name/value pairs ending in
+ * NULL). Once the answer is sent, upgraded(ctx, fd, extra, n, u) gets the
+ * connection's socket (non-blocking, the caller's until
+ * http_upgraded_close(u)) and any bytes the client sent after its
+ * request. If the client leaves before that, r->on_close runs instead
+ * (never both). -ENOMEM: nothing was sent, the request is the caller's. */
+struct http_upgraded;
+typedef void (*http_upgraded_cb)(void *ctx, int fd, const char *extra,
+				 size_t n, struct http_upgraded *u);
+int http_respond_upgrade(struct http_req *r, const char *const *headers,
+			 http_upgraded_cb upgraded, void *ctx);
+/* Close an upgraded connection's socket (through MHD, which owns it); a
+ * connection still open at http_stop is closed there. */
+void http_upgraded_close(struct http_upgraded *u);
 
 #endif

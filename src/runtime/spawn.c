@@ -6,7 +6,8 @@
  *   2. clear supplementary groups while still host root (setgroups is
  *      denied inside the namespace), enter the sandbox's user namespace,
  *      become its root (setresgid before setresuid, isolation.md A.11);
- *   3. stdio in place, every other fd close-on-exec (A.6), cwd checked;
+ *   3. stdio in place (a pty made the controlling terminal), every
+ *      other fd close-on-exec (A.6), cwd checked;
  *   4. capabilities gone, securebits locked, no_new_privs, seccomp last
  *      (A.13-15, A.29), then execve; a builtin, which does not exec,
  *      first closes every fd but its stdio.
@@ -17,6 +18,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <grp.h>
@@ -158,6 +160,11 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 	if (syscall(SYS_close_range, PROTO_MAX_TARGET_FD, ~0U,
 		    CLOSE_RANGE_CLOEXEC) < 0)
 		fail(errfd, errno, "close_range");
+
+	/* the session setsid made above gets the pty as its terminal, so
+	 * that ^C, job control and SIGHUP on close work as in a login */
+	if ((req->flags & SPAWN_CTTY) && ioctl(0, TIOCSCTTY, 0) < 0)
+		fail(errfd, errno, "set controlling terminal");
 
 	if (chdir(req->cwd) < 0) {
 		if (!(req->flags & SPAWN_CWD_FALLBACK) ||

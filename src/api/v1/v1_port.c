@@ -166,8 +166,8 @@ static void on_upgraded_done(void *ctx, uint64_t a, uint64_t b)
 	http_upgraded_close(ctx);
 }
 
-static void on_upgraded(void *ctx, struct http_upgraded *u, int fd,
-			const char *extra, size_t nextra)
+static void on_upgraded(void *ctx, int fd, const char *extra, size_t nextra,
+			struct http_upgraded *u)
 {
 	struct portreq *p = ctx;
 	int up = p->fd;
@@ -184,6 +184,10 @@ static void on_upgraded(void *ctx, struct http_upgraded *u, int fd,
 			       on_upgraded_done, u)) {
 		/* the pipe ended at once and closed it */
 	}
+	/* the request is over for us: its on_close does not run after an
+	 * upgrade (http.h), so its reference goes here, then the upgrade's */
+	p->r = NULL;
+	p->refs--; /* never the last: the upgrade holds one */
 	pr_unref(p);
 }
 
