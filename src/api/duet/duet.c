@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/agent.h"
 #include "core/exec.h"
 #include "http/jsonout.h"
 #include "lib/log.h"
@@ -89,20 +90,9 @@ static json_t *body_object(struct http_req *r)
 /* bash's "bash: line 1: foo: command not found": the name, or NULL. */
 static char *not_found_name(const struct exec_result *res)
 {
-	static const char tail[] = ": command not found";
-	if (res->exit_code != 127 || !res->err.len)
-		return NULL;
-	const char *s = buf_cstr((struct buf *)&res->err);
-	const char *hit = NULL;
-	for (const char *p = s; (p = strstr(p, tail)); p++)
-		hit = p;
-	if (!hit)
-		return NULL;
-	const char *start = hit;
-	while (start > s && start[-1] != '\n' &&
-	       !(start - 2 >= s && start[-2] == ':' && start[-1] == ' '))
-		start--;
-	return strndup(start, (size_t)(hit - start));
+	return agent_not_found_name(res->exit_code,
+				    buf_cstr((struct buf *)&res->err),
+				    res->err.len);
 }
 
 static void exec_done(const struct exec_result *res, void *ctx)
