@@ -386,7 +386,10 @@ static void tags_step(struct run_tags *t)
 		struct sbx_err err = {0};
 		struct sandbox *sb;
 		bool existed = manager_find(t->m, t->tenant, t->id) != NULL;
-		int r = manager_get(t->m, t->tenant, t->id, &sb, &err);
+		int r = t->m->closing
+				? sbx_err_set(&err, ECANCELED,
+					      "sandboxd is shutting down")
+				: manager_get(t->m, t->tenant, t->id, &sb, &err);
 		if (r == 0) {
 			sandbox_touch(sb);
 			if ((r = manager_admit(sb, &err)) < 0 && !existed)

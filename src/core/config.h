@@ -45,6 +45,11 @@ struct config {
 	const char *s3_region;         /* NULL: $AWS_REGION, or us-east-1 */
 	const char *s3_credentials_file;
 	int s3_addressing;             /* CONFIG_S3_* */
+	/* the room assistant's model (core/llm.h) */
+	const char *llm_url;           /* NULL: none (503) */
+	const char *llm_model;
+	const char *llm_key_file;      /* NULL: no key */
+	uint64_t llm_timeout_ms;
 };
 
 enum {
