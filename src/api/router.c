@@ -108,7 +108,7 @@ static const struct route *find(struct http_req *r, struct route_match *m,
 static bool needs_auth(const char *url)
 {
 	return !strncmp(url, "/v1/", 4) || !strcmp(url, "/v1") ||
-	       !strncmp(url, "/api/", 5);
+	       !strncmp(url, "/api/", 5) || !strcmp(url, "/mcp");
 }
 
 /* The caller's tenant; NULL after answering 401. */
@@ -171,7 +171,7 @@ void router_begin(struct http_req *r, void *data)
 		api_cf_begin(a, r, &d->m, d->cf_rest);
 		return;
 	}
-	if (!strncmp(r->url, rooms, sizeof(rooms) - 1))
+	if (!strncmp(r->url, rooms, sizeof(rooms) - 1) || !strcmp(r->url, "/mcp"))
 		return;
 	d->rt = find(r, &d->m, &d->wrong_method);
 	if (d->rt && d->rt->begin)
@@ -204,6 +204,10 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1)) {
 		api_duet_handle(a, r, d->m.tenant, r->url + sizeof(rooms) - 1);
+		return;
+	}
+	if (!strcmp(r->url, "/mcp")) {
+		api_mcp_handle(a, r, d->m.tenant);
 		return;
 	}
 	if (d->cf_rest) {
