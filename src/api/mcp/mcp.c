@@ -510,12 +510,13 @@ static void initialize(struct api *a, struct http_req *r, const char *tenant,
 	sweep_idle(a);
 	struct mcp_session *s = calloc(1, sizeof(*s));
 	if (s) {
-		char gen[32];
-		char half[ID_RANDOM_MAX];
+		/* 96 random bits; the sandbox's name is drawn apart, so that
+		 * whoever sees it learns nothing of the session's id */
+		char gen[ID_RANDOM_MAX], half[ID_RANDOM_MAX];
 		id_random(s->id, sizeof(s->id), "");
 		id_random(half, sizeof(half), "");
 		strncat(s->id, half, sizeof(s->id) - strlen(s->id) - 1);
-		snprintf(gen, sizeof(gen), "mcp-%.12s", s->id);
+		id_random(gen, sizeof(gen), "mcp-");
 		s->tenant = strdup(tenant);
 		s->sandbox_id = strdup(want ? want : gen);
 		s->owned = !want;
