@@ -126,6 +126,7 @@ struct agent_cmd {
 	struct agent_cmd_opts o;
 	struct agent_keep out, err;
 	bool oom;
+	struct agent_cmd **outp; /* the caller's *out while it is submitted */
 	agent_cmd_done_cb done;
 	void *ctx;
 };
@@ -157,6 +158,8 @@ static void cmd_done(const struct exec_result *res, void *ctx)
 	if (!r.err.head)
 		r.err.head = strdup("");
 	c->job = NULL;
+	if (c->outp) /* done before agent_cmd_run returned: c is gone */
+		*c->outp = NULL;
 	c->done(&r, c->ctx);
 	free(r.out.head);
 	free(r.out.tail);
@@ -182,17 +185,20 @@ int agent_cmd_run(struct sandbox *sb, const struct agent_cmd_opts *o,
 	struct exec_params p = {.command = o->command, .cwd = o->cwd,
 				.timeout_ms = o->timeout_ms,
 				.on_output = cmd_output};
-	if (out)
-		*out = c;
-	/* done may run in here: c is then gone */
+	struct agent_cmd *self = c;
+	c->outp = &self;
+	/* done may run in here: c is then gone, and self NULL */
 	int r = exec_submit(sb, o->sess, &p, cmd_done, c, &c->job, err);
 	if (r < 0) {
 		agent_keep_free(&c->out);
 		agent_keep_free(&c->err);
 		free(c);
-		if (out)
-			*out = NULL;
+		self = NULL;
+	} else if (self) {
+		c->outp = NULL;
 	}
+	if (out)
+		*out = self;
 	return r;
 }
 

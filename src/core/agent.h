@@ -74,7 +74,7 @@ typedef void (*agent_cmd_done_cb)(const struct agent_cmd_result *res,
 
 /* Run a command; done runs exactly once (possibly before this returns,
  * never when it fails), the command freed right after it. *out (may be
- * NULL) is valid until done runs. */
+ * NULL) is valid until done runs; NULL when done ran already. */
 int agent_cmd_run(struct sandbox *sb, const struct agent_cmd_opts *o,
 		  agent_cmd_done_cb done, void *ctx, struct agent_cmd **out,
 		  struct sbx_err *err);
