@@ -221,3 +221,16 @@ def test_validation(assistant, room):
     r = requests.post(url, json={"text": "x", "userId": 5})
     assert r.status_code == 400 and "userId" in r.json()["details"]
     assert requests.get(url).status_code == 405
+
+
+def test_missing_key_file_refuses_to_start(tmp_path):
+    import subprocess
+    from helpers import SBX_BIN
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    p = subprocess.run([SBX_BIN, "--listen", f"127.0.0.1:{free_port()}",
+                        "--state-dir", str(state), "--llm-url", "http://127.0.0.1:9/v1",
+                        "--llm-key-file", str(tmp_path / "nope.key")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode != 0
+    assert "--llm-key-file" in p.stderr and "nope.key" in p.stderr
