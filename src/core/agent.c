@@ -24,7 +24,7 @@
 #include "lib/log.h"
 #include "lib/util.h"
 
-/* ---- keeping the ends of a stream ------------------------------------------ */
+/* ---- keeping the ends of a stream ---------------------------------------- */
 
 void agent_keep_init(struct agent_keep *k, size_t head_chars, size_t tail_chars)
 {
@@ -52,7 +52,8 @@ int agent_keep_add(struct agent_keep *k, const char *p, size_t n)
 	if (!k->tail_max)
 		return 0;
 	if (n >= k->tail_max) {
-		k->tail_dropped = k->tail_dropped || k->tail.len || n > k->tail_max;
+		k->tail_dropped =
+		    k->tail_dropped || k->tail.len || n > k->tail_max;
 		buf_reset(&k->tail);
 		return buf_append(&k->tail, p + n - k->tail_max, k->tail_max);
 	}
@@ -94,8 +95,8 @@ static size_t char_offset(const char *s, size_t idx)
 	return i;
 }
 
-int agent_keep_finish(struct agent_keep *k, size_t head_chars, size_t tail_chars,
-		       struct agent_stream *st)
+int agent_keep_finish(struct agent_keep *k, size_t head_chars,
+                      size_t tail_chars, struct agent_stream *st)
 {
 	size_t c;
 	memset(st, 0, sizeof(*st));
@@ -106,7 +107,8 @@ int agent_keep_finish(struct agent_keep *k, size_t head_chars, size_t tail_chars
 	const char *t = k->tail.data ? k->tail.data : "";
 	size_t tl = k->tail.len;
 	if (k->tail_dropped) /* the front may be the end of a character */
-		for (int i = 0; i < 3 && tl && ((unsigned char)*t & 0xC0) == 0x80; i++)
+		for (int i = 0;
+		     i < 3 && tl && ((unsigned char)*t & 0xC0) == 0x80; i++)
 			t++, tl--;
 	char *tail = sanitize(t, tl, &c);
 	if (!tail)
@@ -114,12 +116,12 @@ int agent_keep_finish(struct agent_keep *k, size_t head_chars, size_t tail_chars
 	st->cut = k->tail_dropped || c > tail_chars;
 	if (c > tail_chars)
 		memmove(tail, tail + char_offset(tail, c - tail_chars),
-			strlen(tail + char_offset(tail, c - tail_chars)) + 1);
+		        strlen(tail + char_offset(tail, c - tail_chars)) + 1);
 	st->tail = tail;
 	return 0;
 }
 
-/* ---- one command ------------------------------------------------------------ */
+/* ---- one command --------------------------------------------------------- */
 
 struct agent_cmd {
 	struct exec_job *job;
@@ -142,13 +144,15 @@ static int cmd_output(void *ctx, int fd, const char *data, size_t len)
 static void cmd_done(const struct exec_result *res, void *ctx)
 {
 	struct agent_cmd *c = ctx;
-	struct agent_cmd_result r = {
-		.failure = res->failure, .msg = res->msg,
-		.exit_code = res->exit_code,
-		.timed_out = res->failure == EXEC_TIMEOUT,
-		.duration_ms = res->duration_ms};
-	if (agent_keep_finish(&c->out, c->o.head_chars, c->o.tail_chars, &r.out) < 0 ||
-	    agent_keep_finish(&c->err, c->o.head_chars, c->o.tail_chars, &r.err) < 0 ||
+	struct agent_cmd_result r = {.failure = res->failure,
+	                             .msg = res->msg,
+	                             .exit_code = res->exit_code,
+	                             .timed_out = res->failure == EXEC_TIMEOUT,
+	                             .duration_ms = res->duration_ms};
+	if (agent_keep_finish(&c->out, c->o.head_chars, c->o.tail_chars,
+	                      &r.out) < 0 ||
+	    agent_keep_finish(&c->err, c->o.head_chars, c->o.tail_chars,
+	                      &r.err) < 0 ||
 	    c->oom) {
 		r.failure = EXEC_NOT_STARTED;
 		r.msg = "out of memory";
@@ -171,8 +175,8 @@ static void cmd_done(const struct exec_result *res, void *ctx)
 }
 
 int agent_cmd_run(struct sandbox *sb, const struct agent_cmd_opts *o,
-		  agent_cmd_done_cb done, void *ctx, struct agent_cmd **out,
-		  struct sbx_err *err)
+                  agent_cmd_done_cb done, void *ctx, struct agent_cmd **out,
+                  struct sbx_err *err)
 {
 	struct agent_cmd *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -182,9 +186,10 @@ int agent_cmd_run(struct sandbox *sb, const struct agent_cmd_opts *o,
 	c->ctx = ctx;
 	agent_keep_init(&c->out, o->head_chars, o->tail_chars);
 	agent_keep_init(&c->err, o->head_chars, o->tail_chars);
-	struct exec_params p = {.command = o->command, .cwd = o->cwd,
-				.timeout_ms = o->timeout_ms,
-				.on_output = cmd_output};
+	struct exec_params p = {.command = o->command,
+	                        .cwd = o->cwd,
+	                        .timeout_ms = o->timeout_ms,
+	                        .on_output = cmd_output};
 	struct agent_cmd *self = c;
 	c->outp = &self;
 	/* done may run in here: c is then gone, and self NULL */
@@ -214,8 +219,8 @@ char *agent_not_found_name(int exit_code, const char *s, size_t len)
 	if (exit_code != 127 || !len)
 		return NULL;
 	const char *hit = NULL;
-	for (const char *p = s; (p = memmem(p, len - (size_t)(p - s), tail,
-					  sizeof(tail) - 1));
+	for (const char *p = s;
+	     (p = memmem(p, len - (size_t)(p - s), tail, sizeof(tail) - 1));
 	     p++)
 		hit = p;
 	if (!hit)
@@ -243,10 +248,10 @@ char *agent_cmd_error(const struct agent_cmd_result *res)
 	return s;
 }
 
-/* ---- the <run> tags ------------------------------------------------------------ */
+/* ---- the <run> tags ------------------------------------------------------ */
 
 int agent_tag_next(const char *s, size_t len, size_t *pos, const char **cmd,
-		   size_t *cmd_len)
+                   size_t *cmd_len)
 {
 	static const char open[] = "<run>", close[] = "</run>";
 	if (*pos > len)
@@ -255,8 +260,8 @@ int agent_tag_next(const char *s, size_t len, size_t *pos, const char **cmd,
 	if (!o)
 		return 0;
 	const char *body = o + sizeof(open) - 1;
-	const char *c = memmem(body, len - (size_t)(body - s), close,
-			       sizeof(close) - 1);
+	const char *c =
+	    memmem(body, len - (size_t)(body - s), close, sizeof(close) - 1);
 	if (!c)
 		return 0; /* no tag ends after this one starts: none at all */
 	*cmd = body;
@@ -312,13 +317,13 @@ void agent_trim(const char **s, size_t *len)
 }
 
 int agent_summary(struct buf *b, const char *cmd, const char *out_head,
-		  const char *err_head, const char *error)
+                  const char *err_head, const char *error)
 {
 	if (error)
 		return buf_printf(b, "\n\nError (%s):\n%s", cmd, error);
 	const char *summary = out_head && *out_head   ? out_head
-			      : err_head && *err_head ? err_head
-						      : "[no output]";
+	                      : err_head && *err_head ? err_head
+	                                              : "[no output]";
 	return buf_printf(b, "\n\nOutput (%s):\n%s", cmd, summary);
 }
 
@@ -349,7 +354,7 @@ struct run_tags {
 	struct manager *m;
 	char *tenant, *id, *text;
 	size_t len, pos;
-	char *cmd;          /* the one running */
+	char *cmd; /* the one running */
 	struct buf result;
 	bool stepping, again;
 	void (*done)(const char *reply, void *ctx);
@@ -363,7 +368,7 @@ static void tag_done(const struct agent_cmd_result *res, void *ctx)
 	struct run_tags *t = ctx;
 	char *error = agent_cmd_error(res);
 	if (agent_summary(&t->result, t->cmd, res->out.head, res->err.head,
-			  error) < 0)
+	                  error) < 0)
 		log_warn("event=agent-summary out of memory");
 	free(error);
 	free(t->cmd);
@@ -393,9 +398,9 @@ static void tags_step(struct run_tags *t)
 		struct sandbox *sb;
 		bool existed = manager_find(t->m, t->tenant, t->id) != NULL;
 		int r = t->m->closing
-				? sbx_err_set(&err, ECANCELED,
-					      "sandboxd is shutting down")
-				: manager_get(t->m, t->tenant, t->id, &sb, &err);
+		            ? sbx_err_set(&err, ECANCELED,
+		                          "sandboxd is shutting down")
+		            : manager_get(t->m, t->tenant, t->id, &sb, &err);
 		if (r == 0) {
 			sandbox_touch(sb);
 			if ((r = manager_admit(sb, &err)) < 0 && !existed)
@@ -403,9 +408,9 @@ static void tags_step(struct run_tags *t)
 		}
 		if (r == 0) {
 			struct agent_cmd_opts o = {
-				.command = t->cmd,
-				.head_chars = AGENT_SUMMARY_CHARS,
-				.tail_chars = AGENT_SUMMARY_CHARS};
+			    .command = t->cmd,
+			    .head_chars = AGENT_SUMMARY_CHARS,
+			    .tail_chars = AGENT_SUMMARY_CHARS};
 			r = agent_cmd_run(sb, &o, tag_done, t, NULL, &err);
 			if (r == 0 && !t->again) {
 				t->stepping = false;
@@ -420,7 +425,7 @@ static void tags_step(struct run_tags *t)
 	}
 	t->stepping = false;
 	char *reply = agent_strip_tags(t->result.data ? t->result.data : "",
-				       t->result.len);
+	                               t->result.len);
 	t->done(reply ? reply : "", t->ctx);
 	free(reply);
 	free(t->cmd);
@@ -432,8 +437,8 @@ static void tags_step(struct run_tags *t)
 }
 
 int agent_run_tags(struct manager *m, const char *tenant, const char *id,
-		   const char *text, void (*done)(const char *reply, void *ctx),
-		   void *ctx, struct sbx_err *err)
+                   const char *text, void (*done)(const char *reply, void *ctx),
+                   void *ctx, struct sbx_err *err)
 {
 	struct run_tags *t = calloc(1, sizeof(*t));
 	if (!t)

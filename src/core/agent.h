@@ -29,34 +29,34 @@
 #define AGENT_TAIL_CHARS 10000
 
 struct agent_cmd_opts {
-	const char *command;       /* a shell command (bash -c) */
-	const char *cwd;           /* NULL: the session's */
-	struct session *sess;      /* NULL: the default session */
-	uint64_t timeout_ms;       /* 0: the daemon's --exec-timeout */
-	size_t head_chars;         /* keep the first ones of each stream */
-	size_t tail_chars;         /* keep the last ones of each stream */
+	const char *command;  /* a shell command (bash -c) */
+	const char *cwd;      /* NULL: the session's */
+	struct session *sess; /* NULL: the default session */
+	uint64_t timeout_ms;  /* 0: the daemon's --exec-timeout */
+	size_t head_chars;    /* keep the first ones of each stream */
+	size_t tail_chars;    /* keep the last ones of each stream */
 };
 
 struct agent_stream {
-	char *head;     /* the first head_chars characters, valid UTF-8 */
-	char *tail;     /* the last tail_chars characters, valid UTF-8 */
-	size_t chars;   /* characters the stream had in all */
-	bool cut;       /* more than tail_chars: tail is not all of it */
+	char *head;   /* the first head_chars characters, valid UTF-8 */
+	char *tail;   /* the last tail_chars characters, valid UTF-8 */
+	size_t chars; /* characters the stream had in all */
+	bool cut;     /* more than tail_chars: tail is not all of it */
 };
 
 /* The ends of one stream (used by agent_cmd_run; public for its tests). */
 struct agent_keep {
 	size_t head_max, tail_max; /* bytes */
 	struct buf head, tail;
-	bool tail_dropped;         /* bytes left the tail's front */
+	bool tail_dropped; /* bytes left the tail's front */
 	size_t chars;
 };
 void agent_keep_init(struct agent_keep *k, size_t head_chars,
-		     size_t tail_chars);
+                     size_t tail_chars);
 int agent_keep_add(struct agent_keep *k, const char *p, size_t n);
 /* st's head and tail allocated (free them); k stays to be freed. */
 int agent_keep_finish(struct agent_keep *k, size_t head_chars,
-		      size_t tail_chars, struct agent_stream *st);
+                      size_t tail_chars, struct agent_stream *st);
 void agent_keep_free(struct agent_keep *k);
 
 struct agent_cmd_result {
@@ -70,14 +70,14 @@ struct agent_cmd_result {
 
 struct agent_cmd;
 typedef void (*agent_cmd_done_cb)(const struct agent_cmd_result *res,
-				  void *ctx);
+                                  void *ctx);
 
 /* Run a command; done runs exactly once (possibly before this returns,
  * never when it fails), the command freed right after it. *out (may be
  * NULL) is valid until done runs; NULL when done ran already. */
 int agent_cmd_run(struct sandbox *sb, const struct agent_cmd_opts *o,
-		  agent_cmd_done_cb done, void *ctx, struct agent_cmd **out,
-		  struct sbx_err *err);
+                  agent_cmd_done_cb done, void *ctx, struct agent_cmd **out,
+                  struct sbx_err *err);
 /* Kill the command and its whole tree; done follows (EXEC_CANCELLED). */
 void agent_cmd_cancel(struct agent_cmd *c);
 
@@ -90,13 +90,13 @@ char *agent_cmd_error(const struct agent_cmd_result *res);
  * the name (allocated), or NULL. */
 char *agent_not_found_name(int exit_code, const char *err, size_t len);
 
-/* ---- the <run> tags of an answer (seed 000's executeCommands) ---------- */
+/* ---- the <run> tags of an answer (seed 000's executeCommands) ------------ */
 
 /* The next <run>...</run> at or after *pos in s[0..len): 1 with the tag's
  * content in [*cmd, *cmd + *cmd_len) and *pos past the tag, 0 when none
  * (the regex /<run>([\s\S]*?)<\/run>/g). */
 int agent_tag_next(const char *s, size_t len, size_t *pos, const char **cmd,
-		   size_t *cmd_len);
+                   size_t *cmd_len);
 /* JavaScript's String.prototype.trim of s[0..len): the bounds. */
 void agent_trim(const char **s, size_t *len);
 /* The summary of one run appended to b, byte for byte as the seed writes
@@ -104,7 +104,7 @@ void agent_trim(const char **s, size_t *len);
  * stderr, else "[no output]"; or, when error is not NULL,
  * "\n\nError (cmd):\n" + error. */
 int agent_summary(struct buf *b, const char *cmd, const char *out_head,
-		  const char *err_head, const char *error);
+                  const char *err_head, const char *error);
 /* Every tag removed and the result trimmed: allocated. */
 char *agent_strip_tags(const char *s, size_t len);
 
@@ -113,7 +113,7 @@ char *agent_strip_tags(const char *s, size_t len);
  * the answer with the summaries appended and the tags removed (valid
  * during the call). done runs exactly once, possibly before this returns. */
 int agent_run_tags(struct manager *m, const char *tenant, const char *id,
-		   const char *text, void (*done)(const char *reply, void *ctx),
-		   void *ctx, struct sbx_err *err);
+                   const char *text, void (*done)(const char *reply, void *ctx),
+                   void *ctx, struct sbx_err *err);
 
 #endif

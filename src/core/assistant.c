@@ -21,14 +21,14 @@
 #include "lib/util.h"
 
 const char assistant_system_prompt[] =
-	"You are the AI assistant of a Duet room, a shared workspace where "
-	"several developers talk to you together. You can run shell commands "
-	"in the room's Linux sandbox (Debian, bash, no Internet access; its "
-	"files persist between commands and are shared by everyone in the "
-	"room): write each command in your answer as <run>command</run>. "
-	"After your answer every command runs, in order, and the first 500 "
-	"characters of its output are shown to the room under your answer. "
-	"Use commands only when they help; keep answers short.";
+    "You are the AI assistant of a Duet room, a shared workspace where "
+    "several developers talk to you together. You can run shell commands "
+    "in the room's Linux sandbox (Debian, bash, no Internet access; its "
+    "files persist between commands and are shared by everyone in the "
+    "room): write each command in your answer as <run>command</run>. "
+    "After your answer every command runs, in order, and the first 500 "
+    "characters of its output are shown to the room under your answer. "
+    "Use commands only when they help; keep answers short.";
 
 struct turn {
 	struct manager *m;
@@ -96,21 +96,30 @@ static void on_reply(const char *reply, void *ctx)
 	struct turn *t = ctx;
 	struct sbx_err err = {0};
 	const struct registry_message two[] = {
-		{.role = "user", .user_id = t->user_id, .text = t->text,
-		 .ts = t->ts},
-		{.role = "agent", .user_id = "agent", .text = reply,
-		 .ts = now_wall_ms()},
+	    {.role = "user",
+	     .user_id = t->user_id,
+	     .text = t->text,
+	     .ts = t->ts},
+	    {.role = "agent",
+	     .user_id = "agent",
+	     .text = reply,
+	     .ts = now_wall_ms()},
 	};
 	history_free(t);
-	if (registry_messages_add(t->m->reg, t->tenant, t->room, two, 2, &err) < 0 ||
+	if (registry_messages_add(t->m->reg, t->tenant, t->room, two, 2, &err) <
+	        0 ||
 	    registry_messages_load(t->m->reg, t->tenant, t->room,
-				   ASSISTANT_SHOWN, history_add, t, &err) < 0) {
-		log_error("room=%s event=assistant-history %s", t->room, err.msg);
-		fail(t, ASSISTANT_INTERNAL, err.msg[0] ? err.msg : "out of memory");
+	                           ASSISTANT_SHOWN, history_add, t, &err) < 0) {
+		log_error("room=%s event=assistant-history %s", t->room,
+		          err.msg);
+		fail(t, ASSISTANT_INTERNAL,
+		     err.msg[0] ? err.msg : "out of memory");
 		return;
 	}
-	struct assistant_reply r = {.status = ASSISTANT_OK, .reply = reply,
-				    .msgs = t->msgs, .nmsgs = t->n};
+	struct assistant_reply r = {.status = ASSISTANT_OK,
+	                            .reply = reply,
+	                            .msgs = t->msgs,
+	                            .nmsgs = t->n};
 	t->done(&r, t->ctx);
 	turn_free(t);
 }
@@ -121,35 +130,36 @@ static void on_answer(const struct llm_answer *a, void *ctx)
 	struct sbx_err err = {0};
 	if (a->status != LLM_OK) {
 		log_warn("room=%s event=assistant-failed %s", t->room, a->why);
-		fail(t, a->status == LLM_TIMEOUT ? ASSISTANT_TIMEOUT
-						 : ASSISTANT_FAILED,
+		fail(t,
+		     a->status == LLM_TIMEOUT ? ASSISTANT_TIMEOUT
+		                              : ASSISTANT_FAILED,
 		     a->why);
 		return;
 	}
 	if (agent_run_tags(t->m, t->tenant, t->sandbox_id, a->text, on_reply, t,
-			   &err) < 0)
+	                   &err) < 0)
 		fail(t, ASSISTANT_INTERNAL, err.msg);
 }
 
-void assistant_message(struct manager *m, const char *tenant,
-		       const char *room, const char *sandbox_id,
-		       const char *user_id, const char *text,
-		       void (*done)(const struct assistant_reply *r, void *ctx),
-		       void *ctx)
+void assistant_message(struct manager *m, const char *tenant, const char *room,
+                       const char *sandbox_id, const char *user_id,
+                       const char *text,
+                       void (*done)(const struct assistant_reply *r, void *ctx),
+                       void *ctx)
 {
 	struct sbx_err err = {0};
 	if (!m->llm) {
 		struct assistant_reply r = {
-			.status = ASSISTANT_NO_MODEL,
-			.error = "no assistant model is configured on this "
-				 "daemon (start it with --llm-url)"};
+		    .status = ASSISTANT_NO_MODEL,
+		    .error = "no assistant model is configured on this "
+		             "daemon (start it with --llm-url)"};
 		done(&r, ctx);
 		return;
 	}
 	struct turn *t = calloc(1, sizeof(*t));
 	if (!t) {
 		struct assistant_reply r = {.status = ASSISTANT_INTERNAL,
-					    .error = "out of memory"};
+		                            .error = "out of memory"};
 		done(&r, ctx);
 		return;
 	}
@@ -162,13 +172,15 @@ void assistant_message(struct manager *m, const char *tenant,
 	t->sandbox_id = strdup(sandbox_id);
 	t->user_id = strdup(user_id);
 	t->text = strdup(text);
-	if (!t->tenant || !t->room || !t->sandbox_id || !t->user_id || !t->text) {
+	if (!t->tenant || !t->room || !t->sandbox_id || !t->user_id ||
+	    !t->text) {
 		fail(t, ASSISTANT_INTERNAL, "out of memory");
 		return;
 	}
 	if (registry_messages_load(m->reg, tenant, room, ASSISTANT_CONTEXT - 1,
-				   history_add, t, &err) < 0) {
-		fail(t, ASSISTANT_INTERNAL, err.msg[0] ? err.msg : "out of memory");
+	                           history_add, t, &err) < 0) {
+		fail(t, ASSISTANT_INTERNAL,
+		     err.msg[0] ? err.msg : "out of memory");
 		return;
 	}
 	size_t n = t->n + 2;
@@ -180,8 +192,8 @@ void assistant_message(struct manager *m, const char *tenant,
 	msgs[0] = (struct llm_msg){"system", assistant_system_prompt};
 	for (size_t i = 0; i < t->n; i++)
 		msgs[i + 1] = (struct llm_msg){
-			strcmp(t->msgs[i].role, "agent") ? "user" : "assistant",
-			t->msgs[i].text};
+		    strcmp(t->msgs[i].role, "agent") ? "user" : "assistant",
+		    t->msgs[i].text};
 	msgs[n - 1] = (struct llm_msg){"user", t->text};
 	int rc = llm_chat(m->llm, msgs, n, on_answer, t, &err);
 	free(msgs);
@@ -190,7 +202,7 @@ void assistant_message(struct manager *m, const char *tenant,
 }
 
 int assistant_forget(struct manager *m, const char *tenant, const char *room,
-		     struct sbx_err *err)
+                     struct sbx_err *err)
 {
 	return registry_messages_clear(m->reg, tenant, room, err);
 }

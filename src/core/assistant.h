@@ -20,25 +20,25 @@
 #define ASSISTANT_SHOWN 50
 
 struct assistant_msg {
-	const char *role;    /* "user" or "agent" */
+	const char *role; /* "user" or "agent" */
 	const char *user_id;
 	const char *text;
-	uint64_t ts;         /* wall clock, ms */
+	uint64_t ts; /* wall clock, ms */
 };
 
 enum assistant_status {
 	ASSISTANT_OK,
-	ASSISTANT_NO_MODEL,  /* no --llm-url */
-	ASSISTANT_FAILED,    /* the model failed: unreachable, bad answer */
-	ASSISTANT_TIMEOUT,   /* the model did not answer in time */
-	ASSISTANT_INTERNAL,  /* the registry failed */
+	ASSISTANT_NO_MODEL, /* no --llm-url */
+	ASSISTANT_FAILED,   /* the model failed: unreachable, bad answer */
+	ASSISTANT_TIMEOUT,  /* the model did not answer in time */
+	ASSISTANT_INTERNAL, /* the registry failed */
 };
 
 struct assistant_reply {
 	enum assistant_status status;
-	const char *error;                 /* unless ASSISTANT_OK */
-	const char *reply;                 /* ASSISTANT_OK */
-	const struct assistant_msg *msgs;  /* the last ASSISTANT_SHOWN */
+	const char *error;                /* unless ASSISTANT_OK */
+	const char *reply;                /* ASSISTANT_OK */
+	const struct assistant_msg *msgs; /* the last ASSISTANT_SHOWN */
 	size_t nmsgs;
 };
 
@@ -47,13 +47,13 @@ extern const char assistant_system_prompt[];
 
 /* One turn of room (whose sandbox is sandbox_id) for a user; done runs
  * exactly once, possibly before this returns. */
-void assistant_message(struct manager *m, const char *tenant,
-		       const char *room, const char *sandbox_id,
-		       const char *user_id, const char *text,
-		       void (*done)(const struct assistant_reply *r, void *ctx),
-		       void *ctx);
+void assistant_message(struct manager *m, const char *tenant, const char *room,
+                       const char *sandbox_id, const char *user_id,
+                       const char *text,
+                       void (*done)(const struct assistant_reply *r, void *ctx),
+                       void *ctx);
 /* Clear the room's history. */
 int assistant_forget(struct manager *m, const char *tenant, const char *room,
-		     struct sbx_err *err);
+                     struct sbx_err *err);
 
 #endif

@@ -11,27 +11,29 @@ struct curl_fns curl_fns;
 int curl_fns_load(const char *who, struct sbx_err *err)
 {
 	static const char *const names[] = {
-		"curl_global_init", "curl_multi_init", "curl_multi_setopt",
-		"curl_multi_socket_action", "curl_multi_info_read",
-		"curl_multi_add_handle", "curl_multi_remove_handle",
-		"curl_multi_assign", "curl_multi_cleanup", "curl_easy_init",
-		"curl_easy_setopt", "curl_easy_getinfo", "curl_easy_cleanup",
-		"curl_easy_pause", "curl_easy_strerror", "curl_slist_append",
-		"curl_slist_free_all"};
+	    "curl_global_init",         "curl_multi_init",
+	    "curl_multi_setopt",        "curl_multi_socket_action",
+	    "curl_multi_info_read",     "curl_multi_add_handle",
+	    "curl_multi_remove_handle", "curl_multi_assign",
+	    "curl_multi_cleanup",       "curl_easy_init",
+	    "curl_easy_setopt",         "curl_easy_getinfo",
+	    "curl_easy_cleanup",        "curl_easy_pause",
+	    "curl_easy_strerror",       "curl_slist_append",
+	    "curl_slist_free_all"};
 	if (curl_fns.handle)
 		return 0;
 	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
 	if (!h)
-		return sbx_err_set(err, ENOENT,
-				   "%s need%s libcurl (Debian: libcurl4): %s", who,
-				   who[strlen(who) - 1] == 's' ? "" : "s",
-				   dlerror());
+		return sbx_err_set(
+		    err, ENOENT, "%s need%s libcurl (Debian: libcurl4): %s",
+		    who, who[strlen(who) - 1] == 's' ? "" : "s", dlerror());
 	void **slot = (void **)&curl_fns.global_init;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!(slot[i] = dlsym(h, names[i]))) {
 			dlclose(h);
 			memset(&curl_fns, 0, sizeof(curl_fns));
-			return sbx_err_set(err, ENOENT, "libcurl: no %s", names[i]);
+			return sbx_err_set(err, ENOENT, "libcurl: no %s",
+			                   names[i]);
 		}
 	}
 	if (curl_fns.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -75,16 +77,15 @@ static void on_sock(struct loop_watch *w, uint32_t events)
 	struct curl_sock *ss = w->data;
 	struct curl_loop *cl = ss->cl;
 	int flags = (events & EPOLLIN ? CURL_CSELECT_IN : 0) |
-		    (events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-		    (events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+	            (events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+	            (events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
 	int running;
 	curl_socket_t fd = w->fd;
 	curl_multi_socket_action(cl->multi, fd, flags, &running);
 	check_done(cl);
 }
 
-static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
-		   void *sockp)
+static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *sockp)
 {
 	struct curl_loop *cl = userp;
 	struct curl_sock *ss = sockp;
@@ -98,7 +99,7 @@ static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
 		return 0;
 	}
 	uint32_t ev = (what & CURL_POLL_IN ? EPOLLIN : 0) |
-		      (what & CURL_POLL_OUT ? EPOLLOUT : 0);
+	              (what & CURL_POLL_OUT ? EPOLLOUT : 0);
 	if (!ss) {
 		ss = calloc(1, sizeof(*ss));
 		if (!ss)
@@ -140,7 +141,7 @@ void curl_loop_kick(struct curl_loop *cl)
 }
 
 int curl_loop_new(struct loop *l, curl_loop_done_cb done, void *data,
-		  struct curl_loop **out, struct sbx_err *err)
+                  struct curl_loop **out, struct sbx_err *err)
 {
 	if (!curl_fns.handle)
 		return sbx_err_set(err, EINVAL, "libcurl is not loaded");

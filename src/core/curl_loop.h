@@ -71,7 +71,7 @@ struct curl_loop;
 typedef void (*curl_loop_done_cb)(CURL *easy, CURLcode result, void *data);
 
 int curl_loop_new(struct loop *l, curl_loop_done_cb done, void *data,
-		  struct curl_loop **out, struct sbx_err *err);
+                  struct curl_loop **out, struct sbx_err *err);
 /* curl_multi_cleanup: transfers still in it must be removed first. */
 void curl_loop_free(struct curl_loop *cl);
 CURLM *curl_loop_multi(struct curl_loop *cl);

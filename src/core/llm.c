@@ -33,7 +33,7 @@ struct llm {
 	struct loop *loop;
 	struct curl_loop *cl;
 	char *url, *model;
-	char *auth;          /* "Authorization: Bearer <key>", or NULL */
+	char *auth; /* "Authorization: Bearer <key>", or NULL */
 	uint64_t timeout_ms;
 	struct llm_req *reqs;
 };
@@ -52,8 +52,8 @@ char *llm_completions_url(const char *base)
 	size_t l = strlen(base);
 	while (l && base[l - 1] == '/')
 		l--;
-	if (l >= sizeof(tail) - 1 && !strncmp(base + l - (sizeof(tail) - 1), tail,
-					       sizeof(tail) - 1))
+	if (l >= sizeof(tail) - 1 &&
+	    !strncmp(base + l - (sizeof(tail) - 1), tail, sizeof(tail) - 1))
 		return strndup(base, l);
 	char *u;
 	return asprintf(&u, "%.*s%s", (int)l, base, tail) < 0 ? NULL : u;
@@ -65,20 +65,21 @@ char *llm_parse_answer(const char *body, size_t len, char *why, size_t whylen)
 	json_t *j = json_loadb(body, len, 0, &jerr);
 	if (!j) {
 		snprintf(why, whylen, "the model's answer is not JSON: %s",
-			 jerr.text);
+		         jerr.text);
 		return NULL;
 	}
 	json_t *content = json_object_get(
-		json_object_get(json_array_get(json_object_get(j, "choices"), 0),
-				"message"),
-		"content");
+	    json_object_get(json_array_get(json_object_get(j, "choices"), 0),
+	                    "message"),
+	    "content");
 	char *text = NULL;
 	if (json_is_string(content))
 		text = strndup(json_string_value(content),
-			       json_string_length(content));
+		               json_string_length(content));
 	else
-		snprintf(why, whylen, "the model's answer has no "
-				      "choices[0].message.content text");
+		snprintf(why, whylen,
+		         "the model's answer has no "
+		         "choices[0].message.content text");
 	json_decref(j);
 	return text;
 }
@@ -119,8 +120,9 @@ static void error_detail(const struct buf *b, char *out, size_t cap)
 {
 	json_t *j = b->len ? json_loadb(b->data, b->len, 0, NULL) : NULL;
 	json_t *e = json_object_get(j, "error");
-	const char *m = json_is_string(e) ? json_string_value(e)
-			: json_string_value(json_object_get(e, "message"));
+	const char *m = json_is_string(e)
+	                    ? json_string_value(e)
+	                    : json_string_value(json_object_get(e, "message"));
 	if (m)
 		snprintf(out, cap, ": %s", m);
 	else if (b->len)
@@ -144,28 +146,31 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
 	curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
 		a.status = LLM_TIMEOUT;
-		snprintf(why, sizeof(why),
-			 "the model did not answer within %llu ms (--llm-timeout)",
-			 (unsigned long long)c->timeout_ms);
+		snprintf(
+		    why, sizeof(why),
+		    "the model did not answer within %llu ms (--llm-timeout)",
+		    (unsigned long long)c->timeout_ms);
 	} else if (cc != CURLE_OK) {
-		snprintf(why, sizeof(why), "the model's endpoint %s: %s", c->url,
-			 curl_easy_strerror(cc));
+		snprintf(why, sizeof(why), "the model's endpoint %s: %s",
+		         c->url, curl_easy_strerror(cc));
 	} else if (status < 200 || status > 299) {
 		buf_cstr(&q->answer);
 		error_detail(&q->answer, detail, sizeof(detail));
-		snprintf(why, sizeof(why), "the model's endpoint answered HTTP %ld%s",
-			 status, detail);
-	} else if ((text = llm_parse_answer(q->answer.data ? q->answer.data : "",
-					    q->answer.len, why, sizeof(why)))) {
+		snprintf(why, sizeof(why),
+		         "the model's endpoint answered HTTP %ld%s", status,
+		         detail);
+	} else if ((text =
+	                llm_parse_answer(q->answer.data ? q->answer.data : "",
+	                                 q->answer.len, why, sizeof(why)))) {
 		a.status = LLM_OK;
 		a.text = text;
 		a.why = NULL;
 	}
 	log_info("event=llm-answer status=%ld result=%s ms=%llu", status,
-		 a.status == LLM_OK	 ? "ok"
-		 : a.status == LLM_TIMEOUT ? "timeout"
-					   : "failed",
-		 (unsigned long long)(now_mono_ms() - q->start_ms));
+	         a.status == LLM_OK        ? "ok"
+	         : a.status == LLM_TIMEOUT ? "timeout"
+	                                   : "failed",
+	         (unsigned long long)(now_mono_ms() - q->start_ms));
 	req_unlink(q);
 	q->done(&a, q->ctx);
 	free(text);
@@ -189,8 +194,10 @@ static int read_key(const char *path, char **out, struct sbx_err *err)
 	if (n < 0)
 		rc = sbx_err_sys(err, e, "--llm-key-file %s", path);
 	else if (n > KEY_MAX)
-		rc = sbx_err_set(err, EINVAL, "--llm-key-file %s: larger than %u "
-					      "bytes", path, KEY_MAX);
+		rc = sbx_err_set(err, EINVAL,
+		                 "--llm-key-file %s: larger than %u "
+		                 "bytes",
+		                 path, KEY_MAX);
 	char *k = buf;
 	if (rc == 0) {
 		size_t l = (size_t)n;
@@ -199,8 +206,10 @@ static int read_key(const char *path, char **out, struct sbx_err *err)
 		while (*k == ' ' || *k == '\t')
 			k++;
 		if (!*k || strpbrk(k, "\r\n"))
-			rc = sbx_err_set(err, EINVAL, "--llm-key-file %s: expected "
-						      "one line, the key", path);
+			rc = sbx_err_set(err, EINVAL,
+			                 "--llm-key-file %s: expected "
+			                 "one line, the key",
+			                 path);
 		else if (asprintf(out, "Authorization: Bearer %s", k) < 0)
 			rc = sbx_err_set(err, ENOMEM, "out of memory");
 	}
@@ -210,7 +219,7 @@ static int read_key(const char *path, char **out, struct sbx_err *err)
 }
 
 int llm_new(struct loop *l, const struct config *cfg, struct llm **out,
-	    struct sbx_err *err)
+            struct sbx_err *err)
 {
 	int rc = curl_fns_load("The room assistant (--llm-url)", err);
 	if (rc < 0)
@@ -226,8 +235,8 @@ int llm_new(struct loop *l, const struct config *cfg, struct llm **out,
 		llm_free(c);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
-	if ((cfg->llm_key_file && (rc = read_key(cfg->llm_key_file, &c->auth,
-						 err)) < 0) ||
+	if ((cfg->llm_key_file &&
+	     (rc = read_key(cfg->llm_key_file, &c->auth, err)) < 0) ||
 	    (rc = curl_loop_new(l, on_done, c, &c->cl, err)) < 0) {
 		llm_free(c);
 		return rc;
@@ -244,7 +253,7 @@ void llm_free(struct llm *c)
 		struct llm_req *q = c->reqs;
 		c->reqs = q->next;
 		struct llm_answer a = {.status = LLM_FAILED,
-				       .why = "sandboxd is shutting down"};
+		                       .why = "sandboxd is shutting down"};
 		q->done(&a, q->ctx);
 		req_free(q);
 	}
@@ -256,16 +265,16 @@ void llm_free(struct llm *c)
 }
 
 int llm_chat(struct llm *c, const struct llm_msg *msgs, size_t n,
-	     void (*done)(const struct llm_answer *a, void *ctx), void *ctx,
-	     struct sbx_err *err)
+             void (*done)(const struct llm_answer *a, void *ctx), void *ctx,
+             struct sbx_err *err)
 {
 	json_t *arr = json_array();
 	for (size_t i = 0; arr && i < n; i++)
 		json_array_append_new(arr, json_pack("{s:s, s:s}", "role",
-						     msgs[i].role, "content",
-						     msgs[i].content));
+		                                     msgs[i].role, "content",
+		                                     msgs[i].content));
 	json_t *j = json_pack("{s:s, s:o, s:b}", "model", c->model, "messages",
-			      arr, "stream", 0);
+	                      arr, "stream", 0);
 	struct llm_req *q = calloc(1, sizeof(*q));
 	if (q) {
 		q->c = c;
@@ -294,7 +303,7 @@ int llm_chat(struct llm *c, const struct llm_msg *msgs, size_t n,
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)strlen(q->body));
+	                 (curl_off_t)strlen(q->body));
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)c->timeout_ms);

@@ -18,14 +18,14 @@
 struct llm;
 
 struct llm_msg {
-	const char *role;    /* "system", "user", "assistant" */
+	const char *role; /* "system", "user", "assistant" */
 	const char *content;
 };
 
 enum llm_status {
 	LLM_OK,
-	LLM_FAILED,   /* unreachable, an error status, an answer without text */
-	LLM_TIMEOUT,  /* no answer within --llm-timeout */
+	LLM_FAILED,  /* unreachable, an error status, an answer without text */
+	LLM_TIMEOUT, /* no answer within --llm-timeout */
 };
 
 struct llm_answer {
@@ -36,7 +36,7 @@ struct llm_answer {
 
 /* From cfg (llm_url set): reads the key file. */
 int llm_new(struct loop *l, const struct config *cfg, struct llm **out,
-	    struct sbx_err *err);
+            struct sbx_err *err);
 /* Requests still running end (done with LLM_FAILED) during the call. */
 void llm_free(struct llm *c);
 
@@ -46,12 +46,11 @@ void llm_free(struct llm *c);
 char *llm_completions_url(const char *base);
 /* The text of the first choice of a chat-completions answer (allocated),
  * or NULL with why filled. */
-char *llm_parse_answer(const char *body, size_t len, char *why,
-		       size_t whylen);
+char *llm_parse_answer(const char *body, size_t len, char *why, size_t whylen);
 
 /* Ask; done runs exactly once, never before this returns. */
 int llm_chat(struct llm *c, const struct llm_msg *msgs, size_t n,
-	     void (*done)(const struct llm_answer *a, void *ctx), void *ctx,
-	     struct sbx_err *err);
+             void (*done)(const struct llm_answer *a, void *ctx), void *ctx,
+             struct sbx_err *err);
 
 #endif

@@ -14,7 +14,8 @@
 static void test_tags(void **state)
 {
 	(void)state;
-	const char *s = "a <run> ls </run> b <run></run><run>x<run>y</run> <run>z";
+	const char *s =
+	    "a <run> ls </run> b <run></run><run>x<run>y</run> <run>z";
 	size_t pos = 0, cl;
 	const char *cmd;
 	assert_int_equal(agent_tag_next(s, strlen(s), &pos, &cmd, &cl), 1);
@@ -30,7 +31,8 @@ static void test_tags(void **state)
 	assert_int_equal(agent_tag_next(s, strlen(s), &pos, &cmd, &cl), 0);
 	/* case matters */
 	pos = 0;
-	assert_int_equal(agent_tag_next("<RUN>ls</RUN>", 13, &pos, &cmd, &cl), 0);
+	assert_int_equal(agent_tag_next("<RUN>ls</RUN>", 13, &pos, &cmd, &cl),
+	                 0);
 }
 
 static void test_trim(void **state)
@@ -56,24 +58,25 @@ static void test_summary(void **state)
 	agent_summary(&b, "ls nope", "", "ls: nope\n", NULL);
 	agent_summary(&b, "true", "", "", NULL);
 	agent_summary(&b, "sleep 9", NULL, NULL, "timeout");
-	assert_string_equal(buf_cstr(&b),
-			    "\n\nOutput (echo hi):\nhi\n"
-			    "\n\nOutput (ls nope):\nls: nope\n"
-			    "\n\nOutput (true):\n[no output]"
-			    "\n\nError (sleep 9):\ntimeout");
+	assert_string_equal(buf_cstr(&b), "\n\nOutput (echo hi):\nhi\n"
+	                                  "\n\nOutput (ls nope):\nls: nope\n"
+	                                  "\n\nOutput (true):\n[no output]"
+	                                  "\n\nError (sleep 9):\ntimeout");
 	buf_free(&b);
 }
 
 static void test_strip(void **state)
 {
 	(void)state;
-	const char *s = "I'll create the file for you.\n<run>echo 'Hello World' > "
-			"hello.txt</run>\n\nOutput (echo 'Hello World' > hello.txt):\n"
-			"[no output]";
+	const char *s =
+	    "I'll create the file for you.\n<run>echo 'Hello World' > "
+	    "hello.txt</run>\n\nOutput (echo 'Hello World' > hello.txt):\n"
+	    "[no output]";
 	char *o = agent_strip_tags(s, strlen(s));
 	/* seed 001's example, byte for byte */
-	assert_string_equal(o, "I'll create the file for you.\n\n\nOutput (echo "
-			       "'Hello World' > hello.txt):\n[no output]");
+	assert_string_equal(o,
+	                    "I'll create the file for you.\n\n\nOutput (echo "
+	                    "'Hello World' > hello.txt):\n[no output]");
 	free(o);
 	/* output that holds a tag loses it too, as the regex does */
 	s = "<run>cat f</run>\n\nOutput (cat f):\nx<run>y</run>z\n";
@@ -97,14 +100,15 @@ static void test_not_found(void **state)
 }
 
 static void keep(const char *data, size_t len, size_t chunk, size_t head,
-		 size_t tail, struct agent_stream *st)
+                 size_t tail, struct agent_stream *st)
 {
 	struct agent_keep k;
 	agent_keep_init(&k, head, tail);
 	for (size_t i = 0; i < len; i += chunk)
-		assert_int_equal(agent_keep_add(&k, data + i,
-						len - i < chunk ? len - i : chunk),
-				 0);
+		assert_int_equal(
+		    agent_keep_add(&k, data + i,
+		                   len - i < chunk ? len - i : chunk),
+		    0);
 	assert_int_equal(agent_keep_finish(&k, head, tail, st), 0);
 	agent_keep_free(&k);
 }
@@ -162,8 +166,11 @@ static void test_keep_utf8(void **state)
 	free(st.head);
 	free(st.tail);
 	/* invalid bytes read as U+FFFD */
-	keep("a\xff" "b", 3, 1, 10, 10, &st);
-	assert_string_equal(st.head, "a\xef\xbf\xbd" "b");
+	keep("a\xff"
+	     "b",
+	     3, 1, 10, 10, &st);
+	assert_string_equal(st.head, "a\xef\xbf\xbd"
+	                             "b");
 	free(st.head);
 	free(st.tail);
 	free(s);
@@ -172,10 +179,10 @@ static void test_keep_utf8(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tags),      cmocka_unit_test(test_trim),
-		cmocka_unit_test(test_summary),   cmocka_unit_test(test_strip),
-		cmocka_unit_test(test_not_found), cmocka_unit_test(test_keep_ends),
-		cmocka_unit_test(test_keep_utf8),
+	    cmocka_unit_test(test_tags),      cmocka_unit_test(test_trim),
+	    cmocka_unit_test(test_summary),   cmocka_unit_test(test_strip),
+	    cmocka_unit_test(test_not_found), cmocka_unit_test(test_keep_ends),
+	    cmocka_unit_test(test_keep_utf8),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -42,7 +42,7 @@
 /* What the official SDKs speak (@modelcontextprotocol/sdk's
  * SUPPORTED_PROTOCOL_VERSIONS), newest first. */
 static const char *const protocols[] = {"2025-11-25", "2025-06-18",
-					"2025-03-26", "2024-11-05"};
+                                        "2025-03-26", "2024-11-05"};
 
 enum {
 	RPC_PARSE_ERROR = -32700,
@@ -58,7 +58,7 @@ struct mcp_session {
 	char id[48];
 	char *tenant, *sandbox_id;
 	bool owned, keep;
-	bool initialized;     /* notifications/initialized came */
+	bool initialized; /* notifications/initialized came */
 	bool closing;
 	char proto[16];
 	uint64_t last_ms;
@@ -71,8 +71,8 @@ struct mcp_post {
 	struct http_req *r;
 	struct mcp_session *s;
 	bool batch, sse_ok, streaming, dispatching;
-	json_t *out;          /* answers not sent yet */
-	unsigned pending;     /* tool calls running */
+	json_t *out;      /* answers not sent yet */
+	unsigned pending; /* tool calls running */
 	struct relay *rl;
 };
 
@@ -89,19 +89,19 @@ static bool supported(const char *v)
 static json_t *rpc_error(json_t *id, int code, const char *msg)
 {
 	return json_pack("{s:s, s:O, s:{s:i, s:s}}", "jsonrpc", "2.0", "id",
-			 id ? id : json_null(), "error", "code", code, "message",
-			 msg);
+	                 id ? id : json_null(), "error", "code", code,
+	                 "message", msg);
 }
 
 static json_t *rpc_result(json_t *id, json_t *result)
 {
-	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id, "result",
-			 result);
+	return json_pack("{s:s, s:O, s:o}", "jsonrpc", "2.0", "id", id,
+	                 "result", result);
 }
 
 /* A JSON answer with extra headers (name/value pairs, NULL-ended). */
 static void respond(struct api *a, struct http_req *r, unsigned status,
-		    json_t *j, const char *const *headers)
+                    json_t *j, const char *const *headers)
 {
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
@@ -111,8 +111,9 @@ static void respond(struct api *a, struct http_req *r, unsigned status,
 	}
 	size_t len = strlen(text);
 	struct relay_opts o = {.status = status,
-			       .content_type = "application/json",
-			       .size = len, .headers = headers};
+	                       .content_type = "application/json",
+	                       .size = len,
+	                       .headers = headers};
 	struct relay *rl = relay_open(r, a->m->loop, &o, NULL, NULL);
 	if (rl) {
 		relay_write(rl, text, len);
@@ -122,17 +123,18 @@ static void respond(struct api *a, struct http_req *r, unsigned status,
 }
 
 static void respond_error(struct api *a, struct http_req *r, unsigned status,
-			  int code, const char *msg)
+                          int code, const char *msg)
 {
 	respond(a, r, status, rpc_error(NULL, code, msg), NULL);
 }
 
-/* ---- sessions ---------------------------------------------------------------- */
+/* ---- sessions ------------------------------------------------------------ */
 
 static struct mcp_session *sess_find(const char *id, const char *tenant)
 {
 	for (struct mcp_session *s = sessions; s; s = s->next)
-		if (!strcmp(s->id, id) && !strcmp(s->tenant, tenant) && !s->closing)
+		if (!strcmp(s->id, id) && !strcmp(s->tenant, tenant) &&
+		    !s->closing)
 			return s;
 	return NULL;
 }
@@ -166,7 +168,8 @@ static void call_cancel(struct mcp_call *c)
 /* Cancel every call that pred picks; a cancel may end calls at once, so
  * the list is walked again after each. */
 static void cancel_calls(struct mcp_session *s,
-			 bool (*pred)(struct mcp_call *c, void *data), void *data)
+                         bool (*pred)(struct mcp_call *c, void *data),
+                         void *data)
 {
 	for (;;) {
 		struct mcp_call *c = s->calls;
@@ -176,7 +179,8 @@ static void cancel_calls(struct mcp_session *s,
 			return;
 		c->cancelled = true;
 		if (!c->cancel) {
-			c->cancel_sent = true; /* nothing to stop: its answer is dropped */
+			c->cancel_sent =
+			    true; /* nothing to stop: its answer is dropped */
 			continue;
 		}
 		call_cancel(c);
@@ -199,14 +203,15 @@ static void sess_close(struct api *a, struct mcp_session *s)
 	s->closing = true;
 	cancel_calls(s, any_call, NULL);
 	if (s->owned && !s->keep && a->m) {
-		struct sandbox *sb = manager_find(a->m, s->tenant, s->sandbox_id);
+		struct sandbox *sb =
+		    manager_find(a->m, s->tenant, s->sandbox_id);
 		struct sbx_err err = {0};
 		if (sb && sandbox_destroy(sb, &err) < 0)
 			log_warn("sandbox=%s event=mcp-destroy-failed %s",
-				 s->sandbox_id, err.msg);
+			         s->sandbox_id, err.msg);
 	}
 	log_info("event=mcp-session-closed session=%s sandbox=%s", s->id,
-		 s->sandbox_id);
+	         s->sandbox_id);
 	if (!s->calls)
 		sess_free(s);
 }
@@ -216,12 +221,13 @@ static void sweep_idle(struct api *a)
 	uint64_t now = now_mono_ms();
 	for (struct mcp_session *s = sessions, *next; s; s = next) {
 		next = s->next;
-		if (!s->closing && !s->calls && now - s->last_ms > MCP_SESSION_IDLE_MS)
+		if (!s->closing && !s->calls &&
+		    now - s->last_ms > MCP_SESSION_IDLE_MS)
 			sess_close(a, s);
 	}
 }
 
-/* ---- answers of one POST ----------------------------------------------------- */
+/* ---- answers of one POST ------------------------------------------------- */
 
 static void post_add(struct mcp_post *p, json_t *msg)
 {
@@ -260,7 +266,7 @@ static void post_maybe_finish(struct mcp_post *p)
 		respond(p->a, p->r, 200, json_incref(p->out), NULL);
 	else
 		respond(p->a, p->r, 200, json_incref(json_array_get(p->out, 0)),
-			NULL);
+		        NULL);
 	post_free(p);
 }
 
@@ -313,7 +319,7 @@ json_t *mcp_tool_error(const char *fmt, ...)
 	if (!t)
 		t = json_string("the tool failed (its message was not UTF-8)");
 	return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text",
-			 "text", t, "isError", 1);
+	                 "text", t, "isError", 1);
 }
 
 const char *mcp_sandbox_id(const struct mcp_call *c)
@@ -340,23 +346,23 @@ struct sandbox *mcp_sandbox(struct mcp_call *c, char *why, size_t cap)
 	return sb;
 }
 
-/* ---- JSON-RPC ------------------------------------------------------------------ */
+/* ---- JSON-RPC ------------------------------------------------------------ */
 
 static json_t *initialize_result(const char *proto)
 {
 	return json_pack(
-		"{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
-		proto, "capabilities", "tools", "listChanged", 0, "serverInfo",
-		"name", "sandboxd", "title", "sandboxd", "version", "0.1",
-		"instructions",
-		"Tools to work in an isolated Linux sandbox (Debian userland, "
-		"bash, python3, git; no Internet unless the operator allowed "
-		"it). Files persist in the sandbox for this session; relative "
-		"paths are under /workspace. Use run_command for shell work, "
-		"read_file/write_file/list_files for files, run_code for "
-		"Python or JavaScript with rich results (plots come back as "
-		"images), start_process/process_logs/kill_process for servers "
-		"and other long-running programs.");
+	    "{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
+	    proto, "capabilities", "tools", "listChanged", 0, "serverInfo",
+	    "name", "sandboxd", "title", "sandboxd", "version", "0.1",
+	    "instructions",
+	    "Tools to work in an isolated Linux sandbox (Debian userland, "
+	    "bash, python3, git; no Internet unless the operator allowed "
+	    "it). Files persist in the sandbox for this session; relative "
+	    "paths are under /workspace. Use run_command for shell work, "
+	    "read_file/write_file/list_files for files, run_code for "
+	    "Python or JavaScript with rich results (plots come back as "
+	    "images), start_process/process_logs/kill_process for servers "
+	    "and other long-running programs.");
 }
 
 static bool is_id(const json_t *id)
@@ -369,14 +375,15 @@ static void tools_call(struct mcp_post *p, json_t *id, json_t *params)
 	json_t *name = json_object_get(params, "name");
 	json_t *args = json_object_get(params, "arguments");
 	if (!json_is_string(name)) {
-		post_add(p, rpc_error(id, RPC_INVALID_PARAMS,
-				      "tools/call: params.name must be a string"));
+		post_add(p,
+		         rpc_error(id, RPC_INVALID_PARAMS,
+		                   "tools/call: params.name must be a string"));
 		return;
 	}
 	if (args && !json_is_object(args) && !json_is_null(args)) {
 		post_add(p, rpc_error(id, RPC_INVALID_PARAMS,
-				      "tools/call: params.arguments must be an "
-				      "object"));
+		                      "tools/call: params.arguments must be an "
+		                      "object"));
 		return;
 	}
 	struct mcp_call *c = calloc(1, sizeof(*c));
@@ -393,20 +400,19 @@ static void tools_call(struct mcp_post *p, json_t *id, json_t *params)
 	p->pending++;
 	json_t *empty = json_object();
 	int rc = mcp_tool_call(c, json_string_value(name),
-			       json_is_object(args) ? args : empty);
+	                       json_is_object(args) ? args : empty);
 	json_decref(empty);
 	if (rc < 0) {
 		char msg[300];
 		snprintf(msg, sizeof(msg), "Unknown tool: %.200s",
-			 json_string_value(name));
+		         json_string_value(name));
 		json_t *err = rpc_error(id, RPC_INVALID_PARAMS, msg);
 		mcp_call_done(c, NULL); /* no answer from the tool */
 		post_add(p, err);
 	}
 }
 
-static void notification(struct mcp_post *p, const char *method,
-			 json_t *params)
+static void notification(struct mcp_post *p, const char *method, json_t *params)
 {
 	if (!strcmp(method, "notifications/initialized")) {
 		p->s->initialized = true;
@@ -414,7 +420,8 @@ static void notification(struct mcp_post *p, const char *method,
 		json_t *rid = json_object_get(params, "requestId");
 		for (struct mcp_call *c = p->s->calls; rid && c; c = c->next)
 			if (json_equal(c->id, rid)) {
-				log_info("event=mcp-cancelled session=%s", p->s->id);
+				log_info("event=mcp-cancelled session=%s",
+				         p->s->id);
 				call_cancel(c); /* may free c: stop here */
 				break;
 			}
@@ -426,8 +433,9 @@ static void notification(struct mcp_post *p, const char *method,
 static void handle_message(struct mcp_post *p, json_t *msg)
 {
 	if (!json_is_object(msg)) {
-		post_add(p, rpc_error(NULL, RPC_INVALID_REQUEST,
-				      "Invalid Request: a message is a JSON object"));
+		post_add(p, rpc_error(
+		                NULL, RPC_INVALID_REQUEST,
+		                "Invalid Request: a message is a JSON object"));
 		return;
 	}
 	json_t *id = json_object_get(msg, "id");
@@ -435,28 +443,30 @@ static void handle_message(struct mcp_post *p, json_t *msg)
 	json_t *params = json_object_get(msg, "params");
 	const char *v = json_string_value(json_object_get(msg, "jsonrpc"));
 	if (!v || strcmp(v, "2.0")) {
-		post_add(p, rpc_error(is_id(id) ? id : NULL, RPC_INVALID_REQUEST,
-				      "Invalid Request: jsonrpc must be \"2.0\""));
+		post_add(p,
+		         rpc_error(is_id(id) ? id : NULL, RPC_INVALID_REQUEST,
+		                   "Invalid Request: jsonrpc must be \"2.0\""));
 		return;
 	}
 	if (!method) {
 		if (is_id(id) && (json_object_get(msg, "result") ||
-				  json_object_get(msg, "error")))
+		                  json_object_get(msg, "error")))
 			return; /* a response: we never ask anything */
 		post_add(p, rpc_error(NULL, RPC_INVALID_REQUEST,
-				      "Invalid Request: no method"));
+		                      "Invalid Request: no method"));
 		return;
 	}
 	if (!json_is_string(method) || (id && !is_id(id))) {
-		post_add(p, rpc_error(NULL, RPC_INVALID_REQUEST,
-				      "Invalid Request: method must be a string, "
-				      "id a string or an integer"));
+		post_add(p,
+		         rpc_error(NULL, RPC_INVALID_REQUEST,
+		                   "Invalid Request: method must be a string, "
+		                   "id a string or an integer"));
 		return;
 	}
 	if (params && !json_is_object(params)) {
 		if (id)
 			post_add(p, rpc_error(id, RPC_INVALID_PARAMS,
-					      "params must be an object"));
+			                      "params must be an object"));
 		return;
 	}
 	const char *name = json_string_value(method);
@@ -468,14 +478,14 @@ static void handle_message(struct mcp_post *p, json_t *msg)
 		post_add(p, rpc_result(id, json_object()));
 	} else if (!strcmp(name, "tools/list")) {
 		post_add(p, rpc_result(id, json_pack("{s:o}", "tools",
-						     mcp_tools_list())));
+		                                     mcp_tools_list())));
 	} else if (!strcmp(name, "tools/call")) {
 		tools_call(p, id, params);
 	} else if (!strcmp(name, "initialize")) {
 		post_add(p, rpc_error(id, RPC_INVALID_REQUEST,
-				      "Invalid Request: this session is "
-				      "initialized already (send initialize "
-				      "without Mcp-Session-Id for a new one)"));
+		                      "Invalid Request: this session is "
+		                      "initialized already (send initialize "
+		                      "without Mcp-Session-Id for a new one)"));
 	} else {
 		char why[300];
 		snprintf(why, sizeof(why), "Method not found: %.200s", name);
@@ -485,26 +495,27 @@ static void handle_message(struct mcp_post *p, json_t *msg)
 
 /* initialize: a new session; its answer carries Mcp-Session-Id. */
 static void initialize(struct api *a, struct http_req *r, const char *tenant,
-		       json_t *msg)
+                       json_t *msg)
 {
 	json_t *id = json_object_get(msg, "id");
 	json_t *params = json_object_get(msg, "params");
 	const char *asked =
-		json_string_value(json_object_get(params, "protocolVersion"));
+	    json_string_value(json_object_get(params, "protocolVersion"));
 	if (!is_id(id) || !json_is_object(params) || !asked) {
-		respond(a, r, 400,
-			rpc_error(is_id(id) ? id : NULL, RPC_INVALID_PARAMS,
-				  "initialize: params.protocolVersion is required"),
-			NULL);
+		respond(
+		    a, r, 400,
+		    rpc_error(is_id(id) ? id : NULL, RPC_INVALID_PARAMS,
+		              "initialize: params.protocolVersion is required"),
+		    NULL);
 		return;
 	}
 	const char *want = http_query(r, "sandbox");
 	const char *keep = http_query(r, "keep");
 	if (want && !sandbox_id_valid(want)) {
 		respond(a, r, 400,
-			rpc_error(id, RPC_INVALID_PARAMS,
-				  "?sandbox= must be 1-63 of [a-z0-9-]"),
-			NULL);
+		        rpc_error(id, RPC_INVALID_PARAMS,
+		                  "?sandbox= must be 1-63 of [a-z0-9-]"),
+		        NULL);
 		return;
 	}
 	sweep_idle(a);
@@ -523,7 +534,7 @@ static void initialize(struct api *a, struct http_req *r, const char *tenant,
 		s->keep = keep && (!strcmp(keep, "true") || !strcmp(keep, "1"));
 		s->last_ms = now_mono_ms();
 		snprintf(s->proto, sizeof(s->proto), "%s",
-			 supported(asked) ? asked : LATEST_PROTOCOL);
+		         supported(asked) ? asked : LATEST_PROTOCOL);
 	}
 	if (!s || !s->tenant || !s->sandbox_id) {
 		if (s) {
@@ -532,13 +543,13 @@ static void initialize(struct api *a, struct http_req *r, const char *tenant,
 			free(s);
 		}
 		respond(a, r, 500, rpc_error(id, RPC_INTERNAL, "out of memory"),
-			NULL);
+		        NULL);
 		return;
 	}
 	s->next = sessions;
 	sessions = s;
 	log_info("event=mcp-session session=%s sandbox=%s protocol=%s", s->id,
-		 s->sandbox_id, s->proto);
+	         s->sandbox_id, s->proto);
 	const char *hdrs[] = {"Mcp-Session-Id", s->id, NULL};
 	respond(a, r, 200, rpc_result(id, initialize_result(s->proto)), hdrs);
 }
@@ -560,8 +571,8 @@ static bool origin_ok(struct api *a, struct http_req *r)
 	static const char *const local[] = {"localhost", "127.0.0.1", "[::1]"};
 	for (size_t i = 0; i < 3; i++) {
 		size_t l = strlen(local[i]);
-		if (!strncmp(h, local[i], l) && (h[l] == '\0' || h[l] == ':' ||
-						  h[l] == '/'))
+		if (!strncmp(h, local[i], l) &&
+		    (h[l] == '\0' || h[l] == ':' || h[l] == '/'))
 			return true;
 	}
 	return false;
@@ -572,13 +583,13 @@ static void handle_post(struct api *a, struct http_req *r, const char *tenant)
 	const char *ct = http_header(r, "Content-Type");
 	if (!ct || strncmp(ct, "application/json", 16)) {
 		respond_error(a, r, 415, RPC_INVALID_REQUEST,
-			      "Unsupported Media Type: Content-Type must be "
-			      "application/json");
+		              "Unsupported Media Type: Content-Type must be "
+		              "application/json");
 		return;
 	}
 	json_error_t jerr;
-	json_t *body = json_loadb(r->body.data ? r->body.data : "", r->body.len,
-				  0, &jerr);
+	json_t *body =
+	    json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &jerr);
 	if (!body) {
 		char msg[300];
 		snprintf(msg, sizeof(msg), "Parse error: %s", jerr.text);
@@ -589,7 +600,7 @@ static void handle_post(struct api *a, struct http_req *r, const char *tenant)
 	if (!batch && json_is_object(body) &&
 	    json_is_string(json_object_get(body, "method")) &&
 	    !strcmp(json_string_value(json_object_get(body, "method")),
-		    "initialize")) {
+	            "initialize")) {
 		initialize(a, r, tenant, body);
 		json_decref(body);
 		return;
@@ -597,15 +608,15 @@ static void handle_post(struct api *a, struct http_req *r, const char *tenant)
 	const char *sid = http_header(r, "Mcp-Session-Id");
 	if (!sid) {
 		respond_error(a, r, 400, RPC_NO_SESSION,
-			      "Bad Request: Mcp-Session-Id header is required "
-			      "(initialize first)");
+		              "Bad Request: Mcp-Session-Id header is required "
+		              "(initialize first)");
 		json_decref(body);
 		return;
 	}
 	struct mcp_session *s = sess_find(sid, tenant);
 	if (!s) {
 		respond_error(a, r, 404, RPC_SESSION_GONE,
-			      "Session not found: initialize a new session");
+		              "Session not found: initialize a new session");
 		json_decref(body);
 		return;
 	}
@@ -613,20 +624,21 @@ static void handle_post(struct api *a, struct http_req *r, const char *tenant)
 	if (pv && !supported(pv)) {
 		char msg[200];
 		snprintf(msg, sizeof(msg),
-			 "Bad Request: unsupported MCP-Protocol-Version %.40s", pv);
+		         "Bad Request: unsupported MCP-Protocol-Version %.40s",
+		         pv);
 		respond_error(a, r, 400, RPC_INVALID_REQUEST, msg);
 		json_decref(body);
 		return;
 	}
-	if (batch && (strcmp(s->proto, "2025-03-26") > 0 ||
-		      !json_array_size(body))) {
+	if (batch &&
+	    (strcmp(s->proto, "2025-03-26") > 0 || !json_array_size(body))) {
 		respond(a, r, 400,
-			rpc_error(NULL, RPC_INVALID_REQUEST,
-				  json_array_size(body)
-					  ? "Invalid Request: JSON-RPC batches are "
-					    "not part of this protocol revision"
-					  : "Invalid Request: an empty batch"),
-			NULL);
+		        rpc_error(NULL, RPC_INVALID_REQUEST,
+		                  json_array_size(body)
+		                      ? "Invalid Request: JSON-RPC batches are "
+		                        "not part of this protocol revision"
+		                      : "Invalid Request: an empty batch"),
+		        NULL);
 		json_decref(body);
 		return;
 	}
@@ -647,14 +659,16 @@ static void handle_post(struct api *a, struct http_req *r, const char *tenant)
 	if (batch) {
 		size_t i;
 		json_t *m;
-		json_array_foreach(body, i, m) {
+		json_array_foreach(body, i, m)
+		{
 			json_t *meth = json_object_get(m, "method");
 			if (json_is_string(meth) &&
 			    !strcmp(json_string_value(meth), "initialize"))
-				post_add(p, rpc_error(json_object_get(m, "id"),
-						      RPC_INVALID_REQUEST,
-						      "Invalid Request: initialize "
-						      "cannot be in a batch"));
+				post_add(
+				    p, rpc_error(json_object_get(m, "id"),
+				                 RPC_INVALID_REQUEST,
+				                 "Invalid Request: initialize "
+				                 "cannot be in a batch"));
 			else
 				handle_message(p, m);
 		}
@@ -669,9 +683,11 @@ static void handle_post(struct api *a, struct http_req *r, const char *tenant)
 		p->streaming = true;
 		size_t i;
 		json_t *m;
-		json_array_foreach(p->out, i, m) {
+		json_array_foreach(p->out, i, m)
+		{
 			if (p->rl)
-				relay_event_json(p->rl, "message", json_incref(m));
+				relay_event_json(p->rl, "message",
+				                 json_incref(m));
 		}
 		json_array_clear(p->out);
 		if (!p->rl)
@@ -686,7 +702,7 @@ void api_mcp_handle(struct api *a, struct http_req *r, const char *tenant)
 {
 	if (!origin_ok(a, r)) {
 		respond_error(a, r, 403, RPC_INVALID_REQUEST,
-			      "Forbidden: this Origin may not use /mcp");
+		              "Forbidden: this Origin may not use /mcp");
 		return;
 	}
 	if (!strcmp(r->method, "POST")) {
@@ -696,13 +712,13 @@ void api_mcp_handle(struct api *a, struct http_req *r, const char *tenant)
 		struct mcp_session *s = sid ? sess_find(sid, tenant) : NULL;
 		if (!sid) {
 			respond_error(a, r, 400, RPC_NO_SESSION,
-				      "Bad Request: Mcp-Session-Id header is "
-				      "required");
+			              "Bad Request: Mcp-Session-Id header is "
+			              "required");
 			return;
 		}
 		if (!s) {
 			respond_error(a, r, 404, RPC_SESSION_GONE,
-				      "Session not found");
+			              "Session not found");
 			return;
 		}
 		sess_close(a, s);
@@ -712,9 +728,9 @@ void api_mcp_handle(struct api *a, struct http_req *r, const char *tenant)
 		 * lets a server answer 405) */
 		const char *hdrs[] = {"Allow", "POST, DELETE", NULL};
 		respond(a, r, 405,
-			rpc_error(NULL, RPC_INVALID_REQUEST,
-				  "Method Not Allowed: POST messages, DELETE "
-				  "the session"),
-			hdrs);
+		        rpc_error(NULL, RPC_INVALID_REQUEST,
+		                  "Method Not Allowed: POST messages, DELETE "
+		                  "the session"),
+		        hdrs);
 	}
 }

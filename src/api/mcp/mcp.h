@@ -16,8 +16,8 @@ struct mcp_call {
 	struct api *a;
 	struct mcp_session *s;
 	struct mcp_post *post;
-	json_t *id;                     /* the request's id */
-	bool cancelled;                 /* no answer is wanted any more */
+	json_t *id;     /* the request's id */
+	bool cancelled; /* no answer is wanted any more */
 	bool cancel_sent;
 	/* set by the tool while it works: stop it (its done still comes) */
 	void (*cancel)(struct mcp_call *c);
@@ -33,7 +33,8 @@ int mcp_tool_call(struct mcp_call *c, const char *name, json_t *args);
 /* The tool's result (a CallToolResult, taken). */
 void mcp_call_done(struct mcp_call *c, json_t *result);
 /* A result {"content": [{"type": "text", "text": ...}], "isError": true}. */
-json_t *mcp_tool_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+json_t *mcp_tool_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 /* The session's sandbox, made or started as needed; NULL with why. */
 struct sandbox *mcp_sandbox(struct mcp_call *c, char *why, size_t cap);
 /* The sandbox's id (for messages). */
