@@ -158,6 +158,33 @@ describe("cancellation", () => {
 	});
 });
 
+describe("ending a session under a running call", () => {
+	test("DELETE while a command runs: the call ends unanswered, the sandbox goes", async () => {
+		const { sid } = await rawSession("2025-11-25");
+		const known = new Set(await sandboxes());
+		const first = await post(
+			{ jsonrpc: "2.0", id: 1, method: "tools/call",
+			  params: { name: "run_command", arguments: { command: "true" } } },
+			sid,
+		);
+		assert.equal(first.status, 200);
+		const box = (await sandboxes()).find((id) => !known.has(id));
+		assert.ok(box);
+		const call = post(
+			{ jsonrpc: "2.0", id: 2, method: "tools/call",
+			  params: { name: "run_command", arguments: { command: "sleep 300 & sleep 300", timeout_seconds: 600 } } },
+			sid,
+		);
+		await new Promise((r) => setTimeout(r, 1000));
+		const del = await fetch(`${d.url}/mcp`, { method: "DELETE", headers: { "Mcp-Session-Id": sid } });
+		assert.equal(del.status, 204);
+		const answered = await call;
+		assert.deepEqual(answered.json ?? [], []);
+		assert.ok(!(await sandboxes()).includes(box));
+		assert.equal((await fetch(`${d.url}/health`)).status, 200);
+	});
+});
+
 describe("protocol", () => {
 	test("version negotiation", async () => {
 		assert.equal((await rawSession("2025-03-26")).version, "2025-03-26");

@@ -60,6 +60,7 @@ struct mcp_session {
 	bool owned, keep;
 	bool initialized; /* notifications/initialized came */
 	bool closing;
+	bool in_close;        /* sess_close is at work: it frees it */
 	char proto[16];
 	uint64_t last_ms;
 	struct mcp_call *calls;
@@ -201,6 +202,9 @@ static void sess_close(struct api *a, struct mcp_session *s)
 	if (s->closing)
 		return;
 	s->closing = true;
+	/* calls that end in here (a cancel, the sandbox's destruction) must
+	 * not free the session under us */
+	s->in_close = true;
 	cancel_calls(s, any_call, NULL);
 	if (s->owned && !s->keep && a->m) {
 		struct sandbox *sb =
@@ -210,8 +214,8 @@ static void sess_close(struct api *a, struct mcp_session *s)
 			log_warn("sandbox=%s event=mcp-destroy-failed %s",
 			         s->sandbox_id, err.msg);
 	}
-	log_info("event=mcp-session-closed session=%s sandbox=%s", s->id,
-	         s->sandbox_id);
+	log_info("sandbox=%s event=mcp-session-closed", s->sandbox_id);
+	s->in_close = false;
 	if (!s->calls)
 		sess_free(s);
 }
@@ -303,7 +307,7 @@ void mcp_call_done(struct mcp_call *c, json_t *result)
 	free(c);
 	s->last_ms = now_mono_ms();
 	p->pending--;
-	if (s->closing && !s->calls)
+	if (s->closing && !s->calls && !s->in_close)
 		sess_free(s); /* p->s is not used again */
 	post_maybe_finish(p);
 }
@@ -420,8 +424,8 @@ static void notification(struct mcp_post *p, const char *method, json_t *params)
 		json_t *rid = json_object_get(params, "requestId");
 		for (struct mcp_call *c = p->s->calls; rid && c; c = c->next)
 			if (json_equal(c->id, rid)) {
-				log_info("event=mcp-cancelled session=%s",
-				         p->s->id);
+				log_info("sandbox=%s event=mcp-cancelled",
+				         p->s->sandbox_id);
 				call_cancel(c); /* may free c: stop here */
 				break;
 			}
@@ -548,8 +552,9 @@ static void initialize(struct api *a, struct http_req *r, const char *tenant,
 	}
 	s->next = sessions;
 	sessions = s;
-	log_info("event=mcp-session session=%s sandbox=%s protocol=%s", s->id,
-	         s->sandbox_id, s->proto);
+	/* the session's id is a secret of its client: never logged */
+	log_info("sandbox=%s event=mcp-session protocol=%s", s->sandbox_id,
+	         s->proto);
 	const char *hdrs[] = {"Mcp-Session-Id", s->id, NULL};
 	respond(a, r, 200, rpc_result(id, initialize_result(s->proto)), hdrs);
 }
