@@ -59,6 +59,9 @@ void router_begin(struct http_req *r, void *data);
 void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
 		     const char *rest);
 
+/* The MCP server at /mcp (api/mcp/mcp.c). */
+void api_mcp_handle(struct api *a, struct http_req *r, const char *tenant);
+
 /* The Cloudflare container protocol under /v1/sandbox/{id}/api/...:
  * m->params[0] is the sandbox id, rest the path from "/api/" on. begin
  * sees the request when its headers are in (it may stream the body);

@@ -122,7 +122,7 @@ static bool needs_auth(const char *url)
 	if (!strncmp(url, preview, sizeof(preview) - 1))
 		return false;
 	return !strncmp(url, "/v1/", 4) || !strcmp(url, "/v1") ||
-	       !strncmp(url, "/api/", 5);
+	       !strncmp(url, "/api/", 5) || !strcmp(url, "/mcp");
 }
 
 /* GET /v1/sandbox/{id}/pty?ticket=...: the tenant the ticket names, if
@@ -294,7 +294,7 @@ void router_begin(struct http_req *r, void *data)
 		api_cf_begin(a, r, &d->m, d->cf_rest);
 		return;
 	}
-	if (!strncmp(r->url, rooms, sizeof(rooms) - 1))
+	if (!strncmp(r->url, rooms, sizeof(rooms) - 1) || !strcmp(r->url, "/mcp"))
 		return;
 	d->rt = find(r, &d->m, &d->wrong_method);
 	if (!d->rt && port_match(r->url, &d->m)) {
@@ -335,6 +335,10 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!strncmp(r->url, "/ui", 3) && (!r->url[3] || r->url[3] == '/')) {
 		api_ui_handle(r);
+		return;
+	}
+	if (!strcmp(r->url, "/mcp")) {
+		api_mcp_handle(a, r, d->m.tenant);
 		return;
 	}
 	if (d->cf_rest) {

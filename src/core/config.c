@@ -83,6 +83,17 @@ static const char usage[] =
 	"  --s3-addressing MODE     path (host/bucket/key), virtual\n"
 	"                           (bucket.host/key) or auto (default: path for an\n"
 	"                           IP address or localhost endpoint, else virtual)\n"
+	"  --llm-url URL            the room assistant's model: an OpenAI-compatible\n"
+	"                           chat-completions endpoint (its base, e.g.\n"
+	"                           http://127.0.0.1:8081/v1, or the full\n"
+	"                           .../chat/completions URL); without it\n"
+	"                           POST /api/rooms/{room}/message answers 503\n"
+	"  --llm-model NAME         the model to ask for (default: \"default\")\n"
+	"  --llm-key-file FILE      a file holding the endpoint's API key, sent as\n"
+	"                           a bearer token (never logged, never in a\n"
+	"                           sandbox)\n"
+	"  --llm-timeout DURATION   the longest wait for the model's answer\n"
+	"                           (default 60s; then 504)\n"
 	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\n"
 	"                           [maxSandboxes=N] [maxRunning=N]\" per line\n"
 	"                           (a tenant's quotas); required to listen\n"
@@ -145,6 +156,7 @@ enum {
 	OPT_TENANT_DISK, OPT_BACKUP_DIR, OPT_BACKUP_S3, OPT_S3_ENDPOINT,
 	OPT_S3_REGION, OPT_S3_CREDS, OPT_S3_ADDRESSING,
 	OPT_NETDEFAULT, OPT_DNS, OPT_DENY, OPT_NETPOOL, OPT_PREVIEW,
+	OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_KEY, OPT_LLM_TIMEOUT,
 };
 
 static const struct option opts[] = {
@@ -187,6 +199,10 @@ static const struct option opts[] = {
 	{"deny-cidr", required_argument, NULL, OPT_DENY},
 	{"net-pool", required_argument, NULL, OPT_NETPOOL},
 	{"preview-domain", required_argument, NULL, OPT_PREVIEW},
+	{"llm-url", required_argument, NULL, OPT_LLM_URL},
+	{"llm-model", required_argument, NULL, OPT_LLM_MODEL},
+	{"llm-key-file", required_argument, NULL, OPT_LLM_KEY},
+	{"llm-timeout", required_argument, NULL, OPT_LLM_TIMEOUT},
 	{NULL, 0, NULL, 0},
 };
 
@@ -401,6 +417,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	cfg->log_level = LOG_INFO;
 	parse_deny(cfg, "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,100.64.0.0/10");
 	net_cidr_parse("10.231.0.0/16", &cfg->net_pool);
+	cfg->llm_model = "default";
+	cfg->llm_timeout_ms = 60 * 1000;
 
 	int c;
 	optind = 1;
@@ -560,6 +578,27 @@ int config_parse(struct config *cfg, int argc, char **argv)
 			break;
 		case OPT_S3_CREDS:
 			cfg->s3_credentials_file = optarg;
+			break;
+		case OPT_LLM_URL:
+			if (strncmp(optarg, "http://", 7) &&
+			    strncmp(optarg, "https://", 8))
+				return bad("--llm-url", optarg,
+					   "expected http://HOST[:PORT]/... or https://...");
+			cfg->llm_url = optarg;
+			break;
+		case OPT_LLM_MODEL:
+			if (!optarg[0] || strlen(optarg) > 256)
+				return bad("--llm-model", optarg, "expected a model name");
+			cfg->llm_model = optarg;
+			break;
+		case OPT_LLM_KEY:
+			cfg->llm_key_file = optarg;
+			break;
+		case OPT_LLM_TIMEOUT:
+			if (parse_duration_ms(optarg, &v) || !v)
+				return bad("--llm-timeout", optarg,
+					   "expected a duration above 0");
+			cfg->llm_timeout_ms = v;
 			break;
 		case OPT_S3_ADDRESSING:
 			if (!strcmp(optarg, "auto"))

@@ -54,6 +54,11 @@ struct config {
 	unsigned ndeny;
 	struct fw_cidr net_pool;         /* sandboxes' link addresses */
 	const char *preview_domain;      /* NULL: none */
+	/* the room assistant's model (core/llm.h) */
+	const char *llm_url;           /* NULL: none (503) */
+	const char *llm_model;
+	const char *llm_key_file;      /* NULL: no key */
+	uint64_t llm_timeout_ms;
 };
 
 enum {

@@ -1103,6 +1103,7 @@ void manager_free(struct manager *m)
 {
 	if (!m)
 		return;
+	m->closing = true;
 	loop_timer_stop(m->loop, &m->cron);
 	/* first: a fork in flight destroys the sandbox it was making */
 	snapshots_free(m);

@@ -98,6 +98,9 @@ struct manager {
 	size_t ngroups;
 	struct backups *backups;     /* the backup engine */
 	struct network *net;         /* core/network.c */
+	struct llm *llm;             /* the room assistant's model, or NULL
+					(core/llm.h; made and freed by main) */
+	bool closing;                /* in manager_free: nothing new starts */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,

@@ -53,6 +53,20 @@ static const char schema[] =
 	"  policy TEXT NOT NULL,"
 	"  PRIMARY KEY (tenant, id));";
 
+/* The room assistant's history (core/assistant.c): its messages in order,
+ * the newest REGISTRY_MESSAGES_KEPT of each room. */
+static const char messages_schema[] =
+	"CREATE TABLE IF NOT EXISTS room_messages ("
+	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  tenant TEXT NOT NULL,"
+	"  room TEXT NOT NULL,"
+	"  role TEXT NOT NULL,"
+	"  user_id TEXT NOT NULL,"
+	"  text TEXT NOT NULL,"
+	"  ts INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS room_messages_room "
+	"  ON room_messages (tenant, room, seq);";
+
 static int db_err(struct registry *r, struct sbx_err *err, const char *what)
 {
 	return sbx_err_set(err, EIO, "registry: %s: %s", what,
@@ -119,6 +133,10 @@ int registry_open(const char *path, struct registry **out,
 	};
 	for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++)
 		sqlite3_exec(r->db, added[i], NULL, NULL, NULL); /* may exist */
+	if (sqlite3_exec(r->db, messages_schema, NULL, NULL, NULL) != SQLITE_OK) {
+		rc = db_err(r, err, "schema");
+		goto fail;
+	}
 	if (sqlite3_prepare_v2(r->db,
 			       "INSERT INTO sandboxes VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
 			       -1, &r->insert, NULL) != SQLITE_OK ||
@@ -430,6 +448,107 @@ int registry_load_networks(struct registry *r,
 	}
 	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
 		rc = db_err(r, err, "load networks");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* ---- the room assistant's history -------------------------------------------- */
+
+static int exec_sql(struct registry *r, const char *sql, struct sbx_err *err,
+		    const char *what)
+{
+	return sqlite3_exec(r->db, sql, NULL, NULL, NULL) == SQLITE_OK
+		       ? 0
+		       : db_err(r, err, what);
+}
+
+int registry_messages_add(struct registry *r, const char *tenant,
+			  const char *room, const struct registry_message *msgs,
+			  size_t n, struct sbx_err *err)
+{
+	sqlite3_stmt *ins = NULL, *prune = NULL;
+	int rc = exec_sql(r, "BEGIN", err, "history");
+	if (rc < 0)
+		return rc;
+	if (sqlite3_prepare_v2(r->db,
+			       "INSERT INTO room_messages (tenant, room, role, "
+			       "user_id, text, ts) VALUES (?,?,?,?,?,?)",
+			       -1, &ins, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(r->db,
+			       "DELETE FROM room_messages WHERE tenant=?1 AND "
+			       "room=?2 AND seq NOT IN (SELECT seq FROM "
+			       "room_messages WHERE tenant=?1 AND room=?2 "
+			       "ORDER BY seq DESC LIMIT ?3)",
+			       -1, &prune, NULL) != SQLITE_OK)
+		rc = db_err(r, err, "history");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		sqlite3_bind_text(ins, 1, tenant, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 2, room, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 3, msgs[i].role, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 4, msgs[i].user_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(ins, 5, msgs[i].text, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(ins, 6, (sqlite3_int64)msgs[i].ts);
+		rc = step_done(r, ins, err, "history");
+	}
+	if (rc == 0) {
+		sqlite3_bind_text(prune, 1, tenant, -1, SQLITE_STATIC);
+		sqlite3_bind_text(prune, 2, room, -1, SQLITE_STATIC);
+		sqlite3_bind_int(prune, 3, REGISTRY_MESSAGES_KEPT);
+		rc = step_done(r, prune, err, "history");
+	}
+	sqlite3_finalize(ins);
+	sqlite3_finalize(prune);
+	if (rc == 0 && (rc = exec_sql(r, "COMMIT", err, "history")) == 0)
+		return 0;
+	sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+int registry_messages_load(struct registry *r, const char *tenant,
+			   const char *room, unsigned last,
+			   int (*cb)(const struct registry_message *m,
+				     void *data),
+			   void *data, struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       "SELECT role, user_id, text, ts FROM (SELECT * "
+			       "FROM room_messages WHERE tenant=? AND room=? "
+			       "ORDER BY seq DESC LIMIT ?) ORDER BY seq",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "history");
+	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, room, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, last);
+	int rc = 0, s;
+	while ((s = sqlite3_step(st)) == SQLITE_ROW) {
+		struct registry_message m = {
+			.role = (const char *)sqlite3_column_text(st, 0),
+			.user_id = (const char *)sqlite3_column_text(st, 1),
+			.text = (const char *)sqlite3_column_text(st, 2),
+			.ts = (uint64_t)sqlite3_column_int64(st, 3)};
+		if (!m.role || !m.user_id || !m.text)
+			continue;
+		if ((rc = cb(&m, data)) < 0)
+			break;
+	}
+	if (s != SQLITE_DONE && s != SQLITE_ROW && rc == 0)
+		rc = db_err(r, err, "history");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int registry_messages_clear(struct registry *r, const char *tenant,
+			    const char *room, struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       "DELETE FROM room_messages WHERE tenant=? AND room=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "history");
+	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, room, -1, SQLITE_STATIC);
+	int rc = step_done(r, st, err, "history");
 	sqlite3_finalize(st);
 	return rc;
 }

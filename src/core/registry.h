@@ -83,5 +83,26 @@ int registry_load_networks(struct registry *r,
 			   int (*cb)(const char *tenant, const char *id,
 				     const char *policy, void *data),
 			   void *data, struct sbx_err *err);
+/* The room assistant's history: messages of (tenant, room) in order; only
+ * the newest REGISTRY_MESSAGES_KEPT of a room are kept. */
+#define REGISTRY_MESSAGES_KEPT 50
+struct registry_message {
+	const char *role;    /* "user" or "agent" */
+	const char *user_id;
+	const char *text;
+	uint64_t ts;         /* wall clock, ms */
+};
+/* All of msgs, or none. */
+int registry_messages_add(struct registry *r, const char *tenant,
+			  const char *room, const struct registry_message *msgs,
+			  size_t n, struct sbx_err *err);
+/* The last `last` messages, oldest first. */
+int registry_messages_load(struct registry *r, const char *tenant,
+			   const char *room, unsigned last,
+			   int (*cb)(const struct registry_message *m,
+				     void *data),
+			   void *data, struct sbx_err *err);
+int registry_messages_clear(struct registry *r, const char *tenant,
+			    const char *room, struct sbx_err *err);
 
 #endif

@@ -1,15 +1,9 @@
-/* The S3 client (s3.h). One curl multi handle per client; each request is
- * an easy handle while it runs, and a fresh one for each retry.
- *
- * libcurl is loaded (dlopen) only when the daemon is given an S3 store:
- * linked in, it and the thirty libraries it pulls in would be mapped into
- * the daemon and so into every sandbox's init, a fork of it, at the cost
- * of page tables and dirty relocation pages per sandbox for nothing. */
+/* The S3 client (s3.h). One curl multi handle per client, on the loop
+ * (core/curl_loop.h, which loads libcurl only when an S3 store is
+ * configured); each request is an easy handle while it runs, and a fresh
+ * one for each retry. */
 #include "core/s3.h"
 
-#define CURL_DISABLE_TYPECHECK /* calls go through the pointers below */
-#include <curl/curl.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/curl_loop.h"
 #include "lib/buf.h"
 #include "lib/sha256.h"
 #include "lib/util.h"
@@ -26,84 +21,6 @@
 #define TRIES 5
 #define BACKOFF_MS 200
 #define BODY_MAX (16u << 20) /* a collected answer: XML, metadata */
-
-/* ---- libcurl, loaded when first needed ------------------------------------------ */
-
-static struct {
-	void *handle;
-	CURLcode (*global_init)(long);
-	CURLM *(*multi_init)(void);
-	CURLMcode (*multi_setopt)(CURLM *, CURLMoption, ...);
-	CURLMcode (*multi_socket_action)(CURLM *, curl_socket_t, int, int *);
-	CURLMsg *(*multi_info_read)(CURLM *, int *);
-	CURLMcode (*multi_add_handle)(CURLM *, CURL *);
-	CURLMcode (*multi_remove_handle)(CURLM *, CURL *);
-	CURLMcode (*multi_assign)(CURLM *, curl_socket_t, void *);
-	CURLMcode (*multi_cleanup)(CURLM *);
-	CURL *(*easy_init)(void);
-	CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
-	CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
-	void (*easy_cleanup)(CURL *);
-	CURLcode (*easy_pause)(CURL *, int);
-	const char *(*easy_strerror)(CURLcode);
-	struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
-	void (*slist_free_all)(struct curl_slist *);
-} C;
-
-#define curl_global_init C.global_init
-#define curl_multi_init C.multi_init
-#undef curl_multi_setopt
-#define curl_multi_setopt C.multi_setopt
-#define curl_multi_socket_action C.multi_socket_action
-#define curl_multi_info_read C.multi_info_read
-#define curl_multi_add_handle C.multi_add_handle
-#define curl_multi_remove_handle C.multi_remove_handle
-#define curl_multi_assign C.multi_assign
-#define curl_multi_cleanup C.multi_cleanup
-#define curl_easy_init C.easy_init
-#undef curl_easy_setopt
-#define curl_easy_setopt C.easy_setopt
-#undef curl_easy_getinfo
-#define curl_easy_getinfo C.easy_getinfo
-#define curl_easy_cleanup C.easy_cleanup
-#define curl_easy_pause C.easy_pause
-#define curl_easy_strerror C.easy_strerror
-#define curl_slist_append C.slist_append
-#define curl_slist_free_all C.slist_free_all
-
-static int curl_load(struct sbx_err *err)
-{
-	static const char *const names[] = {
-		"curl_global_init", "curl_multi_init", "curl_multi_setopt",
-		"curl_multi_socket_action", "curl_multi_info_read",
-		"curl_multi_add_handle", "curl_multi_remove_handle",
-		"curl_multi_assign", "curl_multi_cleanup", "curl_easy_init",
-		"curl_easy_setopt", "curl_easy_getinfo", "curl_easy_cleanup",
-		"curl_easy_pause", "curl_easy_strerror", "curl_slist_append",
-		"curl_slist_free_all"};
-	if (C.handle)
-		return 0;
-	void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return sbx_err_set(err, ENOENT,
-				   "S3 backups need libcurl (Debian: libcurl4): %s",
-				   dlerror());
-	void **slot = (void **)&C.global_init;
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!(slot[i] = dlsym(h, names[i]))) {
-			dlclose(h);
-			memset(&C, 0, sizeof(C));
-			return sbx_err_set(err, ENOENT, "libcurl: no %s", names[i]);
-		}
-	}
-	if (C.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		dlclose(h);
-		memset(&C, 0, sizeof(C));
-		return sbx_err_set(err, EIO, "curl_global_init failed");
-	}
-	C.handle = h;
-	return 0;
-}
 
 /* ---- configuration ---------------------------------------------------------- */
 
@@ -389,16 +306,11 @@ char *s3_xml_next(const char *xml, size_t len, const char *tag, size_t *pos)
 
 /* ---- the client --------------------------------------------------------------- */
 
-struct s3_sock {
-	struct loop_watch w;
-	struct s3_client *c;
-};
-
 struct s3_client {
 	struct loop *loop;
 	struct s3_config cfg;
-	CURLM *multi;
-	struct loop_timer timer, retry_timer, resume_timer;
+	struct curl_loop *cl;
+	struct loop_timer retry_timer, resume_timer;
 	char *userpwd;  /* "key:secret" for curl's SigV4 */
 	char sigv4[96]; /* "aws:amz:<region>:s3" */
 	struct s3_req *reqs;
@@ -429,73 +341,7 @@ const struct s3_config *s3_client_config(const struct s3_client *c)
 	return &c->cfg;
 }
 
-static void check_done(struct s3_client *c);
 static void on_resume(struct loop_timer *t);
-
-static void on_sock(struct loop_watch *w, uint32_t events)
-{
-	struct s3_sock *ss = w->data;
-	struct s3_client *c = ss->c;
-	int flags = (events & EPOLLIN ? CURL_CSELECT_IN : 0) |
-		    (events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
-		    (events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-	int running;
-	curl_socket_t fd = w->fd;
-	curl_multi_socket_action(c->multi, fd, flags, &running);
-	check_done(c);
-}
-
-static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
-		   void *sockp)
-{
-	struct s3_client *c = userp;
-	struct s3_sock *ss = sockp;
-	(void)e;
-	if (what == CURL_POLL_REMOVE) {
-		if (ss) {
-			loop_del(c->loop, &ss->w);
-			curl_multi_assign(c->multi, s, NULL);
-			free(ss);
-		}
-		return 0;
-	}
-	uint32_t ev = (what & CURL_POLL_IN ? EPOLLIN : 0) |
-		      (what & CURL_POLL_OUT ? EPOLLOUT : 0);
-	if (!ss) {
-		ss = calloc(1, sizeof(*ss));
-		if (!ss)
-			return -1;
-		ss->c = c;
-		ss->w = (struct loop_watch){.fd = s, .cb = on_sock, .data = ss};
-		if (loop_add(c->loop, &ss->w, ev) < 0) {
-			free(ss);
-			return -1;
-		}
-		curl_multi_assign(c->multi, s, ss);
-	} else {
-		loop_mod(c->loop, &ss->w, ev);
-	}
-	return 0;
-}
-
-static void on_timer(struct loop_timer *t)
-{
-	struct s3_client *c = t->data;
-	int running;
-	curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done(c);
-}
-
-static int timer_cb(CURLM *multi, long ms, void *userp)
-{
-	struct s3_client *c = userp;
-	(void)multi;
-	if (ms < 0)
-		loop_timer_stop(c->loop, &c->timer);
-	else
-		loop_timer_start(c->loop, &c->timer, (uint64_t)ms);
-	return 0;
-}
 
 static size_t read_cb(char *out, size_t size, size_t n, void *ud)
 {
@@ -625,7 +471,7 @@ static int start_try(struct s3_req *r, struct sbx_err *err)
 	} else if (strcmp(r->method, "GET")) {
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
 	}
-	if (curl_multi_add_handle(c->multi, e) != CURLM_OK) {
+	if (curl_loop_add(c->cl, e) < 0) {
 		curl_easy_cleanup(e);
 		r->easy = NULL;
 		return sbx_err_set(err, EIO, "curl: cannot add a transfer");
@@ -645,7 +491,7 @@ static void req_unlink(struct s3_req *r)
 static void req_free(struct s3_req *r)
 {
 	if (r->easy) {
-		curl_multi_remove_handle(r->c->multi, r->easy);
+		curl_loop_remove(r->c->cl, r->easy);
 		curl_easy_cleanup(r->easy);
 	}
 	curl_slist_free_all(r->headers);
@@ -717,7 +563,7 @@ static void on_try_done(struct s3_req *r, CURLcode cc)
 	struct sbx_err err = {0};
 	long status = 0;
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-	curl_multi_remove_handle(c->multi, r->easy);
+	curl_loop_remove(c->cl, r->easy);
 	curl_easy_cleanup(r->easy);
 	r->easy = NULL;
 	r->paused = false;
@@ -767,29 +613,22 @@ static void on_retry(struct loop_timer *t)
 	} while (due);
 	arm_retry(c);
 	/* curl may want its timer now for the new transfers */
-	int running;
-	curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	check_done(c);
+	curl_loop_kick(c->cl);
 }
 
-static void check_done(struct s3_client *c)
+static void on_curl_done(CURL *easy, CURLcode result, void *data)
 {
-	CURLMsg *m;
-	int left;
-	while ((m = curl_multi_info_read(c->multi, &left))) {
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		struct s3_req *r = NULL;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-		if (r)
-			on_try_done(r, m->data.result);
-	}
+	struct s3_req *r = NULL;
+	(void)data;
+	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+	if (r)
+		on_try_done(r, result);
 }
 
 int s3_client_new(struct loop *loop, struct s3_config *cfg,
 		  struct s3_client **out, struct sbx_err *err)
 {
-	int lr = curl_load(err);
+	int lr = curl_fns_load("S3 backups", err);
 	if (lr < 0)
 		return lr;
 	struct s3_client *c = calloc(1, sizeof(*c));
@@ -798,22 +637,19 @@ int s3_client_new(struct loop *loop, struct s3_config *cfg,
 	c->loop = loop;
 	c->cfg = *cfg; /* taken */
 	memset(cfg, 0, sizeof(*cfg));
-	c->multi = curl_multi_init();
-	if (!c->multi ||
-	    asprintf(&c->userpwd, "%s:%s", c->cfg.access_key, c->cfg.secret_key) < 0) {
+	if (curl_loop_new(loop, on_curl_done, c, &c->cl, err) < 0) {
+		s3_config_clear(&c->cfg);
+		free(c);
+		return -ENOMEM;
+	}
+	if (asprintf(&c->userpwd, "%s:%s", c->cfg.access_key, c->cfg.secret_key) < 0) {
 		c->userpwd = NULL;
 		s3_client_free(c);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
 	snprintf(c->sigv4, sizeof(c->sigv4), "aws:amz:%s:s3", c->cfg.region);
-	c->timer = (struct loop_timer){.cb = on_timer, .data = c};
 	c->retry_timer = (struct loop_timer){.cb = on_retry, .data = c};
 	c->resume_timer = (struct loop_timer){.cb = on_resume, .data = c};
-	curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, sock_cb);
-	curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-	curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-	curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
-	curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, 8L);
 	*out = c;
 	return 0;
 }
@@ -834,11 +670,9 @@ void s3_client_free(struct s3_client *c)
 		r->o.on_done(r->o.ctx, &resp);
 		req_free(r);
 	}
-	loop_timer_stop(c->loop, &c->timer);
 	loop_timer_stop(c->loop, &c->retry_timer);
 	loop_timer_stop(c->loop, &c->resume_timer);
-	if (c->multi)
-		curl_multi_cleanup(c->multi); /* REMOVEs its sockets */
+	curl_loop_free(c->cl); /* REMOVEs its sockets */
 	wipe_free(c->userpwd);
 	s3_config_clear(&c->cfg);
 	free(c);
@@ -909,12 +743,8 @@ static void on_resume(struct loop_timer *t)
 			any = true;
 		}
 	}
-	if (any) {
-		int running;
-		curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0,
-					 &running);
-		check_done(c);
-	}
+	if (any)
+		curl_loop_kick(c->cl);
 }
 
 void s3_req_resume(struct s3_req *r)

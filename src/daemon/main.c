@@ -17,6 +17,7 @@
 
 #include "api/api.h"
 #include "core/config.h"
+#include "core/llm.h"
 #include "http/http.h"
 #include "lib/loop.h"
 #include "core/manager.h"
@@ -149,6 +150,11 @@ int main(int argc, char **argv)
 		manager_free(m);
 		return 1;
 	}
+	if (cfg.llm_url && llm_new(loop, &cfg, &m->llm, &err) < 0) {
+		log_error("event=fatal %s", err.msg);
+		manager_free(m);
+		return 1;
+	}
 	if (api.auth) {
 		m->quota_of = tenant_quota;
 		m->quota_data = api.auth;
@@ -182,6 +188,9 @@ int main(int argc, char **argv)
 	log_info("event=listening addr=%s port=%u state=%s", cfg.listen_addr,
 		 cfg.port, m->rt->state_dir);
 	r = loop_run(loop);
+	/* a question to the model still out is answered 502 now */
+	llm_free(m->llm);
+	m->llm = NULL;
 	/* stopping sandboxes answers the requests still waiting on them; a
 	 * request that still comes in meets no manager (503) */
 	manager_free(m);

@@ -123,6 +123,31 @@ static void test_flag_values(void **state)
 	}
 }
 
+static void test_llm_flags(void **state)
+{
+	(void)state;
+	struct config cfg;
+	const char *none[] = {NULL};
+	assert_int_equal(parse(&cfg, none), 0);
+	assert_null(cfg.llm_url);
+	assert_string_equal(cfg.llm_model, "default");
+	assert_int_equal(cfg.llm_timeout_ms, 60000);
+	const char *ok[] = {"--llm-url", "http://127.0.0.1:8081/v1", "--llm-model",
+			    "llama3.1", "--llm-key-file", "/k", "--llm-timeout",
+			    "90s", NULL};
+	assert_int_equal(parse(&cfg, ok), 0);
+	assert_string_equal(cfg.llm_url, "http://127.0.0.1:8081/v1");
+	assert_string_equal(cfg.llm_model, "llama3.1");
+	assert_string_equal(cfg.llm_key_file, "/k");
+	assert_int_equal(cfg.llm_timeout_ms, 90000);
+	const char *bad_url[] = {"--llm-url", "ftp://x", NULL};
+	assert_int_equal(parse(&cfg, bad_url), -1);
+	const char *bad_t[] = {"--llm-timeout", "0", NULL};
+	assert_int_equal(parse(&cfg, bad_t), -1);
+	const char *bad_m[] = {"--llm-model", "", NULL};
+	assert_int_equal(parse(&cfg, bad_m), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -131,6 +156,7 @@ int main(void)
 		cmocka_unit_test(test_given_ceiling_lowers_a_default_not_given),
 		cmocka_unit_test(test_given_default_above_given_ceiling_refused),
 		cmocka_unit_test(test_flag_values),
+		cmocka_unit_test(test_llm_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "core/agent.h"
+#include "core/assistant.h"
 #include "core/exec.h"
 #include "http/jsonout.h"
 #include "lib/log.h"
@@ -89,20 +91,9 @@ static json_t *body_object(struct http_req *r)
 /* bash's "bash: line 1: foo: command not found": the name, or NULL. */
 static char *not_found_name(const struct exec_result *res)
 {
-	static const char tail[] = ": command not found";
-	if (res->exit_code != 127 || !res->err.len)
-		return NULL;
-	const char *s = buf_cstr((struct buf *)&res->err);
-	const char *hit = NULL;
-	for (const char *p = s; (p = strstr(p, tail)); p++)
-		hit = p;
-	if (!hit)
-		return NULL;
-	const char *start = hit;
-	while (start > s && start[-1] != '\n' &&
-	       !(start - 2 >= s && start[-2] == ':' && start[-1] == ' '))
-		start--;
-	return strndup(start, (size_t)(hit - start));
+	return agent_not_found_name(res->exit_code,
+				    buf_cstr((struct buf *)&res->err),
+				    res->err.len);
 }
 
 static void exec_done(const struct exec_result *res, void *ctx)
@@ -235,19 +226,56 @@ static void handle_delete(struct api *a, struct http_req *r,
 		return;
 	}
 	snprintf(name, sizeof(name), "sandbox-%s", room);
+	/* the assistant's state first, as the seed's handleCleanup does */
+	json_t *errors = json_array();
+	char msg[600];
+	if (assistant_forget(a->m, tenant, room, &err) < 0) {
+		snprintf(msg, sizeof(msg), "assistant: %s", err.msg);
+		json_array_append_new(errors, json_string(msg));
+	}
 	struct sandbox *sb = manager_find(a->m, tenant, name);
 	if (sb && sandbox_destroy(sb, &err) < 0) {
-		char msg[600];
 		snprintf(msg, sizeof(msg), "sandbox: %s", err.msg);
-		http_respond_json(r, 207, json_pack("{s:b, s:[s]}", "cleaned", 1,
-						    "errors", msg));
+		json_array_append_new(errors, json_string(msg));
+	}
+	if (json_array_size(errors)) {
+		http_respond_json(r, 207, json_pack("{s:b, s:o}", "cleaned", 1,
+						    "errors", errors));
 		return;
 	}
+	json_decref(errors);
 	http_respond_json(r, 200,
 			  json_pack("{s:b, s:s}", "cleaned", 1, "roomId", room));
 }
 
-static void handle_message(struct http_req *r)
+static void message_done(const struct assistant_reply *ar, void *ctx)
+{
+	struct http_req *r = ctx;
+	if (ar->status != ASSISTANT_OK) {
+		unsigned status = ar->status == ASSISTANT_NO_MODEL  ? 503
+				  : ar->status == ASSISTANT_FAILED  ? 502
+				  : ar->status == ASSISTANT_TIMEOUT ? 504
+								    : 500;
+		char msg[800];
+		snprintf(msg, sizeof(msg), "%s%s",
+			 status == 500 ? "assistant failed: " : "", ar->error);
+		http_respond_json(r, status, json_pack("{s:s}", "error", msg));
+		return;
+	}
+	json_t *msgs = json_array();
+	for (size_t i = 0; i < ar->nmsgs; i++) {
+		const struct assistant_msg *m = &ar->msgs[i];
+		json_array_append_new(
+			msgs, json_pack("{s:s, s:s, s:s, s:I}", "role", m->role,
+					"userId", m->user_id, "text", m->text,
+					"ts", (json_int_t)m->ts));
+	}
+	http_respond_json(r, 200, json_pack("{s:s, s:o}", "reply", ar->reply,
+					    "messages", msgs));
+}
+
+static void handle_message(struct api *a, struct http_req *r,
+			   const char *tenant, const char *room)
 {
 	if (strcmp(r->method, "POST")) {
 		http_respond_json(r, 405, json_pack("{s:s}", "error",
@@ -258,6 +286,7 @@ static void handle_message(struct http_req *r)
 	if (!body)
 		return;
 	json_t *text = json_object_get(body, "text");
+	json_t *user = json_object_get(body, "userId");
 	if (!text || !json_is_string(text)) {
 		char msg[100];
 		snprintf(msg, sizeof(msg), "Expected string, received %s",
@@ -265,9 +294,27 @@ static void handle_message(struct http_req *r)
 		invalid(r, "text", msg);
 	} else if (json_string_length(text) == 0) {
 		invalid(r, "text", "Text cannot be empty");
+	} else if (strlen(json_string_value(text)) != json_string_length(text)) {
+		invalid(r, "text", "Text cannot contain NUL characters");
+	} else if (user && !json_is_null(user) && !json_is_string(user)) {
+		char msg[100];
+		snprintf(msg, sizeof(msg), "Expected string, received %s",
+			 json_type_name(user));
+		invalid(r, "userId", msg);
+	} else if (json_is_string(user) &&
+		   (json_string_length(user) > 256 ||
+		    strlen(json_string_value(user)) != json_string_length(user))) {
+		invalid(r, "userId", "User ID must be at most 256 characters, "
+				     "without NUL");
 	} else {
-		http_respond_json(r, 503, json_pack("{s:s}", "error",
-				  "no assistant model is configured on this daemon"));
+		char sandbox_name[80];
+		snprintf(sandbox_name, sizeof(sandbox_name), "sandbox-%s", room);
+		const char *uid = json_is_string(user) && json_string_length(user)
+					  ? json_string_value(user)
+					  : "anonymous";
+		http_suspend(r);
+		assistant_message(a->m, tenant, room, sandbox_name, uid,
+				  json_string_value(text), message_done, r);
 	}
 	json_decref(body);
 }
@@ -307,5 +354,5 @@ void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
 	else if (what == DELETE)
 		handle_delete(a, r, tenant, room);
 	else
-		handle_message(r);
+		handle_message(a, r, tenant, room);
 }
