@@ -14,6 +14,8 @@
 #include "runtime/runtime.h"
 
 struct registry;
+struct image;
+struct images;
 struct exec_job;
 struct process;
 struct snapshot;
@@ -28,6 +30,7 @@ struct sandbox_opts {
 	const char *const *env; /* "K=V" */
 	size_t envc;
 	const char *labels;     /* JSON text */
+	struct image *image;    /* NULL: the host's own system */
 };
 
 enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
@@ -49,6 +52,10 @@ struct sandbox {
 	char **env;                           /* "K=V" for every command */
 	size_t envc;
 	char *labels;                         /* JSON text, or NULL */
+	/* its image (kept with its files, runtime_files_image): the id, and
+	 * the image while the store has it; "" and NULL: the host's system */
+	char image_id[72];
+	struct image *image;
 	struct process *procs;                /* background processes */
 	struct interp_group *interp;          /* its interpreter contexts */
 	unsigned nprocs;
@@ -89,6 +96,7 @@ struct manager {
 	uint64_t *groups;            /* store groups made this run */
 	size_t ngroups;
 	struct backups *backups;     /* the backup engine */
+	struct images *images;       /* OCI images (core/images.h) */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,
@@ -160,6 +168,11 @@ void sandbox_session_save(struct sandbox *sb, struct session *s);
  * daemon's --tenant-disk limit the first time it is asked for in this
  * run; 0 on the plain store. */
 uint64_t manager_store_group(struct manager *m, const char *tenant);
+/* How many sandboxes use img. */
+unsigned manager_image_refs(struct manager *m, const struct image *img);
+/* Drop images and layers nothing names or uses (images_gc). */
+void manager_images_gc(struct manager *m);
+
 /* Iterate over all sandboxes. */
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data);
