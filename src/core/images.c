@@ -1098,15 +1098,18 @@ int images_import(struct images *im, const char *name, const char *source,
 				   "\"docker-archive:/path[:tag]\"");
 	char path[4096];
 	snprintf(path, sizeof(path), "%s", colon + 1);
+	/* "/path:tag", where a tag may hold ':' (docker's "name:tag"): the
+	 * first ':' after the path's last '/', unless the whole is a path */
 	const char *tag = NULL;
-	char *last = strrchr(path, ':');
-	if (last && !strchr(last, '/')) {
-		*last = '\0';
-		tag = last + 1;
+	struct stat st;
+	char *slash = strrchr(path, '/');
+	char *sep = slash ? strchr(slash, ':') : NULL;
+	if (sep && stat(path, &st) < 0) {
+		*sep = '\0';
+		tag = sep + 1;
 		if (!*tag)
 			tag = NULL;
 	}
-	struct stat st;
 	if (stat(path, &st) < 0)
 		return sbx_err_sys(err, errno, "%s", path);
 	if (!strcmp(kind, "oci-layout") ? !S_ISDIR(st.st_mode)

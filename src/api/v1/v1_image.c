@@ -17,6 +17,7 @@ struct v1_imp {
 	struct http_req *r;          /* NULL once the client is gone */
 	struct image_import *imp;    /* NULL once it ended */
 	bool stream;
+	char name[IMAGE_NAME_MAX + 1];
 };
 
 json_t *v1_image_json(struct api *a, const struct image *img,
@@ -112,12 +113,13 @@ static void imp_done(void *ctx, struct image *img, const struct sbx_err *err)
 	struct http_req *r = c->r;
 	/* on_close frees c, now or when the answer is out */
 	if (img)
-		http_respond_json(r, 201, v1_image_json(c->a, img, NULL));
+		http_respond_json(r, 201, v1_image_json(c->a, img, c->name));
 	else
 		import_error(r, err);
 }
 
-static struct v1_imp *imp_new(struct api *a, struct http_req *r, bool stream)
+static struct v1_imp *imp_new(struct api *a, struct http_req *r, bool stream,
+			      const char *name)
 {
 	struct v1_imp *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -127,6 +129,7 @@ static struct v1_imp *imp_new(struct api *a, struct http_req *r, bool stream)
 	c->a = a;
 	c->r = r;
 	c->stream = stream;
+	snprintf(c->name, sizeof(c->name), "%s", name);
 	return c;
 }
 
@@ -151,7 +154,7 @@ void v1_image_import(struct api *a, struct http_req *r, struct route_match *m)
 			 "\"oci-archive:/path[:tag]\" or "
 			 "\"docker-archive:/path[:tag]\"");
 	} else {
-		struct v1_imp *c = imp_new(a, r, false);
+		struct v1_imp *c = imp_new(a, r, false, name);
 		if (c && images_import(a->m->images, name, source, imp_done, c,
 				       &c->imp, &err) < 0) {
 			free(c);
@@ -201,7 +204,7 @@ void v1_image_upload(struct api *a, struct http_req *r, struct route_match *m)
 			 IMAGE_NAME_MAX);
 		return;
 	}
-	struct v1_imp *c = imp_new(a, r, true);
+	struct v1_imp *c = imp_new(a, r, true, name);
 	if (!c)
 		return;
 	if (images_import_stream(a->m->images, name, imp_done, c, &c->imp,
