@@ -16,7 +16,8 @@ BUSYBOX = "/bin/busybox"
 APPLETS = ["sh", "ls", "cat", "echo", "id", "whoami", "pwd", "env", "touch",
            "mkdir", "rm", "sleep", "true", "false", "grep", "head", "wc",
            "stat", "printf", "test", "hostname", "readlink", "mount", "ps",
-           "uname", "chmod", "ln", "cp", "mv", "dd", "find", "sort"]
+           "uname", "chmod", "ln", "cp", "mv", "dd", "find", "sort", "setsid",
+           "base64", "gunzip", "cut", "tr"]
 
 
 def _add(t, name, kind="file", data=b"", mode=None, uid=0, gid=0,
