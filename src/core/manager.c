@@ -171,6 +171,8 @@ static void refresh_image(struct sandbox *sb)
 		return;
 	snprintf(sb->image_id, sizeof(sb->image_id), "%.71s", id);
 	sb->image = *id ? images_find(sb->m->images, id) : NULL;
+	if (sb->image && apply_image(sb, sb->image) < 0)
+		log_error("sandbox=%s event=image-env out of memory", sb->id);
 }
 
 unsigned manager_image_refs(struct manager *m, const struct image *img)
@@ -1139,6 +1141,8 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	    (r = backups_open(m, err)))
 		goto fail;
 	find_leftovers(m);
+	/* what an import killed with a daemon left, images nothing uses */
+	manager_images_gc(m);
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);

@@ -126,6 +126,18 @@ def test_files_survive_idle_stop_and_restart(make_daemon, busybox, new_sid):
     assert [i["name"] for i in v1.get("/v1/image").json()["images"]] == ["bb"]
 
 
+def test_fork_keeps_the_image(v1, new_sid, bb):
+    a, b = new_sid(), new_sid()
+    v1.create(a, image="busybox")
+    run(v1, a, "echo forked > /workspace/f")
+    r = v1.post(f"/v1/sandbox/{a}/fork", json={"id": b})
+    assert r.status_code == 201, r.text
+    res = run(v1, b, "cat /workspace/f; echo $GREETING; test -e /bin/bash || echo nobash")
+    assert res["stdout"] == "forked\nhi there\nnobash\n", res
+    assert v1.info(b)["image"]["digest"] == bb["digest"]
+    assert v1.get("/v1/image/busybox").json()["sandboxes"] >= 2
+
+
 def test_image_user_runs_commands_builtins_stay_root(v1, sid, work):
     path = os.path.join(work, "user")
     oci.oci_layout(path, [oci.busybox_layer()],
