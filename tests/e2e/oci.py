@@ -174,3 +174,57 @@ def docker_archive(path, layers, cfg, tag="img:latest"):
         put("manifest.json", json.dumps(
             [{"Config": cname, "RepoTags": [tag], "Layers": names}]).encode())
     return "sha256:" + _sha(_config_blob(layers, cfg))
+
+
+# ---- a Debian image (mmdebstrap from the Debian mirror), cached ------------
+
+DEBIAN_CACHE = os.environ.get("SBX_IMAGE_CACHE", "/var/cache/sandboxd-tests")
+DEBIAN_SUITE = "bookworm"
+DEBIAN_MIRROR = "http://deb.debian.org/debian"
+
+
+def debian_rootfs_tar():
+    """The path of a Debian minbase root filesystem as a tar, made once by
+    mmdebstrap and kept in DEBIAN_CACHE for later test sessions (it takes
+    minutes). Returns (path, None), or (None, why) when it cannot be made
+    here (no mmdebstrap, the mirror unreachable)."""
+    import shutil
+    import urllib.request
+    path = os.path.join(DEBIAN_CACHE, f"debian-{DEBIAN_SUITE}-minbase.tar")
+    if os.path.exists(path):
+        return path, None
+    if not shutil.which("mmdebstrap"):
+        return None, "mmdebstrap is not installed (scripts/install-deps)"
+    try:
+        urllib.request.urlopen(f"{DEBIAN_MIRROR}/dists/{DEBIAN_SUITE}/Release",
+                               timeout=15).read(64)
+    except OSError as e:
+        return None, f"the Debian mirror {DEBIAN_MIRROR} is unreachable: {e}"
+    os.makedirs(DEBIAN_CACHE, exist_ok=True)
+    tmp = path + f".tmp-{os.getpid()}"
+    try:
+        subprocess.run(["mmdebstrap", "--variant=minbase", "--mode=root",
+                        "--format=tar", DEBIAN_SUITE, tmp, DEBIAN_MIRROR],
+                       check=True, timeout=1800, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)
+    except (subprocess.SubprocessError, OSError) as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        err = getattr(e, "stderr", b"") or b""
+        return None, f"mmdebstrap failed: {e} {err[-500:].decode(errors='replace')}"
+    os.rename(tmp, path)
+    return path, None
+
+
+def debian_layout(path, env=None, workdir="/root"):
+    """An OCI layout of the cached Debian root filesystem (one uncompressed
+    layer); (None, why) when it cannot be made."""
+    tar, why = debian_rootfs_tar()
+    if not tar:
+        return None, why
+    with open(tar, "rb") as f:
+        lay = f.read()
+    oci_layout(path, [lay], config(env=env or [
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "LANG=C.UTF-8"], workdir=workdir, cmd=["bash"]))
+    return path, None
