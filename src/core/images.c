@@ -19,6 +19,8 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <archive.h>
+#include <archive_entry.h>
 #include <jansson.h>
 #include <linux/openat2.h>
 #include <signal.h>
@@ -694,6 +696,120 @@ static int write_meta(struct job *j, int layers, const char *source,
 	return 0;
 }
 
+/* dir:/path, a root filesystem as a directory (debootstrap's): made into
+ * one uncompressed layer, rootfs.tar in the job's tmp dir, by libarchive
+ * reading the tree without following links or entering mounts; its config
+ * is the default one, so its digest is that of the synthesized config
+ * (which names the layer's). */
+static int read_dir(struct job *j, const char *path, struct sbx_err *err)
+{
+	char hex[SHA256_HEX_LEN + 1];
+	int r = 0;
+	_cleanup_close_ int out = openat(j->root, "rootfs.tar",
+					 O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0)
+		return sbx_err_sys(err, errno, "create rootfs.tar");
+	struct archive *disk = archive_read_disk_new();
+	struct archive *w = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	if (!disk || !w || !e) {
+		r = sbx_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	archive_read_disk_set_symlink_physical(disk);
+	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS |
+						     ARCHIVE_READDISK_NO_XATTR);
+	archive_write_set_format_pax_restricted(w);
+	if (archive_read_disk_open(disk, path) != ARCHIVE_OK ||
+	    archive_write_open_fd(w, out) != ARCHIVE_OK) {
+		r = sbx_err_set(err, EINVAL, "%s: %s", path,
+				archive_error_string(disk));
+		goto out;
+	}
+	size_t plen = strlen(path);
+	while (plen > 1 && path[plen - 1] == '/')
+		plen--;
+	uint64_t total = 0;
+	for (;;) {
+		archive_entry_clear(e);
+		int ar = archive_read_next_header2(disk, e);
+		if (ar == ARCHIVE_EOF)
+			break;
+		if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
+			r = sbx_err_set(err, EIO, "%s: %s", path,
+					archive_error_string(disk));
+			goto out;
+		}
+		archive_read_disk_descend(disk);
+		const char *name = archive_entry_pathname(e);
+		if (!name || strncmp(name, path, plen) ||
+		    (name[plen] && name[plen] != '/'))
+			continue;
+		char rel[4200];
+		snprintf(rel, sizeof(rel), ".%s", name + plen);
+		archive_entry_set_pathname(e, rel);
+		if (archive_entry_filetype(e) == AE_IFSOCK)
+			continue;
+		if (archive_entry_filetype(e) == AE_IFREG &&
+		    (total += (uint64_t)archive_entry_size(e)) > IMAGE_MAX_BYTES) {
+			r = sbx_err_set(err, EFBIG, "%s: its files pass %llu bytes",
+					path, (unsigned long long)IMAGE_MAX_BYTES);
+			goto out;
+		}
+		if (archive_write_header(w, e) != ARCHIVE_OK) {
+			r = sbx_err_set(err, EIO, "%s: %s", rel,
+					archive_error_string(w));
+			goto out;
+		}
+		if (archive_entry_filetype(e) != AE_IFREG)
+			continue;
+		char buf[1 << 16];
+		la_ssize_t n;
+		while ((n = archive_read_data(disk, buf, sizeof(buf))) > 0)
+			if (archive_write_data(w, buf, (size_t)n) != n) {
+				r = sbx_err_set(err, EIO, "%s: %s", rel,
+						archive_error_string(w));
+				goto out;
+			}
+		if (n < 0) {
+			r = sbx_err_set(err, EIO, "%s: %s", rel,
+					archive_error_string(disk));
+			goto out;
+		}
+	}
+	if (archive_write_close(w) != ARCHIVE_OK) {
+		r = sbx_err_set(err, EIO, "rootfs.tar: %s", archive_error_string(w));
+		goto out;
+	}
+	if (lseek(out, 0, SEEK_SET) < 0 ||
+	    (r = hash_fd(out, hex, IMAGE_MAX_BYTES * 2, err)))
+		goto out;
+	char diff[80], path_env[] =
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	snprintf(diff, sizeof(diff), "sha256:%s", hex);
+	j->config = json_pack("{s:s, s:s, s:{s:[s]}, s:{s:s, s:[s]}}",
+			      "architecture", host_arch(), "os", "linux",
+			      "config", "Env", path_env, "rootfs", "type",
+			      "layers", "diff_ids", diff);
+	char *text = j->config ? json_dumps(j->config, JSON_COMPACT | JSON_SORT_KEYS)
+			       : NULL;
+	if (!text || add_layer(j, "rootfs.tar", hex) < 0) {
+		free(text);
+		r = sbx_err_set(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	sha256_hex(text, strlen(text), j->digest_hex);
+	free(text);
+out:
+	if (e)
+		archive_entry_free(e);
+	if (disk)
+		archive_read_free(disk);
+	if (w)
+		archive_write_free(w);
+	return r;
+}
+
 static int child_import(int store, int in_fd, const char *kind,
 			const char *path, const char *tag, struct job *j,
 			struct sbx_err *err)
@@ -704,7 +820,17 @@ static int child_import(int store, int in_fd, const char *kind,
 	j->root = -1;
 	j->tag = tag;
 	snprintf(j->tmpname, sizeof(j->tmpname), "tmp/imp-%d", (int)getpid());
-	if (!strcmp(kind, "oci-layout")) {
+	bool dir = !strcmp(kind, "dir");
+	if (dir) {
+		if (mkdirat(store, j->tmpname, 0700) < 0)
+			return sbx_err_sys(err, errno, "mkdir %s", j->tmpname);
+		j->root = openat(store, j->tmpname,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (j->root < 0)
+			return sbx_err_sys(err, errno, "open %s", j->tmpname);
+		if ((r = read_dir(j, path, err)))
+			return r;
+	} else if (!strcmp(kind, "oci-layout")) {
 		j->root = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (j->root < 0)
 			return sbx_err_sys(err, errno, "%s", path);
@@ -726,9 +852,11 @@ static int child_import(int store, int in_fd, const char *kind,
 			return r;
 	}
 	struct stat st;
-	bool oci = fstatat(j->root, "index.json", &st, 0) == 0;
-	bool docker = fstatat(j->root, "manifest.json", &st, 0) == 0;
-	if (docker && (!oci || !strcmp(kind, "docker-archive")))
+	bool oci = !dir && fstatat(j->root, "index.json", &st, 0) == 0;
+	bool docker = !dir && fstatat(j->root, "manifest.json", &st, 0) == 0;
+	if (dir)
+		r = 0;
+	else if (docker && (!oci || !strcmp(kind, "docker-archive")))
 		r = read_docker(j, err);
 	else if (oci)
 		r = read_oci(j, err);
@@ -1084,18 +1212,19 @@ int images_import(struct images *im, const char *name, const char *source,
 		  struct sbx_err *err)
 {
 	static const char *const kinds[] = {"oci-layout", "oci-archive",
-					    "docker-archive"};
+					    "docker-archive", "dir"};
 	const char *colon = source ? strchr(source, ':') : NULL;
 	const char *kind = NULL;
-	for (size_t i = 0; colon && i < 3; i++)
+	for (size_t i = 0; colon && i < 4; i++)
 		if ((size_t)(colon - source) == strlen(kinds[i]) &&
 		    !strncmp(source, kinds[i], strlen(kinds[i])))
 			kind = kinds[i];
 	if (!kind || colon[1] != '/')
 		return sbx_err_set(err, EINVAL,
 				   "source: \"oci-layout:/path[:tag]\", "
-				   "\"oci-archive:/path[:tag]\" or "
-				   "\"docker-archive:/path[:tag]\"");
+				   "\"oci-archive:/path[:tag]\", "
+				   "\"docker-archive:/path[:tag]\" or "
+				   "\"dir:/path\"");
 	char path[4096];
 	snprintf(path, sizeof(path), "%s", colon + 1);
 	/* "/path:tag", where a tag may hold ':' (docker's "name:tag"): the
@@ -1112,11 +1241,12 @@ int images_import(struct images *im, const char *name, const char *source,
 	}
 	if (stat(path, &st) < 0)
 		return sbx_err_sys(err, errno, "%s", path);
-	if (!strcmp(kind, "oci-layout") ? !S_ISDIR(st.st_mode)
-					 : !S_ISREG(st.st_mode))
+	bool want_dir = !strcmp(kind, "oci-layout") || !strcmp(kind, "dir");
+	if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
 		return sbx_err_set(err, EINVAL, "%s: not a %s", path,
-				   !strcmp(kind, "oci-layout") ? "directory"
-							       : "file");
+				   want_dir ? "directory" : "file");
+	if (tag && !strcmp(kind, "dir"))
+		return sbx_err_set(err, EINVAL, "dir:%s: no tag is taken", path);
 	return start_child(im, name, kind, path, tag, false, done, ctx, out,
 			   err);
 }

@@ -5,8 +5,11 @@ from the host's busybox-static, a multi-layer image whose upper layer
 deletes and replaces files, and hostile archives. Each test checks what a
 client sees (status codes, bodies, command output) and, for the hostile
 ones, that nothing was written outside the daemon's image store."""
+import gzip
+import io
 import os
 import subprocess
+import tarfile
 import tempfile
 import uuid
 
@@ -222,6 +225,23 @@ def test_docker_and_oci_archives_and_upload(v1, sid, work, daemon):
     v1.create(sid, image="uploaded")
     assert run(v1, sid, "cat /etc/from; echo $K")["stdout"] == "archive\ndocker\n"
     assert os.listdir(store(daemon, "tmp")) == []
+
+
+def test_dir_source(v1, sid, work, daemon):
+    """dir:/path: a root filesystem directory (debootstrap's) as one layer;
+    the same tree again is the same image."""
+    root = os.path.join(work, "rootfs-dir")
+    os.makedirs(root)
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(oci.busybox_layer()))) as t:
+        t.extractall(root)
+    os.mkfifo(os.path.join(root, "tmp", "fifo"))
+    img = ok_import(v1, "from-dir", f"dir:{root}")
+    assert img["layers"] == 1 and img["shell"] == "/bin/sh"
+    assert ok_import(v1, "from-dir-2", f"dir:{root}")["digest"] == img["digest"]
+    v1.create(sid, image="from-dir")
+    res = run(v1, sid, "id -u app; stat -c %U /home/app; test -p /tmp/fifo && echo fifo")
+    assert res["stdout"] == "1000\napp\nfifo\n", res
+    assert_error(imp(v1, "x", f"dir:{root}/bin/busybox"), 400, "invalid_request")
 
 
 def test_bad_requests(v1, sid, work, busybox):

@@ -151,8 +151,8 @@ void v1_image_import(struct api *a, struct http_req *r, struct route_match *m)
 	} else if (!source) {
 		v1_error(r, 400, "invalid_request",
 			 "source: \"oci-layout:/path[:tag]\", "
-			 "\"oci-archive:/path[:tag]\" or "
-			 "\"docker-archive:/path[:tag]\"");
+			 "\"oci-archive:/path[:tag]\", "
+			 "\"docker-archive:/path[:tag]\" or \"dir:/path\"");
 	} else {
 		struct v1_imp *c = imp_new(a, r, false, name);
 		if (c && images_import(a->m->images, name, source, imp_done, c,
