@@ -50,8 +50,8 @@ struct image_import {
 	struct images *im;
 	char *name;
 	pid_t pid;
-	int res_fd;              /* the child's result */
-	int in_fd;               /* the stream's pipe, or -1 */
+	int res_fd; /* the child's result */
+	int in_fd;  /* the stream's pipe, or -1 */
 	struct loop_watch res_w, in_w;
 	char res[RESULT_MAX];
 	size_t nres;
@@ -66,7 +66,8 @@ struct image_import {
 static int open_in_root(int root, const char *path, int flags)
 {
 	struct open_how how = {.flags = (uint64_t)(flags | O_CLOEXEC),
-			       .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
+	                       .resolve =
+	                           RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS};
 	return (int)syscall(SYS_openat2, root, path, &how, sizeof(how));
 }
 
@@ -74,7 +75,8 @@ static bool hex64(const char *s)
 {
 	size_t i = 0;
 	for (; s[i]; i++)
-		if (!isxdigit((unsigned char)s[i]) || isupper((unsigned char)s[i]))
+		if (!isxdigit((unsigned char)s[i]) ||
+		    isupper((unsigned char)s[i]))
 			return false;
 	return i == SHA256_HEX_LEN;
 }
@@ -107,7 +109,7 @@ static void name_file(const char *name, char *out, size_t cap)
 	for (const char *p = name; *p && o + 4 < cap; p++) {
 		if (*p == '/' || *p == ':' || *p == '%')
 			o += (size_t)snprintf(out + o, cap - o, "%%%02X",
-					      (unsigned char)*p);
+			                      (unsigned char)*p);
 		else
 			out[o++] = *p;
 	}
@@ -119,7 +121,8 @@ static void name_decode(const char *f, char *out, size_t cap)
 	size_t o = 0;
 	for (const char *p = f; *p && o + 1 < cap; p++) {
 		unsigned v;
-		if (*p == '%' && sscanf(p + 1, "%2X", &v) == 1 && p[1] && p[2]) {
+		if (*p == '%' && sscanf(p + 1, "%2X", &v) == 1 && p[1] &&
+		    p[2]) {
 			out[o++] = (char)v;
 			p += 2;
 		} else
@@ -129,7 +132,7 @@ static void name_decode(const char *f, char *out, size_t cap)
 }
 
 static int hash_fd(int fd, char hex[SHA256_HEX_LEN + 1], uint64_t max,
-		   struct sbx_err *err)
+                   struct sbx_err *err)
 {
 	struct sha256 s;
 	char buf[1 << 16];
@@ -145,7 +148,7 @@ static int hash_fd(int fd, char hex[SHA256_HEX_LEN + 1], uint64_t max,
 			break;
 		if ((total += (uint64_t)n) > max)
 			return sbx_err_set(err, EFBIG, "a blob over %llu bytes",
-					   (unsigned long long)max);
+			                   (unsigned long long)max);
 		sha256_update(&s, buf, (size_t)n);
 	}
 	sha256_final_hex(&s, hex);
@@ -155,7 +158,7 @@ static int hash_fd(int fd, char hex[SHA256_HEX_LEN + 1], uint64_t max,
 }
 
 static json_t *load_json_at(int root, const char *path, const char *want_hex,
-			    struct sbx_err *err)
+                            struct sbx_err *err)
 {
 	_cleanup_close_ int fd = open_in_root(root, path, O_RDONLY);
 	if (fd < 0) {
@@ -174,8 +177,8 @@ static json_t *load_json_at(int root, const char *path, const char *want_hex,
 			return NULL;
 		if (strcmp(hex, want_hex)) {
 			sbx_err_set(err, EINVAL,
-				    "%s: its content does not match its digest",
-				    path);
+			            "%s: its content does not match its digest",
+			            path);
 			return NULL;
 		}
 	}
@@ -221,9 +224,9 @@ static bool tag_matches(json_t *desc, const char *tag)
 {
 	json_t *ann = json_object_get(desc, "annotations");
 	const char *ref = json_string_value(
-		json_object_get(ann, "org.opencontainers.image.ref.name"));
-	const char *full = json_string_value(
-		json_object_get(ann, "io.containerd.image.name"));
+	    json_object_get(ann, "org.opencontainers.image.ref.name"));
+	const char *full =
+	    json_string_value(json_object_get(ann, "io.containerd.image.name"));
 	if (ref && !strcmp(ref, tag))
 		return true;
 	if (full) {
@@ -239,13 +242,13 @@ static bool tag_matches(json_t *desc, const char *tag)
 static bool is_index_type(const char *mt)
 {
 	return mt && (!strcmp(mt, "application/vnd.oci.image.index.v1+json") ||
-		      !strcmp(mt, "application/vnd.docker.distribution."
-				  "manifest.list.v2+json"));
+	              !strcmp(mt, "application/vnd.docker.distribution."
+	                          "manifest.list.v2+json"));
 }
 
 /* From an index: the descriptor of the manifest to use. */
 static json_t *pick_manifest(json_t *index, const char *tag, bool top,
-			     struct sbx_err *err)
+                             struct sbx_err *err)
 {
 	json_t *ms = json_object_get(index, "manifests");
 	size_t n = json_array_size(ms);
@@ -267,24 +270,24 @@ static json_t *pick_manifest(json_t *index, const char *tag, bool top,
 		json_t *d = json_array_get(ms, i);
 		json_t *pf = json_object_get(d, "platform");
 		const char *os = json_string_value(json_object_get(pf, "os"));
-		const char *a = json_string_value(
-			json_object_get(pf, "architecture"));
+		const char *a =
+		    json_string_value(json_object_get(pf, "architecture"));
 		if (os && a && !strcmp(os, "linux") && !strcmp(a, arch))
 			return d;
 	}
 	sbx_err_set(err, EINVAL,
-		    "%zu manifests and none for linux/%s: name one with :tag",
-		    n, arch);
+	            "%zu manifests and none for linux/%s: name one with :tag",
+	            n, arch);
 	return NULL;
 }
 
 static int blob_path(const char *digest, char *out, size_t cap,
-		     struct sbx_err *err)
+                     struct sbx_err *err)
 {
 	const char *hex = digest_hex(digest);
 	if (!hex)
-		return sbx_err_set(err, EINVAL,
-				   "%.100s: not a sha256 digest", digest ? digest : "(none)");
+		return sbx_err_set(err, EINVAL, "%.100s: not a sha256 digest",
+		                   digest ? digest : "(none)");
 	snprintf(out, cap, "blobs/sha256/%s", hex);
 	return 0;
 }
@@ -315,7 +318,8 @@ static int read_oci(struct job *j, struct sbx_err *err)
 	int r = -EINVAL;
 	char path[256];
 	for (int depth = 0; desc && depth < 4; depth++) {
-		const char *d = json_string_value(json_object_get(desc, "digest"));
+		const char *d =
+		    json_string_value(json_object_get(desc, "digest"));
 		if (blob_path(d, path, sizeof(path), err))
 			goto out;
 		json_t *m = load_json_at(j->root, path, digest_hex(d), err);
@@ -323,10 +327,11 @@ static int read_oci(struct job *j, struct sbx_err *err)
 			goto out;
 		json_decref(manifest);
 		manifest = m;
-		const char *mt = json_string_value(json_object_get(m, "mediaType"));
+		const char *mt =
+		    json_string_value(json_object_get(m, "mediaType"));
 		if (!is_index_type(mt) && !json_object_get(m, "manifests")) {
 			snprintf(j->digest_hex, sizeof(j->digest_hex), "%s",
-				 digest_hex(d));
+			         digest_hex(d));
 			break;
 		}
 		desc = pick_manifest(m, NULL, false, err);
@@ -337,15 +342,17 @@ static int read_oci(struct job *j, struct sbx_err *err)
 		goto out;
 	}
 	const char *cd = json_string_value(
-		json_object_get(json_object_get(manifest, "config"), "digest"));
+	    json_object_get(json_object_get(manifest, "config"), "digest"));
 	if (blob_path(cd, path, sizeof(path), err) ||
 	    !(j->config = load_json_at(j->root, path, digest_hex(cd), err)))
 		goto out;
 	json_t *ls = json_object_get(manifest, "layers");
 	size_t i;
 	json_t *l;
-	json_array_foreach(ls, i, l) {
-		const char *ld = json_string_value(json_object_get(l, "digest"));
+	json_array_foreach(ls, i, l)
+	{
+		const char *ld =
+		    json_string_value(json_object_get(l, "digest"));
 		if (blob_path(ld, path, sizeof(path), err))
 			goto out;
 		if (add_layer(j, path, digest_hex(ld)) < 0) {
@@ -370,28 +377,34 @@ static int read_docker(struct job *j, struct sbx_err *err)
 	size_t n = json_array_size(mf), i;
 	json_t *e = NULL, *x;
 	if (j->tag) {
-		json_array_foreach(mf, i, x) {
+		json_array_foreach(mf, i, x)
+		{
 			json_t *tags = json_object_get(x, "RepoTags");
 			size_t k;
 			json_t *t;
-			json_array_foreach(tags, k, t) {
+			json_array_foreach(tags, k, t)
+			{
 				const char *s = json_string_value(t);
-				size_t sl = s ? strlen(s) : 0, tl = strlen(j->tag);
+				size_t sl = s ? strlen(s) : 0,
+				       tl = strlen(j->tag);
 				if (s && (!strcmp(s, j->tag) ||
-					  (sl > tl && s[sl - tl - 1] == ':' &&
-					   !strcmp(s + sl - tl, j->tag))))
+				          (sl > tl && s[sl - tl - 1] == ':' &&
+				           !strcmp(s + sl - tl, j->tag))))
 					e = x;
 			}
 		}
 		if (!e) {
-			sbx_err_set(err, ENOENT, "no image is tagged %s", j->tag);
+			sbx_err_set(err, ENOENT, "no image is tagged %s",
+			            j->tag);
 			goto out;
 		}
 	} else if (n == 1)
 		e = json_array_get(mf, 0);
 	else {
-		sbx_err_set(err, EINVAL, "manifest.json lists %zu images: name "
-				 "one with :tag", n);
+		sbx_err_set(err, EINVAL,
+		            "manifest.json lists %zu images: name "
+		            "one with :tag",
+		            n);
 		goto out;
 	}
 	const char *cfg = json_string_value(json_object_get(e, "Config"));
@@ -407,17 +420,17 @@ static int read_docker(struct job *j, struct sbx_err *err)
 	}
 	if (!(j->config = load_json_at(j->root, cfg, NULL, err)))
 		goto out;
-	json_array_foreach(json_object_get(e, "Layers"), i, x) {
+	json_array_foreach(json_object_get(e, "Layers"), i, x)
+	{
 		const char *p = json_string_value(x);
 		if (!p) {
 			sbx_err_set(err, EINVAL, "manifest.json: a bad layer");
 			goto out;
 		}
 		/* blobs/sha256/<hex> (newer docker) names its digest */
-		const char *h = !strncmp(p, "blobs/sha256/", 13) &&
-						hex64(p + 13)
-					? p + 13
-					: NULL;
+		const char *h =
+		    !strncmp(p, "blobs/sha256/", 13) && hex64(p + 13) ? p + 13
+		                                                      : NULL;
 		if (add_layer(j, p, h) < 0) {
 			sbx_err_set(err, ENOMEM, "out of memory");
 			goto out;
@@ -441,7 +454,7 @@ static int layer_size_read(int layers, const char *hex, uint64_t *out)
 
 /* One layer into layers/<hex>, unless it is there. */
 static int unpack_layer(struct job *j, int layers, size_t i,
-			struct sbx_err *err)
+                        struct sbx_err *err)
 {
 	const char *path = j->layer_paths[i];
 	_cleanup_close_ int fd = open_in_root(j->root, path, O_RDONLY);
@@ -453,9 +466,9 @@ static int unpack_layer(struct job *j, int layers, size_t i,
 		return r;
 	if (*j->layer_hex[i] && strcmp(hex, j->layer_hex[i]))
 		return sbx_err_set(err, EINVAL,
-				   "layer %s: its content does not match its "
-				   "digest",
-				   path);
+		                   "layer %s: its content does not match its "
+		                   "digest",
+		                   path);
 	free(j->layer_hex[i]);
 	j->layer_hex[i] = strdup(hex);
 	if (!j->layer_hex[i])
@@ -472,19 +485,20 @@ static int unpack_layer(struct job *j, int layers, size_t i,
 	fs_remove_tree(layers, tmp, NULL);
 	if (mkdirat(layers, tmp, 0755) < 0)
 		return sbx_err_sys(err, errno, "mkdir layer");
-	_cleanup_close_ int dfd =
-		openat(layers, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int dfd = openat(
+	    layers, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_err_sys(err, errno, "open layer");
 	struct layer_limits lim = {
-		.max_bytes = IMAGE_MAX_BYTES - (j->bytes < IMAGE_MAX_BYTES
-							? j->bytes
-							: IMAGE_MAX_BYTES),
-		.max_entries = IMAGE_MAX_ENTRIES};
+	    .max_bytes =
+	        IMAGE_MAX_BYTES -
+	        (j->bytes < IMAGE_MAX_BYTES ? j->bytes : IMAGE_MAX_BYTES),
+	    .max_entries = IMAGE_MAX_ENTRIES};
 	struct layer_stats ls;
 	if ((r = layer_unpack(fd, dfd, LAYER_OCI, &lim, &ls, err))) {
 		char msg[sizeof(err->msg)];
-		snprintf(msg, sizeof(msg), "layer %.16s: %.400s", hex, err->msg);
+		snprintf(msg, sizeof(msg), "layer %.16s: %.400s", hex,
+		         err->msg);
 		snprintf(err->msg, sizeof(err->msg), "%s", msg);
 		fs_remove_tree(layers, tmp, NULL);
 		return r;
@@ -509,16 +523,16 @@ static int unpack_layer(struct job *j, int layers, size_t i,
 /* An entry in the image's file tree, from the top layer down: its fd
  * (O_PATH when path_only), -ENOENT when absent or whited out. */
 static int image_lookup(int layers, struct job *j, const char *path,
-			bool path_only)
+                        bool path_only)
 {
 	for (size_t i = j->nlayers; i-- > 0;) {
-		_cleanup_close_ int l = openat(layers, j->layer_hex[i],
-					       O_RDONLY | O_DIRECTORY |
-						       O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int l =
+		    openat(layers, j->layer_hex[i],
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (l < 0)
 			continue;
-		int fd = open_in_root(l, path,
-				      path_only ? (O_PATH | O_NOFOLLOW) : O_RDONLY);
+		int fd = open_in_root(
+		    l, path, path_only ? (O_PATH | O_NOFOLLOW) : O_RDONLY);
 		if (fd < 0)
 			continue;
 		struct stat st;
@@ -573,7 +587,7 @@ static bool all_digits(const char *s)
 }
 
 static int resolve_user(int layers, struct job *j, const char *user,
-			unsigned *uid, unsigned *gid, struct sbx_err *err)
+                        unsigned *uid, unsigned *gid, struct sbx_err *err)
 {
 	char u[256], *g;
 	snprintf(u, sizeof(u), "%s", user);
@@ -585,18 +599,21 @@ static int resolve_user(int layers, struct job *j, const char *user,
 	if (all_digits(u)) {
 		*uid = (unsigned)strtoul(u, NULL, 10);
 		*gid = *uid;
-		_cleanup_close_ int pw = image_lookup(layers, j, "etc/passwd", false);
+		_cleanup_close_ int pw =
+		    image_lookup(layers, j, "etc/passwd", false);
 		if (pw >= 0) {
 			/* the primary group of that uid, if listed */
 			FILE *f = fdopen(dup(pw), "r");
 			char line[1024];
 			while (f && fgets(line, sizeof(line), f)) {
 				char *p = line, *fl[4] = {0};
-				for (int k = 0; k < 4 && (fl[k] = strsep(&p, ":")); k++)
+				for (int k = 0;
+				     k < 4 && (fl[k] = strsep(&p, ":")); k++)
 					;
 				if (fl[2] && fl[3] &&
 				    strtoul(fl[2], NULL, 10) == *uid) {
-					*gid = (unsigned)strtoul(fl[3], NULL, 10);
+					*gid =
+					    (unsigned)strtoul(fl[3], NULL, 10);
 					break;
 				}
 			}
@@ -604,51 +621,54 @@ static int resolve_user(int layers, struct job *j, const char *user,
 				fclose(f);
 		}
 	} else {
-		_cleanup_close_ int pw = image_lookup(layers, j, "etc/passwd", false);
+		_cleanup_close_ int pw =
+		    image_lookup(layers, j, "etc/passwd", false);
 		if (pw < 0 || lookup_id(pw, u, uid, gid) < 0)
-			return sbx_err_set(err, ENOENT,
-					   "config User %s: no such user in the "
-					   "image's /etc/passwd",
-					   user);
+			return sbx_err_set(
+			    err, ENOENT,
+			    "config User %s: no such user in the "
+			    "image's /etc/passwd",
+			    user);
 	}
 	if (g && *g) {
 		if (all_digits(g))
 			*gid = (unsigned)strtoul(g, NULL, 10);
 		else {
 			_cleanup_close_ int gr =
-				image_lookup(layers, j, "etc/group", false);
+			    image_lookup(layers, j, "etc/group", false);
 			if (gr < 0 || lookup_id(gr, g, gid, NULL) < 0)
 				return sbx_err_set(err, ENOENT,
-						   "config User %s: no such "
-						   "group in the image's "
-						   "/etc/group",
-						   user);
+				                   "config User %s: no such "
+				                   "group in the image's "
+				                   "/etc/group",
+				                   user);
 		}
 		gid_set = true;
 	}
 	(void)gid_set;
 	if (*uid > 65535 || *gid > 65535)
 		return sbx_err_set(err, ERANGE,
-				   "config User %s: ids above 65535 are not "
-				   "mapped in a sandbox",
-				   user);
+		                   "config User %s: ids above 65535 are not "
+		                   "mapped in a sandbox",
+		                   user);
 	return 0;
 }
 
 static int write_meta(struct job *j, int layers, const char *source,
-		      struct sbx_err *err)
+                      struct sbx_err *err)
 {
 	json_t *cfg = json_object_get(j->config, "config");
 	const char *user = json_string_value(json_object_get(cfg, "User"));
 	unsigned uid = 0, gid = 0;
 	int r;
-	if (user && *user && (r = resolve_user(layers, j, user, &uid, &gid, err)))
+	if (user && *user &&
+	    (r = resolve_user(layers, j, user, &uid, &gid, err)))
 		return r;
 	const char *shell = NULL;
 	static const char *const shells[][2] = {{"usr/bin/bash", "/bin/bash"},
-						{"bin/bash", "/bin/bash"},
-						{"bin/sh", "/bin/sh"},
-						{"usr/bin/sh", "/bin/sh"}};
+	                                        {"bin/bash", "/bin/bash"},
+	                                        {"bin/sh", "/bin/sh"},
+	                                        {"usr/bin/sh", "/bin/sh"}};
 	for (size_t i = 0; !shell && i < 4; i++) {
 		int fd = image_lookup(layers, j, shells[i][0], true);
 		if (fd >= 0) {
@@ -663,22 +683,21 @@ static int write_meta(struct job *j, int layers, const char *source,
 	char digest[80];
 	snprintf(digest, sizeof(digest), "sha256:%s", j->digest_hex);
 	json_t *m = json_pack(
-		"{s:s, s:o, s:I, s:I, s:s, s:{s:O, s:s?, s:s?, s:i, s:i, s:O, "
-		"s:O}, s:s?, s:s?, s:s?}",
-		"digest", digest, "layers", ls, "sizeBytes", (json_int_t)j->bytes,
-		"createdMs", (json_int_t)now_wall_ms(), "source", source,
-		"config", "env", json_is_array(env) ? env : json_array(),
-		"workingDir",
-		json_string_value(json_object_get(cfg, "WorkingDir")), "user",
-		user && *user ? user : NULL, "uid", (int)uid, "gid", (int)gid,
-		"entrypoint",
-		json_object_get(cfg, "Entrypoint") ?: json_null(), "cmd",
-		json_object_get(cfg, "Cmd") ?: json_null(), "shell", shell,
-		"architecture",
-		json_string_value(json_object_get(j->config, "architecture")),
-		"os", json_string_value(json_object_get(j->config, "os")));
+	    "{s:s, s:o, s:I, s:I, s:s, s:{s:O, s:s?, s:s?, s:i, s:i, s:O, "
+	    "s:O}, s:s?, s:s?, s:s?}",
+	    "digest", digest, "layers", ls, "sizeBytes", (json_int_t)j->bytes,
+	    "createdMs", (json_int_t)now_wall_ms(), "source", source, "config",
+	    "env", json_is_array(env) ? env : json_array(), "workingDir",
+	    json_string_value(json_object_get(cfg, "WorkingDir")), "user",
+	    user && *user ? user : NULL, "uid", (int)uid, "gid", (int)gid,
+	    "entrypoint", json_object_get(cfg, "Entrypoint") ?: json_null(),
+	    "cmd", json_object_get(cfg, "Cmd") ?: json_null(), "shell", shell,
+	    "architecture",
+	    json_string_value(json_object_get(j->config, "architecture")), "os",
+	    json_string_value(json_object_get(j->config, "os")));
 	if (!m)
-		return sbx_err_set(err, EINVAL, "the image's config is malformed");
+		return sbx_err_set(err, EINVAL,
+		                   "the image's config is malformed");
 	char *text = json_dumps(m, JSON_COMPACT);
 	json_decref(m);
 	if (!text)
@@ -686,7 +705,7 @@ static int write_meta(struct job *j, int layers, const char *source,
 	char name[96], tmp[128];
 	snprintf(name, sizeof(name), "meta/%s.json", j->digest_hex);
 	snprintf(tmp, sizeof(tmp), "meta/%s.json.tmp-%d", j->digest_hex,
-		 (int)getpid());
+	         (int)getpid());
 	r = fs_write_str(j->store, tmp, text, 0600, err);
 	free(text);
 	if (r)
@@ -705,8 +724,8 @@ static int read_dir(struct job *j, const char *path, struct sbx_err *err)
 {
 	char hex[SHA256_HEX_LEN + 1];
 	int r = 0;
-	_cleanup_close_ int out = openat(j->root, "rootfs.tar",
-					 O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	_cleanup_close_ int out = openat(
+	    j->root, "rootfs.tar", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (out < 0)
 		return sbx_err_sys(err, errno, "create rootfs.tar");
 	struct archive *disk = archive_read_disk_new();
@@ -717,13 +736,14 @@ static int read_dir(struct job *j, const char *path, struct sbx_err *err)
 		goto out;
 	}
 	archive_read_disk_set_symlink_physical(disk);
-	archive_read_disk_set_behavior(disk, ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS |
-						     ARCHIVE_READDISK_NO_XATTR);
+	archive_read_disk_set_behavior(disk,
+	                               ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS |
+	                                   ARCHIVE_READDISK_NO_XATTR);
 	archive_write_set_format_pax_restricted(w);
 	if (archive_read_disk_open(disk, path) != ARCHIVE_OK ||
 	    archive_write_open_fd(w, out) != ARCHIVE_OK) {
 		r = sbx_err_set(err, EINVAL, "%s: %s", path,
-				archive_error_string(disk));
+		                archive_error_string(disk));
 		goto out;
 	}
 	size_t plen = strlen(path);
@@ -737,7 +757,7 @@ static int read_dir(struct job *j, const char *path, struct sbx_err *err)
 			break;
 		if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
 			r = sbx_err_set(err, EIO, "%s: %s", path,
-					archive_error_string(disk));
+			                archive_error_string(disk));
 			goto out;
 		}
 		archive_read_disk_descend(disk);
@@ -751,14 +771,16 @@ static int read_dir(struct job *j, const char *path, struct sbx_err *err)
 		if (archive_entry_filetype(e) == AE_IFSOCK)
 			continue;
 		if (archive_entry_filetype(e) == AE_IFREG &&
-		    (total += (uint64_t)archive_entry_size(e)) > IMAGE_MAX_BYTES) {
-			r = sbx_err_set(err, EFBIG, "%s: its files pass %llu bytes",
-					path, (unsigned long long)IMAGE_MAX_BYTES);
+		    (total += (uint64_t)archive_entry_size(e)) >
+		        IMAGE_MAX_BYTES) {
+			r = sbx_err_set(err, EFBIG,
+			                "%s: its files pass %llu bytes", path,
+			                (unsigned long long)IMAGE_MAX_BYTES);
 			goto out;
 		}
 		if (archive_write_header(w, e) != ARCHIVE_OK) {
 			r = sbx_err_set(err, EIO, "%s: %s", rel,
-					archive_error_string(w));
+			                archive_error_string(w));
 			goto out;
 		}
 		if (archive_entry_filetype(e) != AE_IFREG)
@@ -768,31 +790,33 @@ static int read_dir(struct job *j, const char *path, struct sbx_err *err)
 		while ((n = archive_read_data(disk, buf, sizeof(buf))) > 0)
 			if (archive_write_data(w, buf, (size_t)n) != n) {
 				r = sbx_err_set(err, EIO, "%s: %s", rel,
-						archive_error_string(w));
+				                archive_error_string(w));
 				goto out;
 			}
 		if (n < 0) {
 			r = sbx_err_set(err, EIO, "%s: %s", rel,
-					archive_error_string(disk));
+			                archive_error_string(disk));
 			goto out;
 		}
 	}
 	if (archive_write_close(w) != ARCHIVE_OK) {
-		r = sbx_err_set(err, EIO, "rootfs.tar: %s", archive_error_string(w));
+		r = sbx_err_set(err, EIO, "rootfs.tar: %s",
+		                archive_error_string(w));
 		goto out;
 	}
 	if (lseek(out, 0, SEEK_SET) < 0 ||
 	    (r = hash_fd(out, hex, IMAGE_MAX_BYTES * 2, err)))
 		goto out;
-	char diff[80], path_env[] =
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+	char diff[80], path_env[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/"
+	                            "sbin:/usr/bin:/sbin:/bin";
 	snprintf(diff, sizeof(diff), "sha256:%s", hex);
-	j->config = json_pack("{s:s, s:s, s:{s:[s]}, s:{s:s, s:[s]}}",
-			      "architecture", host_arch(), "os", "linux",
-			      "config", "Env", path_env, "rootfs", "type",
-			      "layers", "diff_ids", diff);
-	char *text = j->config ? json_dumps(j->config, JSON_COMPACT | JSON_SORT_KEYS)
-			       : NULL;
+	j->config =
+	    json_pack("{s:s, s:s, s:{s:[s]}, s:{s:s, s:[s]}}", "architecture",
+	              host_arch(), "os", "linux", "config", "Env", path_env,
+	              "rootfs", "type", "layers", "diff_ids", diff);
+	char *text = j->config
+	                 ? json_dumps(j->config, JSON_COMPACT | JSON_SORT_KEYS)
+	                 : NULL;
 	if (!text || add_layer(j, "rootfs.tar", hex) < 0) {
 		free(text);
 		r = sbx_err_set(err, ENOMEM, "out of memory");
@@ -811,8 +835,8 @@ out:
 }
 
 static int child_import(int store, int in_fd, const char *kind,
-			const char *path, const char *tag, struct job *j,
-			struct sbx_err *err)
+                        const char *path, const char *tag, struct job *j,
+                        struct sbx_err *err)
 {
 	int r;
 	memset(j, 0, sizeof(*j));
@@ -824,8 +848,9 @@ static int child_import(int store, int in_fd, const char *kind,
 	if (dir) {
 		if (mkdirat(store, j->tmpname, 0700) < 0)
 			return sbx_err_sys(err, errno, "mkdir %s", j->tmpname);
-		j->root = openat(store, j->tmpname,
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		j->root =
+		    openat(store, j->tmpname,
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (j->root < 0)
 			return sbx_err_sys(err, errno, "open %s", j->tmpname);
 		if ((r = read_dir(j, path, err)))
@@ -836,19 +861,21 @@ static int child_import(int store, int in_fd, const char *kind,
 			return sbx_err_sys(err, errno, "%s", path);
 	} else {
 		_cleanup_close_ int fd =
-			in_fd >= 0 ? in_fd : open(path, O_RDONLY | O_CLOEXEC);
+		    in_fd >= 0 ? in_fd : open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return sbx_err_sys(err, errno, "%s", path);
 		if (mkdirat(store, j->tmpname, 0700) < 0)
 			return sbx_err_sys(err, errno, "mkdir %s", j->tmpname);
-		j->root = openat(store, j->tmpname,
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		j->root =
+		    openat(store, j->tmpname,
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (j->root < 0)
 			return sbx_err_sys(err, errno, "open %s", j->tmpname);
 		struct layer_limits lim = {.max_bytes = IMAGE_MAX_BYTES,
-					   .max_entries = 1000000};
+		                           .max_entries = 1000000};
 		struct layer_stats st;
-		if ((r = layer_unpack(fd, j->root, LAYER_PLAIN, &lim, &st, err)))
+		if ((r = layer_unpack(fd, j->root, LAYER_PLAIN, &lim, &st,
+		                      err)))
 			return r;
 	}
 	struct stat st;
@@ -862,15 +889,16 @@ static int child_import(int store, int in_fd, const char *kind,
 		r = read_oci(j, err);
 	else
 		return sbx_err_set(err, EINVAL,
-				   "neither an OCI image layout (index.json) "
-				   "nor a docker save archive (manifest.json)");
+		                   "neither an OCI image layout (index.json) "
+		                   "nor a docker save archive (manifest.json)");
 	if (r)
 		return r;
 	if (j->nlayers > IMAGE_MAX_LAYERS)
-		return sbx_err_set(err, E2BIG, "%zu layers: at most %d are taken",
-				   j->nlayers, IMAGE_MAX_LAYERS);
-	_cleanup_close_ int layers =
-		openat(store, "layers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return sbx_err_set(err, E2BIG,
+		                   "%zu layers: at most %d are taken",
+		                   j->nlayers, IMAGE_MAX_LAYERS);
+	_cleanup_close_ int layers = openat(
+	    store, "layers", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (layers < 0)
 		return sbx_err_sys(err, errno, "open layers");
 	for (size_t i = 0; i < j->nlayers; i++)
@@ -878,13 +906,13 @@ static int child_import(int store, int in_fd, const char *kind,
 			return r;
 	char source[4200];
 	snprintf(source, sizeof(source), "%s%s%s", kind, path ? ":" : "",
-		 path ? path : "");
+	         path ? path : "");
 	return write_meta(j, layers, source, err);
 }
 
 static _Noreturn void child_main(int store, int res, int in_fd,
-				 const char *kind, const char *path,
-				 const char *tag)
+                                 const char *kind, const char *path,
+                                 const char *tag)
 {
 	struct sbx_err err = {0};
 	struct job j;
@@ -896,12 +924,13 @@ static _Noreturn void child_main(int store, int res, int in_fd,
 	char out[RESULT_MAX];
 	int n;
 	if (r)
-		n = snprintf(out, sizeof(out), "!%d %s", err.code ? err.code : EIO,
-			     err.msg);
+		n = snprintf(out, sizeof(out), "!%d %s",
+		             err.code ? err.code : EIO, err.msg);
 	else
 		n = snprintf(out, sizeof(out), "%s", j.digest_hex);
 	if (n > 0) {
-		ssize_t w = write(res, out, (size_t)(n < RESULT_MAX ? n : RESULT_MAX - 1));
+		ssize_t w = write(
+		    res, out, (size_t)(n < RESULT_MAX ? n : RESULT_MAX - 1));
 		(void)w;
 	}
 	_exit(r ? 1 : 0);
@@ -968,16 +997,17 @@ static struct image *image_load(struct images *im, const char *hex)
 	img->uid = (uid_t)json_integer_value(json_object_get(cfg, "uid"));
 	img->gid = (gid_t)json_integer_value(json_object_get(cfg, "gid"));
 	img->size_bytes =
-		(uint64_t)json_integer_value(json_object_get(m, "sizeBytes"));
+	    (uint64_t)json_integer_value(json_object_get(m, "sizeBytes"));
 	img->created_ms =
-		(uint64_t)json_integer_value(json_object_get(m, "createdMs"));
+	    (uint64_t)json_integer_value(json_object_get(m, "createdMs"));
 	const char *sh = json_string_value(json_object_get(m, "shell"));
 	img->shell = sh && !strcmp(sh, "/bin/bash") ? "/bin/bash"
-		     : sh && !strcmp(sh, "/bin/sh") ? "/bin/sh"
-						     : NULL;
-	json_t *cj = json_pack("{s:O, s:O}", "entrypoint",
-			       json_object_get(cfg, "entrypoint") ?: json_null(),
-			       "cmd", json_object_get(cfg, "cmd") ?: json_null());
+	             : sh && !strcmp(sh, "/bin/sh") ? "/bin/sh"
+	                                            : NULL;
+	json_t *cj =
+	    json_pack("{s:O, s:O}", "entrypoint",
+	              json_object_get(cfg, "entrypoint") ?: json_null(), "cmd",
+	              json_object_get(cfg, "cmd") ?: json_null());
 	img->cmd_json = cj ? json_dumps(cj, JSON_COMPACT) : NULL;
 	json_decref(cj);
 	json_decref(m);
@@ -1017,7 +1047,7 @@ static struct image_name *name_slot(struct images *im, const char *name)
 }
 
 static int set_name(struct images *im, const char *name, struct image *img,
-		    struct sbx_err *err)
+                    struct sbx_err *err)
 {
 	char f[600], path[4800];
 	name_file(name, f, sizeof(f));
@@ -1035,7 +1065,7 @@ static int set_name(struct images *im, const char *name, struct image *img,
 		return 0;
 	}
 	struct image_name *n =
-		realloc(im->names, (im->nnames + 1) * sizeof(*n));
+	    realloc(im->names, (im->nnames + 1) * sizeof(*n));
 	if (!n)
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	im->names = n;
@@ -1088,7 +1118,7 @@ static void on_result(struct loop_watch *w, uint32_t events)
 	(void)events;
 	for (;;) {
 		ssize_t n = read(imp->res_fd, imp->res + imp->nres,
-				 sizeof(imp->res) - 1 - imp->nres);
+		                 sizeof(imp->res) - 1 - imp->nres);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -1108,7 +1138,7 @@ static void on_result(struct loop_watch *w, uint32_t events)
 		char *sp = strchr(imp->res, ' ');
 		int code = atoi(imp->res + 1);
 		sbx_err_set(&err, code > 0 ? code : EIO, "%s",
-			    sp ? sp + 1 : "the import failed");
+		            sp ? sp + 1 : "the import failed");
 	} else if (!hex64(imp->res)) {
 		sbx_err_set(&err, EIO, "the import ended without a result");
 	} else if (!(img = load_or_find(im, imp->res))) {
@@ -1126,15 +1156,15 @@ static void on_result(struct loop_watch *w, uint32_t events)
 }
 
 static int start_child(struct images *im, const char *name, const char *kind,
-		       const char *path, const char *tag, bool stream,
-		       image_done_cb done, void *ctx, struct image_import **out,
-		       struct sbx_err *err)
+                       const char *path, const char *tag, bool stream,
+                       image_done_cb done, void *ctx, struct image_import **out,
+                       struct sbx_err *err)
 {
 	if (!image_name_valid(name))
 		return sbx_err_set(err, EINVAL,
-				   "image name: 1-%d of [a-zA-Z0-9._:@/-], not "
-				   "starting with . or /",
-				   IMAGE_NAME_MAX);
+		                   "image name: 1-%d of [a-zA-Z0-9._:@/-], not "
+		                   "starting with . or /",
+		                   IMAGE_NAME_MAX);
 	struct image_import *imp = calloc(1, sizeof(*imp));
 	if (!imp || !(imp->name = strdup(name))) {
 		free(imp);
@@ -1191,8 +1221,8 @@ static int start_child(struct images *im, const char *name, const char *kind,
 		imp->in_fd = in[1];
 		fcntl(imp->in_fd, F_SETFL, O_NONBLOCK);
 	}
-	imp->res_w = (struct loop_watch){.fd = imp->res_fd, .cb = on_result,
-					 .data = imp};
+	imp->res_w = (struct loop_watch){
+	    .fd = imp->res_fd, .cb = on_result, .data = imp};
 	imp->next = im->imports;
 	im->imports = imp;
 	im->nimports++;
@@ -1208,11 +1238,11 @@ static int start_child(struct images *im, const char *name, const char *kind,
 }
 
 int images_import(struct images *im, const char *name, const char *source,
-		  image_done_cb done, void *ctx, struct image_import **out,
-		  struct sbx_err *err)
+                  image_done_cb done, void *ctx, struct image_import **out,
+                  struct sbx_err *err)
 {
 	static const char *const kinds[] = {"oci-layout", "oci-archive",
-					    "docker-archive", "dir"};
+	                                    "docker-archive", "dir"};
 	const char *colon = source ? strchr(source, ':') : NULL;
 	const char *kind = NULL;
 	for (size_t i = 0; colon && i < 4; i++)
@@ -1221,10 +1251,10 @@ int images_import(struct images *im, const char *name, const char *source,
 			kind = kinds[i];
 	if (!kind || colon[1] != '/')
 		return sbx_err_set(err, EINVAL,
-				   "source: \"oci-layout:/path[:tag]\", "
-				   "\"oci-archive:/path[:tag]\", "
-				   "\"docker-archive:/path[:tag]\" or "
-				   "\"dir:/path\"");
+		                   "source: \"oci-layout:/path[:tag]\", "
+		                   "\"oci-archive:/path[:tag]\", "
+		                   "\"docker-archive:/path[:tag]\" or "
+		                   "\"dir:/path\"");
 	char path[4096];
 	snprintf(path, sizeof(path), "%s", colon + 1);
 	/* "/path:tag", where a tag may hold ':' (docker's "name:tag"): the
@@ -1244,19 +1274,20 @@ int images_import(struct images *im, const char *name, const char *source,
 	bool want_dir = !strcmp(kind, "oci-layout") || !strcmp(kind, "dir");
 	if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
 		return sbx_err_set(err, EINVAL, "%s: not a %s", path,
-				   want_dir ? "directory" : "file");
+		                   want_dir ? "directory" : "file");
 	if (tag && !strcmp(kind, "dir"))
-		return sbx_err_set(err, EINVAL, "dir:%s: no tag is taken", path);
+		return sbx_err_set(err, EINVAL, "dir:%s: no tag is taken",
+		                   path);
 	return start_child(im, name, kind, path, tag, false, done, ctx, out,
-			   err);
+	                   err);
 }
 
 int images_import_stream(struct images *im, const char *name,
-			 image_done_cb done, void *ctx,
-			 struct image_import **out, struct sbx_err *err)
+                         image_done_cb done, void *ctx,
+                         struct image_import **out, struct sbx_err *err)
 {
 	return start_child(im, name, "archive", NULL, NULL, true, done, ctx,
-			   out, err);
+	                   out, err);
 }
 
 static void on_in_writable(struct loop_watch *w, uint32_t events)
@@ -1269,7 +1300,7 @@ static void on_in_writable(struct loop_watch *w, uint32_t events)
 }
 
 size_t images_import_write(struct image_import *imp, const char *data,
-			   size_t len, void (*on_drain)(void *ctx))
+                           size_t len, void (*on_drain)(void *ctx))
 {
 	size_t done = 0;
 	while (imp->in_fd >= 0 && done < len) {
@@ -1279,12 +1310,12 @@ size_t images_import_write(struct image_import *imp, const char *data,
 		if (n < 0 && errno == EAGAIN) {
 			imp->on_drain = on_drain;
 			if (!imp->in_w.active) {
-				imp->in_w = (struct loop_watch){
-					.fd = imp->in_fd,
-					.cb = on_in_writable,
-					.data = imp};
+				imp->in_w =
+				    (struct loop_watch){.fd = imp->in_fd,
+				                        .cb = on_in_writable,
+				                        .data = imp};
 				if (loop_add(imp->im->loop, &imp->in_w,
-					     EPOLLOUT) < 0)
+				             EPOLLOUT) < 0)
 					return len; /* cannot wait: drop */
 			}
 			return done;
@@ -1323,7 +1354,7 @@ struct image *images_find(struct images *im, const char *name)
 }
 
 size_t images_names_of(struct images *im, const struct image *img,
-		       const char **names, size_t cap)
+                       const char **names, size_t cap)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < im->nnames && n < cap; i++)
@@ -1348,16 +1379,16 @@ static void trash_layer(struct images *im, const char *hex)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	snprintf(src, sizeof(src), "%s/layers/%s", im->dir, hex);
 	snprintf(dst, sizeof(dst), "%s/layer-%.12s.%lld.%09ld", im->trash_dir,
-		 hex, (long long)ts.tv_sec, ts.tv_nsec);
+	         hex, (long long)ts.tv_sec, ts.tv_nsec);
 	snprintf(sz, sizeof(sz), "%s.size", src);
 	unlink(sz);
 	if (rename(src, dst) < 0 && errno != ENOENT)
 		log_warn("event=image-layer-kept layer=%s %s", hex,
-			 strerror(errno));
+		         strerror(errno));
 }
 
 void images_gc(struct images *im,
-	       bool (*in_use)(void *data, const struct image *img), void *data)
+               bool (*in_use)(void *data, const struct image *img), void *data)
 {
 	if (im->nimports)
 		return; /* an import may be about to name what looks unused */
@@ -1369,7 +1400,7 @@ void images_gc(struct images *im,
 		}
 		char path[4200];
 		snprintf(path, sizeof(path), "%s/meta/%s.json", im->dir,
-			 img->digest + 7);
+		         img->digest + 7);
 		unlink(path);
 		log_info("event=image-removed digest=%s", img->digest);
 		*p = img->next;
@@ -1399,15 +1430,15 @@ void images_gc(struct images *im,
 }
 
 int images_delete(struct images *im, const char *name, unsigned refs,
-		  struct sbx_err *err)
+                  struct sbx_err *err)
 {
 	struct image_name *s = name_slot(im, name);
 	if (!s)
 		return sbx_err_set(err, ENOENT, "no image named %s", name);
 	if (refs)
 		return sbx_err_set(err, EBUSY,
-				   "image %s is used by %u sandbox%s", name,
-				   refs, refs == 1 ? "" : "es");
+		                   "image %s is used by %u sandbox%s", name,
+		                   refs, refs == 1 ? "" : "es");
 	char f[600], path[4800];
 	name_file(name, f, sizeof(f));
 	snprintf(path, sizeof(path), "%s/names/%s", im->dir, f);
@@ -1418,9 +1449,8 @@ int images_delete(struct images *im, const char *name, unsigned refs,
 	return 0;
 }
 
-int images_open(struct loop *loop, const char *state_dir,
-		const char *trash_dir, struct images **out,
-		struct sbx_err *err)
+int images_open(struct loop *loop, const char *state_dir, const char *trash_dir,
+                struct images **out, struct sbx_err *err)
 {
 	struct images *im = calloc(1, sizeof(*im));
 	int r;
@@ -1433,7 +1463,8 @@ int images_open(struct loop *loop, const char *state_dir,
 	}
 	im->loop = loop;
 	_cleanup_close_ int tmp = -1;
-	_cleanup_close_ int sd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int sd =
+	    open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (sd < 0) {
 		r = sbx_err_sys(err, errno, "open %s", state_dir);
 		goto fail;
@@ -1449,8 +1480,7 @@ int images_open(struct loop *loop, const char *state_dir,
 		goto fail;
 	}
 	/* what dead imports left */
-	tmp = openat(sd, "images/tmp",
-					 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	tmp = openat(sd, "images/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (tmp >= 0)
 		fs_empty_dir(tmp, NULL);
 	char nd[4200];
@@ -1473,7 +1503,7 @@ int images_open(struct loop *loop, const char *state_dir,
 			continue;
 		}
 		struct image_name *nn =
-			realloc(im->names, (im->nnames + 1) * sizeof(*nn));
+		    realloc(im->names, (im->nnames + 1) * sizeof(*nn));
 		if (!nn)
 			break;
 		im->names = nn;
@@ -1490,7 +1520,8 @@ int images_open(struct loop *loop, const char *state_dir,
 	while (d && (de = readdir(d))) {
 		char hex[80];
 		size_t l = strlen(de->d_name);
-		if (l != SHA256_HEX_LEN + 5 || strcmp(de->d_name + SHA256_HEX_LEN, ".json"))
+		if (l != SHA256_HEX_LEN + 5 ||
+		    strcmp(de->d_name + SHA256_HEX_LEN, ".json"))
 			continue;
 		snprintf(hex, sizeof(hex), "%.64s", de->d_name);
 		load_or_find(im, hex);

@@ -33,13 +33,13 @@
 #define IMAGE_MAX_LAYERS 48
 
 struct image {
-	char digest[72];  /* "sha256:<hex>" */
-	char **layers;    /* hex digests of its layers' blobs, bottom first */
+	char digest[72]; /* "sha256:<hex>" */
+	char **layers;   /* hex digests of its layers' blobs, bottom first */
 	size_t nlayers;
 	uint64_t size_bytes; /* its files, unpacked */
 	uint64_t created_ms;
 	/* its config */
-	char **env;       /* "K=V" */
+	char **env; /* "K=V" */
 	size_t envc;
 	char *working_dir; /* or NULL */
 	char *user;        /* as the config says it, or NULL */
@@ -59,8 +59,8 @@ struct image_import;
 
 struct images {
 	struct loop *loop;
-	char *dir;        /* <state>/images */
-	char *trash_dir;  /* removed layers go there (emptied by the runtime) */
+	char *dir;       /* <state>/images */
+	char *trash_dir; /* removed layers go there (emptied by the runtime) */
 	struct image *list;
 	struct image_name *names;
 	size_t nnames;
@@ -68,9 +68,8 @@ struct images {
 	unsigned nimports;
 };
 
-int images_open(struct loop *loop, const char *state_dir,
-		const char *trash_dir, struct images **out,
-		struct sbx_err *err);
+int images_open(struct loop *loop, const char *state_dir, const char *trash_dir,
+                struct images **out, struct sbx_err *err);
 /* Ends imports in flight (their callbacks are not called). */
 void images_close(struct images *im);
 
@@ -80,27 +79,27 @@ bool image_name_valid(const char *name);
 struct image *images_find(struct images *im, const char *name);
 /* The names an image goes by ("name" array of n), for listings. */
 size_t images_names_of(struct images *im, const struct image *img,
-		       const char **names, size_t cap);
+                       const char **names, size_t cap);
 
 /* Done: img on success (named), or NULL and err. */
 typedef void (*image_done_cb)(void *ctx, struct image *img,
-			      const struct sbx_err *err);
+                              const struct sbx_err *err);
 
 /* Import from a host path: source is "oci-layout:/path[:tag]",
  * "oci-archive:/path[:tag]" or "docker-archive:/path[:tag]". Returns at
  * once (or -errno, err, for a bad source or name); done runs later, on
  * the loop, unless images_import_cancel comes first. */
 int images_import(struct images *im, const char *name, const char *source,
-		  image_done_cb done, void *ctx, struct image_import **out,
-		  struct sbx_err *err);
+                  image_done_cb done, void *ctx, struct image_import **out,
+                  struct sbx_err *err);
 /* Import from an archive streamed in through images_import_write. */
 int images_import_stream(struct images *im, const char *name,
-			 image_done_cb done, void *ctx,
-			 struct image_import **out, struct sbx_err *err);
+                         image_done_cb done, void *ctx,
+                         struct image_import **out, struct sbx_err *err);
 /* Feed the stream: returns how many bytes were taken (fewer than len: the
  * pipe is full; on_drain(ctx) runs when it takes more). */
 size_t images_import_write(struct image_import *imp, const char *data,
-			   size_t len, void (*on_drain)(void *ctx));
+                           size_t len, void (*on_drain)(void *ctx));
 void images_import_write_end(struct image_import *imp);
 /* The caller is gone: the import is stopped, done never runs. */
 void images_import_cancel(struct image_import *imp);
@@ -109,11 +108,10 @@ void images_import_cancel(struct image_import *imp);
  * caller): -EBUSY when refs, -ENOENT when unknown. An image no name and no
  * sandbox uses goes, and so do layers no image has. */
 int images_delete(struct images *im, const char *name, unsigned refs,
-		  struct sbx_err *err);
+                  struct sbx_err *err);
 /* Drop images that are neither named nor in use (in_use(digest) says)
  * and layers no image has; not while an import runs. */
-void images_gc(struct images *im, bool (*in_use)(void *data,
-						 const struct image *img),
-	       void *data);
+void images_gc(struct images *im,
+               bool (*in_use)(void *data, const struct image *img), void *data);
 
 #endif

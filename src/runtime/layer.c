@@ -41,8 +41,8 @@ static int path_split(const char *p, struct path *out, struct sbx_err *err)
 	if (p[0] == '/')
 		return sbx_err_set(err, EPERM, "%.200s: an absolute path", p);
 	if (strlen(p) >= sizeof(out->buf))
-		return sbx_err_set(err, ENAMETOOLONG, "%.200s...: path too long",
-				   p);
+		return sbx_err_set(err, ENAMETOOLONG,
+		                   "%.200s...: path too long", p);
 	strcpy(out->buf, p);
 	out->n = 0;
 	char *save = NULL;
@@ -52,12 +52,12 @@ static int path_split(const char *p, struct path *out, struct sbx_err *err)
 			continue;
 		if (!strcmp(c, ".."))
 			return sbx_err_set(err, EPERM,
-					   "%.200s: a path that leaves the "
-					   "archive's root (..)",
-					   p);
+			                   "%.200s: a path that leaves the "
+			                   "archive's root (..)",
+			                   p);
 		if (out->n == MAX_DEPTH)
 			return sbx_err_set(err, ENAMETOOLONG,
-					   "%.200s: too deep", p);
+			                   "%.200s: too deep", p);
 		out->comp[out->n++] = c;
 	}
 	return 0;
@@ -67,32 +67,35 @@ static int path_split(const char *p, struct path *out, struct sbx_err *err)
  * component at a time; missing ones are made (0755, root's) when create.
  * A component that is a symlink or not a directory fails. */
 static int open_parent(int root, const struct path *p, bool create,
-		       const char *name, struct sbx_err *err)
+                       const char *name, struct sbx_err *err)
 {
 	int fd = fcntl(root, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "dup");
 	for (size_t i = 0; i + 1 < p->n; i++) {
-		int nfd = openat(fd, p->comp[i],
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int nfd =
+		    openat(fd, p->comp[i],
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT && create) {
-			if (mkdirat(fd, p->comp[i], 0755) < 0 && errno != EEXIST) {
+			if (mkdirat(fd, p->comp[i], 0755) < 0 &&
+			    errno != EEXIST) {
 				int e = errno;
 				close(fd);
-				return sbx_err_sys(err, e, "%.200s: mkdir", name);
+				return sbx_err_sys(err, e, "%.200s: mkdir",
+				                   name);
 			}
 			nfd = openat(fd, p->comp[i],
-				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					     O_CLOEXEC);
+			             O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                 O_CLOEXEC);
 		}
 		int e = errno;
 		close(fd);
 		if (nfd < 0) {
 			if (e == ELOOP || e == ENOTDIR)
 				return sbx_err_set(err, EPERM,
-						   "%.200s: a parent is a "
-						   "symlink or not a directory",
-						   name);
+				                   "%.200s: a parent is a "
+				                   "symlink or not a directory",
+				                   name);
 			return sbx_err_sys(err, e, "%.200s", name);
 		}
 		fd = nfd;
@@ -103,11 +106,12 @@ static int open_parent(int root, const struct path *p, bool create,
 /* Make room for a new entry: an old one of the same name goes, but a
  * directory stays for a directory (its contents are kept). */
 static int clear_name(int dfd, const char *base, bool new_is_dir,
-		      struct sbx_err *err)
+                      struct sbx_err *err)
 {
 	struct stat st;
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : sbx_err_sys(err, errno, "%s", base);
+		return errno == ENOENT ? 0
+		                       : sbx_err_sys(err, errno, "%s", base);
 	if (S_ISDIR(st.st_mode)) {
 		if (new_is_dir)
 			return 1;
@@ -123,8 +127,8 @@ static unsigned clamp_id(int64_t id)
 	return id < 0 || id > 65535 ? 65534u : (unsigned)id;
 }
 
-static int write_data(struct archive *a, int fd, int64_t size,
-		      const char *name, struct sbx_err *err)
+static int write_data(struct archive *a, int fd, int64_t size, const char *name,
+                      struct sbx_err *err)
 {
 	for (;;) {
 		const void *buf;
@@ -135,11 +139,11 @@ static int write_data(struct archive *a, int fd, int64_t size,
 			break;
 		if (r != ARCHIVE_OK)
 			return sbx_err_set(err, EIO, "%.200s: %s", name,
-					   archive_error_string(a));
+			                   archive_error_string(a));
 		if (off < 0 || (uint64_t)off + len > (uint64_t)size)
 			return sbx_err_set(err, EINVAL,
-					   "%.200s: data past the file's size",
-					   name);
+			                   "%.200s: data past the file's size",
+			                   name);
 		const char *p = buf;
 		while (len) {
 			ssize_t n = pwrite(fd, p, len, off);
@@ -147,7 +151,7 @@ static int write_data(struct archive *a, int fd, int64_t size,
 				continue;
 			if (n <= 0)
 				return sbx_err_sys(err, n < 0 ? errno : EIO,
-						   "%.200s: write", name);
+				                   "%.200s: write", name);
 			p += n;
 			off += n;
 			len -= (size_t)n;
@@ -165,7 +169,8 @@ static void copy_xattrs(struct archive_entry *e, int dfd, const char *base)
 	size_t len;
 	if (archive_entry_xattr_reset(e) == 0)
 		return;
-	_cleanup_close_ int fd = openat(dfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_close_ int fd =
+	    openat(dfd, base, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	char proc[64];
@@ -179,8 +184,8 @@ static void copy_xattrs(struct archive_entry *e, int dfd, const char *base)
 }
 
 static int one_entry(struct archive *a, struct archive_entry *e, int root,
-		     enum layer_kind kind, const struct layer_limits *lim,
-		     struct layer_stats *st, struct sbx_err *err)
+                     enum layer_kind kind, const struct layer_limits *lim,
+                     struct layer_stats *st, struct sbx_err *err)
 {
 	const char *name = archive_entry_pathname(e);
 	struct path p;
@@ -191,7 +196,7 @@ static int one_entry(struct archive *a, struct archive_entry *e, int root,
 		return 0; /* the root itself ("./") */
 	if (++st->entries > lim->max_entries)
 		return sbx_err_set(err, EFBIG, "more than %llu entries",
-				   (unsigned long long)lim->max_entries);
+		                   (unsigned long long)lim->max_entries);
 	const char *base = p.comp[p.n - 1];
 	_cleanup_close_ int dfd = open_parent(root, &p, true, name, err);
 	if (dfd < 0)
@@ -200,19 +205,21 @@ static int one_entry(struct archive *a, struct archive_entry *e, int root,
 
 	if (oci && !strncmp(base, WH_PREFIX, strlen(WH_PREFIX))) {
 		if (!strcmp(base, WH_OPAQUE)) {
-			if (fsetxattr(dfd, "trusted.overlay.opaque", "y", 1, 0) < 0)
-				return sbx_err_sys(err, errno,
-						   "%.200s: opaque xattr", name);
+			if (fsetxattr(dfd, "trusted.overlay.opaque", "y", 1,
+			              0) < 0)
+				return sbx_err_sys(
+				    err, errno, "%.200s: opaque xattr", name);
 			return 0;
 		}
 		const char *target = base + strlen(WH_PREFIX);
 		if (!*target || !strcmp(target, ".") || !strcmp(target, ".."))
-			return sbx_err_set(err, EINVAL, "%.200s: a bad whiteout",
-					   name);
+			return sbx_err_set(err, EINVAL,
+			                   "%.200s: a bad whiteout", name);
 		if ((r = clear_name(dfd, target, false, err)) < 0)
 			return r;
 		if (mknodat(dfd, target, S_IFCHR | 0600, makedev(0, 0)) < 0)
-			return sbx_err_sys(err, errno, "%.200s: whiteout", name);
+			return sbx_err_sys(err, errno, "%.200s: whiteout",
+			                   name);
 		return 0;
 	}
 
@@ -224,16 +231,17 @@ static int one_entry(struct archive *a, struct archive_entry *e, int root,
 		if ((r = path_split(hard, &t, err)))
 			return r;
 		if (t.n == 0)
-			return sbx_err_set(err, EPERM, "%.200s: a link to the root",
-					   name);
-		_cleanup_close_ int tfd = open_parent(root, &t, false, hard, err);
+			return sbx_err_set(err, EPERM,
+			                   "%.200s: a link to the root", name);
+		_cleanup_close_ int tfd =
+		    open_parent(root, &t, false, hard, err);
 		if (tfd < 0)
 			return tfd;
 		if ((r = clear_name(dfd, base, false, err)) < 0)
 			return r;
 		if (linkat(tfd, t.comp[t.n - 1], dfd, base, 0) < 0)
 			return sbx_err_sys(err, errno, "%.200s: link to %.200s",
-					   name, hard);
+			                   name, hard);
 		return 0;
 	}
 	if ((r = clear_name(dfd, base, type == AE_IFDIR, err)) < 0)
@@ -248,14 +256,14 @@ static int one_entry(struct archive *a, struct archive_entry *e, int root,
 		if (size < 0 || (uint64_t)size > lim->max_bytes ||
 		    st->bytes + (uint64_t)size > lim->max_bytes)
 			return sbx_err_set(err, EFBIG,
-					   "%.200s: the files' sizes pass the "
-					   "limit of %llu bytes",
-					   name,
-					   (unsigned long long)lim->max_bytes);
+			                   "%.200s: the files' sizes pass the "
+			                   "limit of %llu bytes",
+			                   name,
+			                   (unsigned long long)lim->max_bytes);
 		st->bytes += (uint64_t)size;
 		_cleanup_close_ int fd = openat(
-			dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			0600);
+		    dfd, base,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return sbx_err_sys(err, errno, "%.200s: create", name);
 		if ((r = write_data(a, fd, size, name, err)))
@@ -265,8 +273,8 @@ static int one_entry(struct archive *a, struct archive_entry *e, int root,
 	case AE_IFLNK: {
 		const char *target = archive_entry_symlink(e);
 		if (!target || !*target)
-			return sbx_err_set(err, EINVAL, "%.200s: an empty symlink",
-					   name);
+			return sbx_err_set(err, EINVAL,
+			                   "%.200s: an empty symlink", name);
 		if (symlinkat(target, dfd, base) < 0)
 			return sbx_err_sys(err, errno, "%.200s: symlink", name);
 		break;
@@ -286,8 +294,8 @@ static int one_entry(struct archive *a, struct archive_entry *e, int root,
 	if (oci) {
 		/* owner first: chown clears setuid and setgid */
 		if (fchownat(dfd, base, clamp_id(archive_entry_uid(e)),
-			     clamp_id(archive_entry_gid(e)),
-			     AT_SYMLINK_NOFOLLOW) < 0)
+		             clamp_id(archive_entry_gid(e)),
+		             AT_SYMLINK_NOFOLLOW) < 0)
 			return sbx_err_sys(err, errno, "%.200s: chown", name);
 		copy_xattrs(e, dfd, base);
 	}
@@ -295,18 +303,18 @@ static int one_entry(struct archive *a, struct archive_entry *e, int root,
 		return sbx_err_sys(err, errno, "%.200s: chmod", name);
 	if (type != AE_IFDIR) {
 		struct timespec ts[2] = {
-			{.tv_sec = archive_entry_mtime(e),
-			 .tv_nsec = archive_entry_mtime_nsec(e)},
-			{.tv_sec = archive_entry_mtime(e),
-			 .tv_nsec = archive_entry_mtime_nsec(e)}};
+		    {.tv_sec = archive_entry_mtime(e),
+		     .tv_nsec = archive_entry_mtime_nsec(e)},
+		    {.tv_sec = archive_entry_mtime(e),
+		     .tv_nsec = archive_entry_mtime_nsec(e)}};
 		utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW);
 	}
 	return 0;
 }
 
 int layer_unpack(int fd, int dirfd, enum layer_kind kind,
-		 const struct layer_limits *lim, struct layer_stats *st,
-		 struct sbx_err *err)
+                 const struct layer_limits *lim, struct layer_stats *st,
+                 struct sbx_err *err)
 {
 	struct archive *a = archive_read_new();
 	if (!a)
@@ -319,7 +327,7 @@ int layer_unpack(int fd, int dirfd, enum layer_kind kind,
 	int r = 0;
 	if (archive_read_open_fd(a, fd, 1 << 16) != ARCHIVE_OK) {
 		r = sbx_err_set(err, EINVAL, "not an archive: %s",
-				archive_error_string(a));
+		                archive_error_string(a));
 		goto out;
 	}
 	for (;;) {
@@ -329,7 +337,7 @@ int layer_unpack(int fd, int dirfd, enum layer_kind kind,
 			break;
 		if (ar != ARCHIVE_OK && ar != ARCHIVE_WARN) {
 			r = sbx_err_set(err, EINVAL, "a bad archive: %s",
-					archive_error_string(a));
+			                archive_error_string(a));
 			break;
 		}
 		if ((r = one_entry(a, e, dirfd, kind, lim, st, err)))

@@ -26,7 +26,7 @@
 enum layer_kind { LAYER_OCI, LAYER_PLAIN };
 
 struct layer_limits {
-	uint64_t max_bytes;   /* sum of the files' sizes */
+	uint64_t max_bytes; /* sum of the files' sizes */
 	uint64_t max_entries;
 };
 
@@ -37,7 +37,7 @@ struct layer_stats {
 /* Unpack the archive read from fd into dirfd (an empty directory). On an
  * error, what was written stays in dirfd for the caller to remove. */
 int layer_unpack(int fd, int dirfd, enum layer_kind kind,
-		 const struct layer_limits *lim, struct layer_stats *st,
-		 struct sbx_err *err);
+                 const struct layer_limits *lim, struct layer_stats *st,
+                 struct sbx_err *err);
 
 #endif

@@ -26,9 +26,9 @@ static char tmp[64], dir[128], outside[128];
 
 struct ent {
 	const char *name;
-	mode_t type;        /* AE_IF* */
-	const char *data;   /* file content, symlink or hardlink target */
-	int64_t size;       /* a file's declared size when no data */
+	mode_t type;      /* AE_IF* */
+	const char *data; /* file content, symlink or hardlink target */
+	int64_t size;     /* a file's declared size when no data */
 	unsigned mode;
 	int64_t uid;
 };
@@ -51,7 +51,8 @@ static int archive_of(const struct ent *e, size_t n)
 		if (e[i].type == AE_IFLNK) {
 			archive_entry_set_filetype(ae, AE_IFLNK);
 			archive_entry_set_symlink(ae, e[i].data);
-		} else if (e[i].type == AE_IFREG && e[i].data && e[i].size < 0) {
+		} else if (e[i].type == AE_IFREG && e[i].data &&
+		           e[i].size < 0) {
 			/* a hard link: a regular entry naming its target */
 			archive_entry_set_filetype(ae, AE_IFREG);
 			archive_entry_set_hardlink(ae, e[i].data);
@@ -61,8 +62,8 @@ static int archive_of(const struct ent *e, size_t n)
 				archive_entry_set_rdev(ae, makedev(1, 3));
 			if (e[i].type == AE_IFREG) {
 				len = e[i].data ? strlen(e[i].data) : 0;
-				archive_entry_set_size(ae, e[i].data ? (int64_t)len
-								     : e[i].size);
+				archive_entry_set_size(
+				    ae, e[i].data ? (int64_t)len : e[i].size);
 			}
 		}
 		assert_int_equal(archive_write_header(a, ae), ARCHIVE_OK);
@@ -78,7 +79,7 @@ static int archive_of(const struct ent *e, size_t n)
 }
 
 static int unpack(const struct ent *e, size_t n, struct layer_stats *st,
-		  struct sbx_err *err)
+                  struct sbx_err *err)
 {
 	int fd = archive_of(e, n);
 	int d = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -117,15 +118,15 @@ static void test_unpacks_and_converts_whiteouts(void **state)
 {
 	(void)state;
 	const struct ent e[] = {
-		{"./etc/", AE_IFDIR, NULL, 0, 0755, 0},
-		{"etc/app.conf", AE_IFREG, "x=1\n", 0, 0640, 1000},
-		{"etc/link", AE_IFLNK, "app.conf", 0, 0777, 0},
-		{"etc/hard", AE_IFREG, "etc/app.conf", -1, 0640, 1000},
-		{"bin/su", AE_IFREG, "#!", 0, 04755, 0},
-		{"big-id", AE_IFREG, "", 0, 0644, 100000},
-		{"dev/null", AE_IFCHR, NULL, 0, 0666, 0},
-		{"etc/.wh.removed", AE_IFREG, "", 0, 0644, 0},
-		{"opq/.wh..wh..opq", AE_IFREG, "", 0, 0644, 0},
+	    {"./etc/", AE_IFDIR, NULL, 0, 0755, 0},
+	    {"etc/app.conf", AE_IFREG, "x=1\n", 0, 0640, 1000},
+	    {"etc/link", AE_IFLNK, "app.conf", 0, 0777, 0},
+	    {"etc/hard", AE_IFREG, "etc/app.conf", -1, 0640, 1000},
+	    {"bin/su", AE_IFREG, "#!", 0, 04755, 0},
+	    {"big-id", AE_IFREG, "", 0, 0644, 100000},
+	    {"dev/null", AE_IFCHR, NULL, 0, 0666, 0},
+	    {"etc/.wh.removed", AE_IFREG, "", 0, 0644, 0},
+	    {"opq/.wh..wh..opq", AE_IFREG, "", 0, 0644, 0},
 	};
 	struct layer_stats st;
 	struct sbx_err err = {0};
@@ -156,12 +157,13 @@ static void test_unpacks_and_converts_whiteouts(void **state)
 	path(p, sizeof(p), "etc/.wh.removed");
 	assert_int_equal(lstat(p, &sb), -1);
 	path(p, sizeof(p), "opq");
-	assert_int_equal(getxattr(p, "trusted.overlay.opaque", buf, sizeof(buf)), 1);
+	assert_int_equal(
+	    getxattr(p, "trusted.overlay.opaque", buf, sizeof(buf)), 1);
 	assert_int_equal(buf[0], 'y');
 }
 
 static void expect_refused(const struct ent *e, size_t n, int code,
-			   const char *what)
+                           const char *what)
 {
 	struct layer_stats st;
 	struct sbx_err err = {0};
@@ -196,10 +198,10 @@ static void test_symlinked_parent_refused(void **state)
 {
 	(void)state;
 	const struct ent e[] = {{"esc", AE_IFLNK, outside, 0, 0777, 0},
-				{"esc/pwned", AE_IFREG, "x", 0, 0644, 0}};
+	                        {"esc/pwned", AE_IFREG, "x", 0, 0644, 0}};
 	expect_refused(e, 2, EPERM, "symlink");
 	const struct ent rel[] = {{"esc2", AE_IFLNK, "../outside", 0, 0777, 0},
-				  {"esc2/pwned", AE_IFREG, "x", 0, 0644, 0}};
+	                          {"esc2/pwned", AE_IFREG, "x", 0, 0644, 0}};
 	expect_refused(rel, 2, EPERM, "symlink");
 }
 
@@ -233,11 +235,11 @@ static void test_later_entry_replaces(void **state)
 {
 	(void)state;
 	const struct ent e[] = {{"x", AE_IFREG, "file", 0, 0644, 0},
-				{"x", AE_IFDIR, NULL, 0, 0755, 0},
-				{"x/in", AE_IFREG, "in", 0, 0644, 0},
-				{"x", AE_IFDIR, NULL, 0, 0700, 0},
-				{"y", AE_IFDIR, NULL, 0, 0755, 0},
-				{"y", AE_IFLNK, "x", 0, 0777, 0}};
+	                        {"x", AE_IFDIR, NULL, 0, 0755, 0},
+	                        {"x/in", AE_IFREG, "in", 0, 0644, 0},
+	                        {"x", AE_IFDIR, NULL, 0, 0700, 0},
+	                        {"y", AE_IFDIR, NULL, 0, 0755, 0},
+	                        {"y", AE_IFLNK, "x", 0, 0777, 0}};
 	struct layer_stats st;
 	struct sbx_err err = {0};
 	assert_int_equal(unpack(e, 6, &st, &err), 0);
@@ -272,27 +274,30 @@ static void test_not_an_archive(void **state)
 int main(void)
 {
 	if (geteuid() != 0) {
-		fprintf(stderr, "test_layer: needs root (chown, mknod, trusted.* "
-				"xattrs); skipped\n");
+		fprintf(stderr,
+		        "test_layer: needs root (chown, mknod, trusted.* "
+		        "xattrs); skipped\n");
 		return 0;
 	}
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_unpacks_and_converts_whiteouts,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_dotdot_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_absolute_refused, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_symlinked_parent_refused, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_hardlink_outside_refused, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_huge_file_refused_before_writing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_whiteout_refused, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_later_entry_replaces, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_not_an_archive, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unpacks_and_converts_whiteouts,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dotdot_refused, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_absolute_refused, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_symlinked_parent_refused,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_hardlink_outside_refused,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+	        test_huge_file_refused_before_writing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_whiteout_refused, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_later_entry_replaces, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_not_an_archive, setup,
+	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,14 +14,13 @@
 
 struct v1_imp {
 	struct api *a;
-	struct http_req *r;          /* NULL once the client is gone */
-	struct image_import *imp;    /* NULL once it ended */
+	struct http_req *r;       /* NULL once the client is gone */
+	struct image_import *imp; /* NULL once it ended */
 	bool stream;
 	char name[IMAGE_NAME_MAX + 1];
 };
 
-json_t *v1_image_json(struct api *a, const struct image *img,
-		      const char *name)
+json_t *v1_image_json(struct api *a, const struct image *img, const char *name)
 {
 	const char *names[32];
 	size_t n = images_names_of(a->m->images, img, names, 32);
@@ -34,41 +33,39 @@ json_t *v1_image_json(struct api *a, const struct image *img,
 	json_t *cmd = img->cmd_json ? json_loads(img->cmd_json, 0, NULL) : NULL;
 	char created[32];
 	iso8601_ms(img->created_ms, created, sizeof(created));
-	json_t *cfg = json_pack(
-		"{s:o, s:s?, s:s?, s:i, s:i, s:O, s:O}", "env", env, "workingDir",
-		img->working_dir, "user", img->user, "uid", (int)img->uid, "gid",
-		(int)img->gid, "entrypoint",
-		json_object_get(cmd, "entrypoint") ?: json_null(), "cmd",
-		json_object_get(cmd, "cmd") ?: json_null());
+	json_t *cfg =
+	    json_pack("{s:o, s:s?, s:s?, s:i, s:i, s:O, s:O}", "env", env,
+	              "workingDir", img->working_dir, "user", img->user, "uid",
+	              (int)img->uid, "gid", (int)img->gid, "entrypoint",
+	              json_object_get(cmd, "entrypoint") ?: json_null(), "cmd",
+	              json_object_get(cmd, "cmd") ?: json_null());
 	json_decref(cmd);
 	json_t *j = json_pack(
-		"{s:s?, s:o, s:s, s:I, s:i, s:s, s:o, s:s?, s:i}", "name",
-		name ? name : (n ? names[0] : NULL), "names", jn, "digest",
-		img->digest, "sizeBytes", (json_int_t)img->size_bytes, "layers",
-		(int)img->nlayers, "createdAt", created, "config", cfg, "shell",
-		img->shell, "sandboxes",
-		(int)manager_image_refs(a->m, img));
+	    "{s:s?, s:o, s:s, s:I, s:i, s:s, s:o, s:s?, s:i}", "name",
+	    name ? name : (n ? names[0] : NULL), "names", jn, "digest",
+	    img->digest, "sizeBytes", (json_int_t)img->size_bytes, "layers",
+	    (int)img->nlayers, "createdAt", created, "config", cfg, "shell",
+	    img->shell, "sandboxes", (int)manager_image_refs(a->m, img));
 	if (!img->shell || strcmp(img->shell, "/bin/bash"))
 		json_object_set_new(
-			j, "note",
-			json_string(img->shell
-					    ? "no bash in this image: shell "
-					      "commands run with /bin/sh, and "
-					      "a session does not carry cwd "
-					      "and exported variables from one "
-					      "command to the next"
-					    : "no shell in this image: commands "
-					      "run as argv only"));
+		    j, "note",
+		    json_string(img->shell ? "no bash in this image: shell "
+		                             "commands run with /bin/sh, and "
+		                             "a session does not carry cwd "
+		                             "and exported variables from one "
+		                             "command to the next"
+		                           : "no shell in this image: commands "
+		                             "run as argv only"));
 	return j;
 }
 
 static bool operator_only(struct api *a, struct http_req *r,
-			  struct route_match *m)
+                          struct route_match *m)
 {
 	if (auth_operator(a->auth, m->tenant))
 		return true;
 	v1_error(r, 403, "forbidden",
-		 "only the operator imports and deletes images");
+	         "only the operator imports and deletes images");
 	return false;
 }
 
@@ -119,7 +116,7 @@ static void imp_done(void *ctx, struct image *img, const struct sbx_err *err)
 }
 
 static struct v1_imp *imp_new(struct api *a, struct http_req *r, bool stream,
-			      const char *name)
+                              const char *name)
 {
 	struct v1_imp *c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -145,18 +142,18 @@ void v1_image_import(struct api *a, struct http_req *r, struct route_match *m)
 	struct sbx_err err = {0};
 	if (!name || !image_name_valid(name)) {
 		v1_error(r, 400, "invalid_request",
-			 "name: 1-%d of [a-zA-Z0-9._:@/-], not starting with "
-			 ". or /",
-			 IMAGE_NAME_MAX);
+		         "name: 1-%d of [a-zA-Z0-9._:@/-], not starting with "
+		         ". or /",
+		         IMAGE_NAME_MAX);
 	} else if (!source) {
 		v1_error(r, 400, "invalid_request",
-			 "source: \"oci-layout:/path[:tag]\", "
-			 "\"oci-archive:/path[:tag]\", "
-			 "\"docker-archive:/path[:tag]\" or \"dir:/path\"");
+		         "source: \"oci-layout:/path[:tag]\", "
+		         "\"oci-archive:/path[:tag]\", "
+		         "\"docker-archive:/path[:tag]\" or \"dir:/path\"");
 	} else {
 		struct v1_imp *c = imp_new(a, r, false, name);
 		if (c && images_import(a->m->images, name, source, imp_done, c,
-				       &c->imp, &err) < 0) {
+		                       &c->imp, &err) < 0) {
 			free(c);
 			v1_error(r, 400, "invalid_request", "%s", err.msg);
 		} else if (c) {
@@ -199,16 +196,16 @@ void v1_image_upload(struct api *a, struct http_req *r, struct route_match *m)
 	struct sbx_err err = {0};
 	if (!image_name_valid(name)) {
 		v1_error(r, 400, "invalid_request",
-			 "image name: 1-%d of [a-zA-Z0-9._:@/-], not starting "
-			 "with . or /",
-			 IMAGE_NAME_MAX);
+		         "image name: 1-%d of [a-zA-Z0-9._:@/-], not starting "
+		         "with . or /",
+		         IMAGE_NAME_MAX);
 		return;
 	}
 	struct v1_imp *c = imp_new(a, r, true, name);
 	if (!c)
 		return;
 	if (images_import_stream(a->m->images, name, imp_done, c, &c->imp,
-				 &err) < 0) {
+	                         &err) < 0) {
 		free(c);
 		v1_error(r, 500, "import_failed", "%s", err.msg);
 		return;
@@ -238,7 +235,8 @@ void v1_image_info(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct image *img = images_find(a->m->images, m->params[0]);
 	if (!img) {
-		v1_error(r, 404, "image_not_found", "no image %s", m->params[0]);
+		v1_error(r, 404, "image_not_found", "no image %s",
+		         m->params[0]);
 		return;
 	}
 	http_respond_json(r, 200, v1_image_json(a, img, m->params[0]));
