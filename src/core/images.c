@@ -1106,6 +1106,15 @@ static void import_free(struct image_import *imp, bool kill_child)
 		/* it has closed its result pipe: it is exiting, or killed */
 		while (waitpid(imp->pid, &st, 0) < 0 && errno == EINTR)
 			;
+		/* a killed one's half-unpacked archive: to the trash (its
+		 * half-unpacked layer goes at the next images_gc) */
+		char src[4200], dst[4300];
+		snprintf(src, sizeof(src), "%s/tmp/imp-%d", im->dir, (int)imp->pid);
+		snprintf(dst, sizeof(dst), "%s/image-imp-%d.%llu", im->trash_dir,
+		         (int)imp->pid, (unsigned long long)now_wall_ms());
+		if (kill_child && rename(src, dst) < 0 && errno != ENOENT)
+			log_warn("event=image-import-left dir=%s %s", src,
+			         strerror(errno));
 	}
 	import_unlink(imp);
 	free(imp->name);

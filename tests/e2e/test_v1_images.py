@@ -8,6 +8,7 @@ ones, that nothing was written outside the daemon's image store."""
 import gzip
 import io
 import os
+import socket
 import subprocess
 import tarfile
 import tempfile
@@ -244,6 +245,21 @@ def test_dir_source(v1, sid, work, daemon):
     assert_error(imp(v1, "x", f"dir:{root}/bin/busybox"), 400, "invalid_request")
 
 
+def test_upload_cut_short_leaves_nothing(v1, daemon, work):
+    """A client gone mid-upload: the import stops, its child and files go,
+    no fd stays open, and the name is not made."""
+    fds = daemon.fd_count()
+    data = oci.busybox_layer(user=False)
+    s = socket.create_connection(("127.0.0.1", daemon.port))
+    s.sendall(b"PUT /v1/image/cut HTTP/1.1\r\nHost: x\r\n"
+              b"Content-Length: %d\r\n\r\n" % (len(data) * 10) + data)
+    s.close()
+    assert wait_until(lambda: daemon.fd_count() <= fds, 10), "the daemon leaks fds"
+    assert wait_until(lambda: os.listdir(store(daemon, "tmp")) == [], 10)
+    assert_error(v1.get("/v1/image/cut"), 404, "image_not_found")
+    assert v1.get("/v1/image").status_code == 200
+
+
 def test_bad_requests(v1, sid, work, busybox):
     assert_error(v1.post("/v1/sandbox", json={"id": sid, "image": "nope"}),
                  404, "image_not_found")
@@ -364,6 +380,7 @@ def test_hostile_layer_is_refused_and_writes_nothing_outside(v1, daemon, work, k
         path = os.path.join(work, "hostile-" + kind)
         oci.oci_layout(path, [lay], oci.config())
         before = layer_dirs(daemon)
+        fds = daemon.fd_count()
         r = imp(v1, "hostile-" + kind, f"oci-layout:{path}")
         if kind == "sparse-1tb":
             assert_error(r, 413, "image_too_large")
@@ -374,11 +391,12 @@ def test_hostile_layer_is_refused_and_writes_nothing_outside(v1, daemon, work, k
         assert layer_dirs(daemon) == before
         assert [n for n in os.listdir(store(daemon, "layers")) if ".tmp-" in n] == []
         assert_error(v1.get(f"/v1/image/hostile-{kind}"), 404, "image_not_found")
+        assert wait_until(lambda: daemon.fd_count() <= fds, 5), "the daemon leaks fds"
     finally:
         subprocess.run(["rm", "-rf", canary_dir])
 
 
-def test_hostile_outer_archive_is_refused(v1, work):
+def test_hostile_outer_archive_is_refused(v1, daemon, work):
     canary_dir = tempfile.mkdtemp(prefix="sbx-e2e-canary-", dir="/tmp")
     try:
         bad = os.path.join(work, "outer.tar")
@@ -387,8 +405,10 @@ def test_hostile_outer_archive_is_refused(v1, work):
                                dict(name="../" * 12 + canary_dir.lstrip("/") + "/x",
                                     data=b"pwned")], compress=False))
         assert_error(imp(v1, "outer", f"oci-archive:{bad}"), 400, "invalid_image")
+        fds = daemon.fd_count()
         with open(bad, "rb") as f:
             assert_error(v1.put("/v1/image/outer", data=f), 400, "invalid_image")
+        assert wait_until(lambda: daemon.fd_count() <= fds, 5), "the daemon leaks fds"
         assert os.listdir(canary_dir) == []
     finally:
         subprocess.run(["rm", "-rf", canary_dir])
