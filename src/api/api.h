@@ -199,6 +199,15 @@ void v1_port_preview(struct api *a, struct http_req *r, const char *token,
 void v1_port_expose(struct api *, struct http_req *, struct route_match *);
 void v1_pty(struct api *, struct http_req *, struct route_match *);
 void v1_pty_ticket(struct api *, struct http_req *, struct route_match *);
+void v1_image_import(struct api *, struct http_req *, struct route_match *);
+void v1_image_upload(struct api *, struct http_req *, struct route_match *);
+void v1_image_list(struct api *, struct http_req *, struct route_match *);
+void v1_image_info(struct api *, struct http_req *, struct route_match *);
+void v1_image_delete(struct api *, struct http_req *, struct route_match *);
+/* An image as /v1/image shows it (name: the one asked for, or its first) */
+struct image;
+json_t *v1_image_json(struct api *a, const struct image *img,
+		      const char *name);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);

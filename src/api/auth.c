@@ -8,6 +8,7 @@
 struct token {
 	char *token, *tenant;
 	uint32_t max_sandboxes, max_running; /* 0: none */
+	bool op; /* "operator": may manage images (host paths) */
 };
 
 struct auth {
@@ -28,10 +29,14 @@ static int valid_tenant(const char *s)
 }
 
 /* "maxSandboxes=N maxRunning=N" (either, both or none) after the tenant. */
-static int parse_quotas(char **save, uint32_t q[2])
+static int parse_quotas(char **save, uint32_t q[2], bool *op)
 {
 	static const char *const names[] = {"maxSandboxes=", "maxRunning="};
 	for (char *w; (w = strtok_r(NULL, " \t\r\n", save));) {
+		if (!strcmp(w, "operator")) {
+			*op = true;
+			continue;
+		}
 		int i = !strncmp(w, names[0], strlen(names[0]))   ? 0
 			: !strncmp(w, names[1], strlen(names[1])) ? 1
 								  : -1;
@@ -85,12 +90,13 @@ int auth_load(const char *path, struct auth **out, struct sbx_err *err)
 			continue;
 		char *tenant = strtok_r(NULL, " \t\r\n", &save);
 		uint32_t q[2] = {0, 0};
+		bool op = false;
 		if (!tenant || strlen(tok) < 16 || !valid_tenant(tenant) ||
-		    parse_quotas(&save, q) < 0) {
+		    parse_quotas(&save, q, &op) < 0) {
 			r = sbx_err_set(err, EINVAL,
 					"%s:%d: expected \"<token of 16+ chars> "
 					"<tenant [a-z0-9_-]> [maxSandboxes=N] "
-					"[maxRunning=N]\"",
+					"[maxRunning=N] [operator]\"",
 					path, lineno);
 			break;
 		}
@@ -111,6 +117,7 @@ int auth_load(const char *path, struct auth **out, struct sbx_err *err)
 		a->t[a->n].tenant = strdup(tenant);
 		a->t[a->n].max_sandboxes = q[0];
 		a->t[a->n].max_running = q[1];
+		a->t[a->n].op = op;
 		a->n++;
 	}
 	free(line);
@@ -172,4 +179,14 @@ void auth_quota(const struct auth *a, const char *tenant,
 			*max_running = a->t[i].max_running;
 			return;
 		}
+}
+
+bool auth_operator(const struct auth *a, const char *tenant)
+{
+	if (!a)
+		return true;
+	for (size_t i = 0; tenant && i < a->n; i++)
+		if (a->t[i].op && !strcmp(a->t[i].tenant, tenant))
+			return true;
+	return false;
 }

@@ -7,6 +7,7 @@
  * handed to on_output as it arrives, with pause/resume for back-pressure:
  * a paused stream is simply not read, so the command blocks in write(). */
 #include "core/exec.h"
+#include "core/images.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -593,11 +594,25 @@ static void start_job(struct exec_job *j)
 		fail(j, EXEC_NOT_STARTED, "pipe: %s", strerror(e));
 		return;
 	}
-	const char *shell_argv[] = {"/bin/bash", "-c", j->command, NULL};
+	/* an image without bash runs sh: no session hook, so the session
+	 * keeps its cwd and environment as they were (docs/api-v1.md) */
+	const char *sh = sb->image ? sb->image->shell : "/bin/bash";
+	bool bash = sh && !strcmp(sh, "/bin/bash");
+	if (shell && !sh) {
+		close_pair(p_out);
+		close_pair(p_err);
+		close_pair(p_st);
+		close_pair(p_in);
+		fail(j, EXEC_NOT_STARTED,
+		     "image %s has no /bin/sh: run a command as argv",
+		     sb->image_id);
+		return;
+	}
+	const char *shell_argv[] = {sh, "-c", j->command, NULL};
 	size_t envc;
 	const char **env = session_env_for(
 		j->sess, (const char *const *)j->env, j->p.envc,
-		shell ? "BASH_ENV=" SESSION_SCRIPT : NULL, &envc);
+		shell && bash ? "BASH_ENV=" SESSION_SCRIPT : NULL, &envc);
 	struct spawn_req req = {
 		.flags = j->cwd ? 0 : SPAWN_CWD_FALLBACK,
 		.cwd = j->cwd ? j->cwd : j->sess->cwd,
@@ -605,6 +620,11 @@ static void start_job(struct exec_job *j)
 		.envp = env,
 		.envc = (uint32_t)envc,
 	};
+	/* the image's User, but the daemon's builtins run as root */
+	if (sb->image && !j->p.builtin) {
+		req.uid = (uint32_t)sb->image->uid;
+		req.gid = (uint32_t)sb->image->gid;
+	}
 	int fds[4], n = 0;
 	fds[n] = p_out[1];
 	req.targets[n++] = 1;

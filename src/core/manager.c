@@ -8,6 +8,7 @@
  * environment) are kept in the registry too, and come back with their
  * sandbox. */
 #include "core/manager.h"
+#include "core/images.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -145,6 +146,62 @@ static int set_env_labels(struct sandbox *sb, const char *const *env,
 	return 0;
 }
 
+/* An image's config for the sandbox's default session: its Env over the
+ * defaults, its WorkingDir as the cwd. */
+static int apply_image(struct sandbox *sb, struct image *img)
+{
+	sb->image = img;
+	snprintf(sb->image_id, sizeof(sb->image_id), "%s", img->digest);
+	struct session *s = sb->sessions;
+	for (size_t i = 0; i < img->envc; i++)
+		if (session_setenv(s, img->env[i]) < 0)
+			return -ENOMEM;
+	if (img->working_dir) {
+		char *cwd = strdup(img->working_dir);
+		if (!cwd)
+			return -ENOMEM;
+		free(s->cwd);
+		s->cwd = cwd;
+	}
+	return 0;
+}
+
+/* The image its files name (a fork's or a restored snapshot's may differ
+ * from what it was made with). */
+static void refresh_image(struct sandbox *sb)
+{
+	char id[128];
+	if (runtime_files_image(sb->m->rt, sb->name, id, sizeof(id)) < 0 ||
+	    !strcmp(id, sb->image_id))
+		return;
+	snprintf(sb->image_id, sizeof(sb->image_id), "%.71s", id);
+	sb->image = *id ? images_find(sb->m->images, id) : NULL;
+	if (sb->image && apply_image(sb, sb->image) < 0)
+		log_error("sandbox=%s event=image-env out of memory", sb->id);
+}
+
+unsigned manager_image_refs(struct manager *m, const struct image *img)
+{
+	unsigned n = 0;
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
+			if (sb->image == img)
+				n++;
+	return n;
+}
+
+static bool image_in_use(void *data, const struct image *img)
+{
+	return manager_image_refs(data, img) > 0;
+}
+
+void manager_images_gc(struct manager *m)
+{
+	images_gc(m->images, image_in_use, m);
+	/* the layers moved to the trash go in the background */
+	runtime_remove_files(m->rt, NULL, NULL);
+}
+
 static int load_row(const struct registry_row *row, void *data)
 {
 	struct manager *m = data;
@@ -162,6 +219,17 @@ static int load_row(const struct registry_row *row, void *data)
 	sb->last_active_ms = row->last_active_ms;
 	sb->sleep_after_ms = row->sleep_after_ms;
 	sb->keep_alive = row->keep_alive != 0;
+	char id[128];
+	if (runtime_files_image(m->rt, sb->name, id, sizeof(id)) == 0 && *id) {
+		struct image *img = images_find(m->images, id);
+		snprintf(sb->image_id, sizeof(sb->image_id), "%.71s", id);
+		if (!img)
+			log_error("sandbox=%s event=image-missing image=%s: it "
+				  "cannot start",
+				  row->id, id);
+		else if (apply_image(sb, img) < 0)
+			return -ENOMEM;
+	}
 	/* Its files are owned by its range: it keeps it. Another daemon may
 	 * have taken it while this one was down; then this sandbox cannot
 	 * start until that one lets it go (sandbox_ensure_started asks again). */
@@ -326,7 +394,9 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	sb->created_ms = sb->last_active_ms = now_wall_ms();
 	struct buf envblob;
 	buf_init(&envblob, 0);
-	int r = set_env_labels(sb, opts->env, opts->envc, opts->labels);
+	int r = opts->image ? apply_image(sb, opts->image) : 0;
+	if (r == 0)
+		r = set_env_labels(sb, opts->env, opts->envc, opts->labels);
 	for (size_t i = 0; r == 0 && i < opts->envc; i++)
 		r = buf_append(&envblob, opts->env[i], strlen(opts->env[i]) + 1);
 	if (r < 0) {
@@ -343,12 +413,32 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 				   .keep_alive = sb->keep_alive,
 				   .env = envblob.data, .env_len = envblob.len,
 				   .labels = opts->labels};
+	if (opts->image) {
+		/* its files now, with the image's id kept beside them */
+		struct runtime_files files = {
+			.group = manager_store_group(m, tenant),
+			.image = opts->image->digest};
+		struct cgroup_limits lim;
+		uid_t owner;
+		sandbox_limits(sb, &lim, &files.disk_bytes);
+		r = runtime_files_prepare(m->rt, sb->name, sb->base, &files,
+					  &owner, err);
+		if (r < 0) {
+			buf_free(&envblob);
+			if (runtime_files_exist(m->rt, sb->name))
+				runtime_remove_files(m->rt, sb->name, NULL);
+			unlink_sandbox(m, sb);
+			return r;
+		}
+	}
 	r = registry_insert(m->reg, &row, err);
 	buf_free(&envblob);
 	if (r == 0 && opts->net)
 		r = network_sandbox_set(sb, opts->net, err);
 	if (r < 0) {
 		registry_delete(m->reg, tenant, id, NULL);
+		if (opts->image && runtime_files_exist(m->rt, sb->name))
+			runtime_remove_files(m->rt, sb->name, NULL);
 		unlink_sandbox(m, sb);
 		return r;
 	}
@@ -820,6 +910,16 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	struct cgroup_limits lim;
 	struct runtime_files files = {.group = manager_store_group(m, sb->tenant)};
 	sandbox_limits(sb, &lim, &files.disk_bytes);
+	refresh_image(sb);
+	if (sb->image_id[0] && !sb->image)
+		return sbx_err_set(err, ENOENT,
+				   "sandbox %s: its image %s is no longer in "
+				   "the store",
+				   sb->id, sb->image_id);
+	if (sb->image) {
+		files.layers = (const char *const *)sb->image->layers;
+		files.nlayers = sb->image->nlayers;
+	}
 	int r = manager_admit(sb, err);
 	if (r < 0)
 		return r;
@@ -1069,7 +1169,9 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 			 cfg->uid_base);
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
-	if ((r = registry_open(path, &m->reg, err)) ||
+	if ((r = images_open(loop, m->rt->state_dir, m->rt->trash_dir,
+			     &m->images, err)) ||
+	    (r = registry_open(path, &m->reg, err)) ||
 	    (r = registry_load(m->reg, load_row, m, err)) ||
 	    (r = registry_load_sessions(m->reg, load_session, m, err)) ||
 	    (r = snapshots_load(m, err)) ||
@@ -1078,6 +1180,8 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	    (r = registry_load_networks(m->reg, load_network, m, err)))
 		goto fail;
 	find_leftovers(m);
+	/* what an import killed with a daemon left, images nothing uses */
+	manager_images_gc(m);
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);
@@ -1121,6 +1225,7 @@ void manager_free(struct manager *m)
 	}
 	backups_free(m->backups);
 	network_free(m);
+	images_close(m->images);
 	registry_close(m->reg);
 	runtime_free(m->rt);
 	free(m->groups);

@@ -17,6 +17,8 @@ struct registry;
 struct network;
 struct net_policy;
 struct sandbox_net;
+struct image;
+struct images;
 struct exec_job;
 struct process;
 struct snapshot;
@@ -32,6 +34,7 @@ struct sandbox_opts {
 	size_t envc;
 	const char *labels;     /* JSON text */
 	struct net_policy *net; /* NULL: --network-default; taken over */
+	struct image *image;    /* NULL: the host's own system */
 };
 
 enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
@@ -53,6 +56,10 @@ struct sandbox {
 	char **env;                           /* "K=V" for every command */
 	size_t envc;
 	char *labels;                         /* JSON text, or NULL */
+	/* its image (kept with its files, runtime_files_image): the id, and
+	 * the image while the store has it; "" and NULL: the host's system */
+	char image_id[72];
+	struct image *image;
 	struct process *procs;                /* background processes */
 	struct interp_group *interp;          /* its interpreter contexts */
 	struct terminal *terms;               /* its terminals (terminal.h) */
@@ -101,6 +108,7 @@ struct manager {
 	struct llm *llm;             /* the room assistant's model, or NULL
 					(core/llm.h; made and freed by main) */
 	bool closing;                /* in manager_free: nothing new starts */
+	struct images *images;       /* OCI images (core/images.h) */
 };
 
 int manager_new(struct config *cfg, struct loop *loop,
@@ -172,6 +180,11 @@ void sandbox_session_save(struct sandbox *sb, struct session *s);
  * daemon's --tenant-disk limit the first time it is asked for in this
  * run; 0 on the plain store. */
 uint64_t manager_store_group(struct manager *m, const char *tenant);
+/* How many sandboxes use img. */
+unsigned manager_image_refs(struct manager *m, const struct image *img);
+/* Drop images and layers nothing names or uses (images_gc). */
+void manager_images_gc(struct manager *m);
+
 /* Iterate over all sandboxes. */
 void manager_foreach(struct manager *m,
 		     void (*fn)(struct sandbox *sb, void *data), void *data);

@@ -22,7 +22,7 @@ static int last_cap(void)
 	return c;
 }
 
-int caps_drop_all(void)
+int caps_drop_all(uid_t uid)
 {
 	if (prctl(PR_SET_SECUREBITS,
 		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
@@ -37,6 +37,10 @@ int caps_drop_all(void)
 			return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
+		return -errno;
+	/* the command's user, while CAP_SETUID is still there; the
+	 * securebits above keep the capabilities as they are, cleared next */
+	if (uid && setresuid(uid, uid, uid) < 0)
 		return -errno;
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};

@@ -244,3 +244,46 @@ int image_prepare(const char *dir, const struct image_file *files,
 	fs_remove_tree(AT_FDCWD, old, NULL);
 	return fs_write_str(AT_FDCWD, stamp, want, 0644, err);
 }
+
+int image_prepare_top(const char *dir, const struct image_file *files,
+		      size_t nfiles, struct sbx_err *err)
+{
+	static const struct {
+		const char *path;
+		mode_t mode;
+	} top_dirs[] = {{"dev", 0755}, {"etc", 0755}, {"proc", 0555},
+			{"tmp", 01777}, {"workspace", 0755}};
+	char tmp[4096], old[4096];
+	snprintf(tmp, sizeof(tmp), "%s.new", dir);
+	snprintf(old, sizeof(old), "%s.old", dir);
+	fs_remove_tree(AT_FDCWD, tmp, NULL);
+	fs_remove_tree(AT_FDCWD, old, NULL);
+	if (mkdir(tmp, 0755) < 0)
+		return sbx_err_sys(err, errno, "mkdir %s", tmp);
+	_cleanup_close_ int t =
+		open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (t < 0)
+		return sbx_err_sys(err, errno, "open %s", tmp);
+	for (size_t i = 0; i < sizeof(top_dirs) / sizeof(top_dirs[0]); i++)
+		if (mkdirat(t, top_dirs[i].path, top_dirs[i].mode) < 0 ||
+		    fchmodat(t, top_dirs[i].path, top_dirs[i].mode, 0) < 0)
+			return sbx_err_sys(err, errno, "mkdir %s",
+					   top_dirs[i].path);
+	_cleanup_close_ int etc =
+		openat(t, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (etc < 0)
+		return sbx_err_sys(err, errno, "open etc");
+	int r = 0;
+	r = r ?: fs_write_str(etc, "hosts", hosts, 0644, err);
+	r = r ?: fs_write_str(etc, "hostname", "sandbox\n", 0644, err);
+	r = r ?: fs_write_str(etc, "resolv.conf", resolv, 0644, err);
+	r = r ?: write_files(t, files, nfiles, err);
+	if (r)
+		return r;
+	if (rename(dir, old) < 0 && errno != ENOENT)
+		return sbx_err_sys(err, errno, "rename %s", dir);
+	if (rename(tmp, dir) < 0)
+		return sbx_err_sys(err, errno, "rename %s", tmp);
+	fs_remove_tree(AT_FDCWD, old, NULL);
+	return 0;
+}

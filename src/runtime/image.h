@@ -29,4 +29,11 @@ struct image_file {
 int image_prepare(const char *dir, const struct image_file *files,
 		  size_t nfiles, struct sbx_err *err);
 
+/* The top lower layer of an image sandbox (core/images.h): only what the
+ * daemon adds to any image (/etc/hosts, /etc/hostname, /etc/resolv.conf,
+ * the mount points /dev, /proc, /tmp, /workspace, and files), rebuilt at
+ * every daemon start. */
+int image_prepare_top(const char *dir, const struct image_file *files,
+		      size_t nfiles, struct sbx_err *err);
+
 #endif

@@ -1,5 +1,6 @@
 /* Packing and unpacking of daemon<->init packets. A SPAWN payload is:
  *   u32 flags, u32 nstdio, i32 targets[4], u32 ncg, u32 argc, u32 envc,
+ *   u32 uid, u32 gid,
  *   then cwd, argv[0..argc), envp[0..envc) as NUL-terminated strings. */
 #include "runtime/proto.h"
 
@@ -99,6 +100,7 @@ struct spawn_fixed {
 	uint32_t flags, nstdio;
 	int32_t targets[4];
 	uint32_t ncg, argc, envc;
+	uint32_t uid, gid;
 };
 
 static int put_str(char *buf, size_t cap, size_t *off, const char *s)
@@ -116,6 +118,7 @@ ssize_t proto_spawn_encode(const struct spawn_req *req, char *buf, size_t cap)
 	struct spawn_fixed f = {
 		.flags = req->flags, .nstdio = req->nstdio, .ncg = req->ncg,
 		.argc = req->argc, .envc = req->envc,
+		.uid = req->uid, .gid = req->gid,
 	};
 	size_t off = sizeof(f);
 
@@ -175,6 +178,10 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 	req->ncg = f.ncg;
 	req->argc = f.argc;
 	req->envc = f.envc;
+	if (f.uid > 65535 || f.gid > 65535)
+		return sbx_err_set(err, EPROTO, "spawn: bad uid or gid");
+	req->uid = f.uid;
+	req->gid = f.gid;
 	req->cwd = take_str(buf, len, &off);
 	_cleanup_free_ const char **argv = calloc(f.argc + 1, sizeof(char *));
 	_cleanup_free_ const char **envp = calloc(f.envc + 1, sizeof(char *));

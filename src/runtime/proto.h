@@ -49,6 +49,7 @@ struct spawn_req {
 	uint32_t nstdio;          /* how many stdio fds come first */
 	int32_t targets[4];       /* their fd numbers in the child */
 	uint32_t ncg;             /* cgroup fds after them */
+	uint32_t uid, gid;        /* in the sandbox (an image's User) */
 	const char *cwd;
 	uint32_t argc, envc;
 	const char *const *argv;  /* argc entries */

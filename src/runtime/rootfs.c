@@ -110,7 +110,7 @@ static int mount_sandbox_dir(const struct rootfs_spec *s, struct sbx_err *err)
 static int mount_overlay(const char *lower, const char *dir, const char *dst,
 			 struct sbx_err *err)
 {
-	char opts[256];
+	char opts[4096]; /* a page: what mount(2) takes */
 	int n = snprintf(opts, sizeof(opts),
 			 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower,
 			 dir, dir);
@@ -243,6 +243,29 @@ static int setup_proc(struct sbx_err *err)
 	return 0;
 }
 
+/* An image's root: one overlay, its lower layers the daemon's top layer
+ * over the image's, top first, all through one idmapped mount of the
+ * layers' directory ("limg/<digest>": no host path in mountinfo). */
+static int image_root(const struct rootfs_spec *s, struct sbx_err *err)
+{
+	char lower[3800];
+	size_t off = (size_t)snprintf(lower, sizeof(lower), "ltop");
+	for (size_t i = s->nlayers; i-- > 0;) {
+		int n = snprintf(lower + off, sizeof(lower) - off, ":limg/%s",
+				 s->layers[i]);
+		if (n < 0 || (size_t)n >= sizeof(lower) - off)
+			return sbx_err_set(err, E2BIG, "too many image layers");
+		off += (size_t)n;
+	}
+	int r;
+	if ((r = mount_idmapped(s->layers_dir, "limg", s->userns_fd, err)) ||
+	    (r = mount_idmapped(s->image_top, "ltop", s->userns_fd, err)) ||
+	    (r = mount_sandbox_dir(s, err)) ||
+	    (r = mount_overlay(lower, "sb/root", "root", err)))
+		return r;
+	return 0;
+}
+
 int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 {
 	int r;
@@ -252,7 +275,10 @@ int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 	/* from here on, every layer by a short name below the staging dir */
 	if (chdir(s->mnt_dir) < 0)
 		return sbx_err_sys(err, errno, "chdir %s", s->mnt_dir);
-	if ((r = mount_idmapped("/usr", "lusr", s->userns_fd, err)) ||
+	if (s->nlayers) {
+		if ((r = image_root(s, err)))
+			return r;
+	} else if ((r = mount_idmapped("/usr", "lusr", s->userns_fd, err)) ||
 	    (r = mount_idmapped(s->image_dir, "lskel", s->userns_fd, err)) ||
 	    (s->usr_mask &&
 	     (r = mount_idmapped(s->usr_mask, "lmask", s->userns_fd, err))) ||

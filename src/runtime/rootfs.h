@@ -3,6 +3,7 @@
 #ifndef SBX_ROOTFS_H
 #define SBX_ROOTFS_H
 
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "lib/err.h"
@@ -19,6 +20,15 @@ struct rootfs_spec {
 				* origin's: userns_create_idmap); -1: none */
 	uid_t base;            /* host uid of the sandbox's root */
 	unsigned max_ptys;     /* devpts max= */
+	/* An image sandbox (core/images.h): its layers, bottom first, by
+	 * name in layers_dir, under image_top (the daemon's files, /etc/hosts
+	 * and the mount points), stacked as the lower layers of the root
+	 * overlay in place of the skeleton and the host's /usr. nlayers 0:
+	 * the host's own system. */
+	const char *layers_dir;
+	const char *const *layers;
+	size_t nlayers;
+	const char *image_top;
 };
 
 /* Build the tree and pivot_root into it; on return the old root is gone

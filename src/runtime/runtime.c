@@ -70,9 +70,12 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	rt->sandboxes_dir = join(rt->state_dir, "sandboxes");
 	rt->trash_dir = join(rt->state_dir, "trash");
 	rt->usr_mask_dir = join(rt->state_dir, "image/usrmask");
+	rt->image_top_dir = join(rt->state_dir, "image/top");
+	rt->layers_dir = join(rt->state_dir, "images/layers");
 	rt->max_ptys = RUNTIME_MAX_PTYS;
 	if (!rt->image_dir || !rt->mnt_dir || !rt->sandboxes_dir ||
-	    !rt->trash_dir || !rt->usr_mask_dir) {
+	    !rt->trash_dir || !rt->usr_mask_dir || !rt->image_top_dir ||
+	    !rt->layers_dir) {
 		r = sbx_err_set(err, ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -92,10 +95,14 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	    (r = fs_mkdirs(sd, "run/mnt/lskel", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "run/mnt/lmask", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "run/mnt/sb", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "run/mnt/limg", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "run/mnt/ltop", 0700, err)) ||
+	    (r = fs_mkdirs(sd, "images/layers", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "sandboxes", 0700, err)) ||
 	    (r = fs_mkdirs(sd, "trash", 0700, err)))
 		goto fail;
-	if ((r = image_prepare(rt->image_dir, files, nfiles, err)))
+	if ((r = image_prepare(rt->image_dir, files, nfiles, err)) ||
+	    (r = image_prepare_top(rt->image_top_dir, files, nfiles, err)))
 		goto fail;
 	size_t masked;
 	if ((r = usrmask_build("/usr", rt->usr_mask_dir, &masked, err)))
@@ -158,6 +165,8 @@ void runtime_free(struct runtime *rt)
 	free(rt->sandboxes_dir);
 	free(rt->trash_dir);
 	free(rt->usr_mask_dir);
+	free(rt->image_top_dir);
+	free(rt->layers_dir);
 	free(rt);
 }
 
@@ -219,7 +228,11 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 				   .userns_fd = userns,
 				   .files_userns_fd = files_userns,
 				   .base = base,
-				   .max_ptys = rt->max_ptys},
+				   .max_ptys = rt->max_ptys,
+				   .layers_dir = rt->layers_dir,
+				   .layers = files->layers,
+				   .nlayers = files->nlayers,
+				   .image_top = rt->image_top_dir},
 			.seccomp = &rt->seccomp,
 			.disk_bytes = disk_bytes,
 		};
@@ -266,6 +279,9 @@ int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
 				   name);
 	ssize_t n = fs_read_small(sfd, "owner", txt, sizeof(txt));
 	if (n == -ENOENT) {
+		if (files->image &&
+		    (r = fs_write_str(sfd, "image", files->image, 0600, err)))
+			return r;
 		snprintf(txt, sizeof(txt), "%u\n", (unsigned)base);
 		*owner = base;
 		return fs_write_str(sfd, "owner", txt, 0600, err);
@@ -278,6 +294,25 @@ int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
 				   "%s/%s/owner: not the base of a uid range",
 				   rt->sandboxes_dir, name);
 	*owner = (uid_t)v;
+	return 0;
+}
+
+int runtime_files_image(struct runtime *rt, const char *name, char *buf,
+			size_t cap)
+{
+	_cleanup_close_ int dfd =
+		open(rt->sandboxes_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int sfd =
+		dfd < 0 ? -1
+			: openat(dfd, name,
+				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	buf[0] = '\0';
+	ssize_t n = sfd < 0 ? -ENOENT : fs_read_small(sfd, "image", buf, cap);
+	if (n < 0) {
+		buf[0] = '\0';
+		return n == -ENOENT ? 0 : (int)n;
+	}
+	buf[strcspn(buf, "\n")] = '\0';
 	return 0;
 }
 

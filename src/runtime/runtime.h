@@ -24,6 +24,8 @@ struct runtime {
 	char *sandboxes_dir; /* <state>/sandboxes/<name>: persistent files */
 	char *trash_dir;     /* <state>/trash: removed sandboxes, emptied async */
 	char *usr_mask_dir;  /* <state>/image/usrmask, or NULL: nothing to mask */
+	char *image_top_dir; /* <state>/image/top: above an OCI image's layers */
+	char *layers_dir;    /* <state>/images/layers (core/images.h) */
 	unsigned max_ptys;   /* per sandbox (devpts max=) */
 	struct cgroup_manager *cg;
 	struct store *store;
@@ -60,6 +62,12 @@ int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes,
 struct runtime_files {
 	uint64_t disk_bytes; /* set when its files are first made (0: none) */
 	uint64_t group;
+	/* An image sandbox: the image's id, written beside its files when
+	 * they are first made (runtime_files_image reads it back), and, to
+	 * start it, its layers' names in layers_dir, bottom first. */
+	const char *image;
+	const char *const *layers;
+	size_t nlayers;
 };
 
 /* Start a sandbox's init. Returns at once: setup continues in init, which
@@ -79,6 +87,11 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
 			  const struct runtime_files *files, uid_t *owner,
 			  struct sbx_err *err);
+
+/* The image id kept with a sandbox's files into buf ("" when it runs the
+ * host's system, or has no files yet). */
+int runtime_files_image(struct runtime *rt, const char *name, char *buf,
+			size_t cap);
 
 /* Send a spawn: takes a command cgroup leaf (returned in *cg_idx) and
  * passes stdio fds (nstdio, targets in req) plus the leaf's fds. */

@@ -118,7 +118,8 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 		fail(errfd, errno, "setgroups");
 	if (setns(userns_fd, CLONE_NEWUSER) < 0)
 		fail(errfd, errno, "enter user namespace");
-	if (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)
+	if (setresgid(req->gid, req->gid, req->gid) < 0 ||
+	    setresuid(0, 0, 0) < 0)
 		fail(errfd, errno, "setresuid");
 
 	/* Move every fd we keep above the targets first, so that dup2 onto
@@ -172,7 +173,7 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 			fail(errfd, errno, "chdir");
 	}
 
-	int r = caps_drop_all();
+	int r = caps_drop_all(req->uid);
 	if (r < 0)
 		fail(errfd, -r, "drop capabilities");
 	if ((r = seccomp_prog_apply(seccomp)) < 0)

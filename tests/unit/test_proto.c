@@ -20,7 +20,8 @@ static void test_spawn_roundtrip(void **state)
 	struct spawn_req req = {.flags = SPAWN_CWD_FALLBACK, .nstdio = 3,
 				.targets = {1, 2, 3}, .ncg = 2,
 				.cwd = "/workspace", .argc = 3, .envc = 2,
-				.argv = argv, .envp = envp};
+				.argv = argv, .envp = envp, .uid = 1000,
+				.gid = 100};
 	char buf[4096];
 	ssize_t n = proto_spawn_encode(&req, buf, sizeof(buf));
 	assert_true(n > 0);
@@ -32,6 +33,8 @@ static void test_spawn_roundtrip(void **state)
 	assert_int_equal(out.targets[2], 3);
 	assert_int_equal(out.ncg, 2);
 	assert_string_equal(out.cwd, "/workspace");
+	assert_int_equal(out.uid, 1000);
+	assert_int_equal(out.gid, 100);
 	assert_int_equal(out.argc, 3);
 	assert_string_equal(out.argv[2], "echo hi");
 	assert_null(out.argv[3]);
@@ -78,8 +81,17 @@ static void test_spawn_bad_counts(void **state)
 	req.targets[0] = req.targets[1] = 1;
 	n = proto_spawn_encode(&req, buf, sizeof(buf));
 	assert_true(proto_spawn_decode(buf, (size_t)n, &out, &err) < 0);
+	/* an id the sandbox's user namespace does not map */
 	req.nstdio = 1;
 	req.targets[0] = 0;
+	req.uid = 65536;
+	n = proto_spawn_encode(&req, buf, sizeof(buf));
+	assert_true(proto_spawn_decode(buf, (size_t)n, &out, &err) < 0);
+	req.uid = 0;
+	req.gid = 70000;
+	n = proto_spawn_encode(&req, buf, sizeof(buf));
+	assert_true(proto_spawn_decode(buf, (size_t)n, &out, &err) < 0);
+	req.gid = 0;
 	req.argc = 0;
 	n = proto_spawn_encode(&req, buf, sizeof(buf));
 	assert_true(proto_spawn_decode(buf, (size_t)n, &out, &err) < 0);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "core/images.h"
 #include "core/env.h"
 #include "core/exec.h"
 #include "core/network.h"
@@ -158,6 +159,28 @@ json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 	json_t *labels = sb->labels ? json_loads(sb->labels, 0, NULL) : NULL;
 	json_object_set_new(j, "labels", labels ? labels : json_object());
 	json_object_set_new(j, "network", v1_network_json(sb));
+	if (sb->image_id[0]) {
+		const char *names[1];
+		size_t n = sb->image ? images_names_of(a->m->images, sb->image,
+						       names, 1)
+				     : 0;
+		json_object_set_new(
+			j, "image",
+			json_pack("{s:s?, s:s}", "name", n ? names[0] : NULL,
+				  "digest", sb->image_id));
+		if (!sb->image || !sb->image->shell ||
+		    strcmp(sb->image->shell, "/bin/bash"))
+			json_object_set_new(
+				j, "note",
+				json_string(
+					sb->image && sb->image->shell
+						? "no bash in its image: shell "
+						  "commands run with /bin/sh "
+						  "and sessions do not carry "
+						  "cwd and exported variables"
+						: "no shell in its image: "
+						  "commands run as argv only"));
+	}
 	if (usage) {
 		struct cgroup_stats st = {0};
 		if (sb->proc.cg)
@@ -337,6 +360,26 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		v1_error(r, 400, "invalid_request",
 			 "sleepAfter: a duration like \"10m\" or seconds");
 		goto out;
+	}
+	json_t *image = json_object_get(body, "image");
+	if (image && !json_is_null(image)) {
+		if (!json_is_string(image)) {
+			v1_error(r, 400, "invalid_request",
+				 "image: an image name or digest string");
+			goto out;
+		}
+		o.image = images_find(a->m->images, json_string_value(image));
+		if (!o.image) {
+			v1_error(r, 404, "image_not_found", "no image %s",
+				 json_string_value(image));
+			goto out;
+		}
+		if (from) {
+			v1_error(r, 400, "invalid_request",
+				 "image and fromSnapshot: a sandbox from a "
+				 "snapshot has its snapshot's image");
+			goto out;
+		}
 	}
 	if (ka && !json_is_boolean(ka)) {
 		v1_error(r, 400, "invalid_request", "keepAlive must be a boolean");
