@@ -181,6 +181,7 @@ void v1_context_list(struct api *, struct http_req *, struct route_match *);
 void v1_context_get(struct api *, struct http_req *, struct route_match *);
 void v1_context_delete(struct api *, struct http_req *, struct route_match *);
 void v1_context_run(struct api *, struct http_req *, struct route_match *);
+void v1_watch(struct api *, struct http_req *, struct route_match *);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);

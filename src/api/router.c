@@ -22,6 +22,7 @@ const struct route api_routes[] = {
 	{"GET", "/v1/sandbox/{id}/file/{path*}", v1_file_get, NULL},
 	{"PUT", "/v1/sandbox/{id}/file/{path*}", NULL, v1_file_put},
 	{"DELETE", "/v1/sandbox/{id}/file/{path*}", v1_file_delete, NULL},
+	{"GET", "/v1/sandbox/{id}/watch/{path*}", v1_watch, NULL},
 	{"POST", "/v1/sandbox/{id}/persist", v1_persist, NULL},
 	{"POST", "/v1/sandbox/{id}/hydrate", NULL, v1_hydrate},
 	{"POST", "/v1/sandbox/{id}/session", v1_session_create, NULL},

@@ -8,6 +8,8 @@
  * - api_exec: a streamed command (resume reading its output; when the
  *   client leaves, kill it: a streamed command lives for its reader, and
  *   its exec_done callback then ends the relay).
+ * - api_watch: a directory watch (resume it; when the client leaves, stop
+ *   it and let go).
  *
  * A face embeds the struct as the FIRST member of its own heap-allocated
  * context, which is freed when the client leaves or by api_*_end. */
@@ -17,6 +19,7 @@
 #include "core/exec.h"
 #include "core/interp.h"
 #include "core/process.h"
+#include "core/watch.h"
 #include "http/relay.h"
 
 struct api_follow {
@@ -48,5 +51,14 @@ struct api_exec {
 	struct exec_job *job; /* NULL once done */
 };
 extern const struct relay_ops api_exec_relay;
+
+struct api_watch {
+	struct relay *rl; /* NULL until the face opens it */
+	struct watch *w;  /* NULL once it ended */
+};
+/* Open the relay with these ops (ctx = the face's context); after the
+ * watch's ended callback the face calls relay_end and frees its context
+ * itself. */
+extern const struct relay_ops api_watch_relay;
 
 #endif

@@ -573,6 +573,8 @@ static void start_job(struct exec_job *j)
 	req.nstdio = (uint32_t)n;
 	if (!shell)
 		req.flags |= j->p.builtin ? SPAWN_BUILTIN : SPAWN_SEARCH_PATH;
+	if (j->p.as_user)
+		req.flags |= SPAWN_AS_USER;
 	for (req.argc = 0; req.argv[req.argc]; req.argc++)
 		;
 	int r = env ? runtime_spawn(&sb->proc, j->id, &req, fds, &j->cg_idx, &err)

@@ -20,6 +20,8 @@ struct exec_params {
 	bool builtin;                   /* argv is a runtime/builtin.c op:
 					   ended after --file-timeout without
 					   progress (EXEC_TIMEOUT) */
+	bool as_user;                   /* as the image's unprivileged "user"
+					   (uid 1000), not the sandbox's root */
 	bool detached;                  /* a background process: runs beside
 					   the session's commands, not after */
 	const char *const *env;         /* extra "KEY=VALUE", or NULL */

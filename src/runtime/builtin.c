@@ -497,6 +497,12 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 		builtin_tar(base, argc, argv);
 	if (!strncmp(op, "archive-", 8))
 		builtin_archive(base, argc, argv);
+	if (!strcmp(op, "watch")) {
+		int fd = open_beneath(base, path, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0)
+			fail(-fd, "open");
+		builtin_watch(fd, has_flag(argc, argv, 3, "-r"));
+	}
 	if (!strcmp(op, "list")) {
 		sorted = has_flag(argc, argv, 3, "-s");
 		op_list(base, path, has_flag(argc, argv, 3, "-r"),

@@ -24,6 +24,14 @@ static int last_cap(void)
 
 int caps_drop_all(void)
 {
+	return caps_drop_all_as(0);
+}
+
+/* Becoming another uid needs CAP_SETUID/CAP_SETGID, so it happens here,
+ * after the bounding set is gone and before capset empties the rest
+ * (SECBIT_NO_SETUID_FIXUP: the change itself clears nothing). */
+int caps_drop_all_as(unsigned id)
+{
 	if (prctl(PR_SET_SECUREBITS,
 		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
 			  SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
@@ -37,6 +45,9 @@ int caps_drop_all(void)
 			return -errno;
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
+		return -errno;
+	if (id && (syscall(SYS_setresgid, id, id, id) < 0 ||
+		   syscall(SYS_setresuid, id, id, id) < 0))
 		return -errno;
 	struct __user_cap_header_struct hdr = {
 		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};

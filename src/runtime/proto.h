@@ -35,6 +35,8 @@ struct proto_hdr {
 #define SPAWN_CWD_FALLBACK 1u /* missing cwd: use /workspace, then / */
 #define SPAWN_SEARCH_PATH 2u  /* argv[0] without '/': search env's PATH */
 #define SPAWN_BUILTIN 4u      /* run runtime/builtin.c's argv[0], no exec */
+#define SPAWN_AS_USER 8u      /* run as SPAWN_USER_ID, the image's "user" */
+#define SPAWN_USER_ID 1000u
 
 /* Fds of a PROTO_SPAWN, in this order: one per stdio target (targets[]),
  * then ncg cgroup.procs fds the child writes "0" to. Absent stdin reads

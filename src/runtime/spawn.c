@@ -165,7 +165,8 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 			fail(errfd, errno, "chdir");
 	}
 
-	int r = caps_drop_all();
+	int r = caps_drop_all_as((req->flags & SPAWN_AS_USER) ? SPAWN_USER_ID
+							      : 0);
 	if (r < 0)
 		fail(errfd, -r, "drop capabilities");
 	if ((r = seccomp_prog_apply(seccomp)) < 0)
