@@ -151,6 +151,7 @@ struct routed {
 	struct route_match m;
 	const struct route *rt; /* NULL: cf, duet or no route */
 	const char *cf_rest;    /* the Cloudflare protocol: path from /api/ */
+	bool e2b;               /* E2B's (api/e2b/): it authenticates */
 	bool wrong_method;
 };
 
@@ -166,6 +167,12 @@ void router_begin(struct http_req *r, void *data)
 	if (!d)
 		return; /* router_handle answers 500 */
 	r->route = d;
+	if (api_e2b_match(r)) {
+		d->e2b = true;
+		d->m.tenant = "";
+		api_e2b_begin(a, r);
+		return;
+	}
 	if (!(d->m.tenant = tenant_of(a, r)))
 		return;
 	if (cf_match(r, &d->m, &d->cf_rest)) {
@@ -196,6 +203,10 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!d->m.tenant)
 		return; /* answered 401 in router_begin */
+	if (d->e2b) {
+		api_e2b_handle(a, r);
+		return;
+	}
 	if (strstr(r->url, "%00")) { /* a NUL never names anything here */
 		if (!strncmp(r->url, "/v1/", 4))
 			v1_error(r, 404, "not_found", "no such endpoint");

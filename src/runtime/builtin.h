@@ -15,7 +15,8 @@
  *   read   base path           stdout: "F <size>\n" + bytes, or
  *                                      "D\n" + entries (see below)
  *   write  base path <length>  stdin -> a temp file in the same dir, renamed
- *                              over path once exactly <length> bytes came;
+ *                              over path once exactly <length> bytes came
+ *                              ("-": at EOF; SIGTERM: cut short);
  *                              parents created; stdout "OK <size>\n"
  *   delete base path [-r] [-f] stdout "OK\n"; -f: files only (a
  *                              directory is EISDIR)
