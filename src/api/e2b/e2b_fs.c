@@ -1267,9 +1267,7 @@ static void up_body_end(struct http_req *r)
 		if (zr != Z_STREAM_END && zr != Z_BUF_ERROR)
 			up_fail(u, 400, "the gzip body is incomplete");
 	}
-	if (u->multipart && u->st != MP_END)
-		up_fail(u, 400, "the multipart body ended early");
-	up_finish(u);
+	up_finish(u); /* after the files still being written */
 }
 
 static void up_gone(struct http_req *r)
