@@ -934,6 +934,7 @@ struct upload {
 	bool z_on;
 	struct exec_job *job;   /* the file being written */
 	bool job_running, closing;
+	bool cancel_pending;    /* SIGTERM it once it has a pid */
 	char cur[4200];         /* its path */
 	json_t *written;        /* [{path, name, type}] */
 	unsigned status;        /* an error to answer */
@@ -941,6 +942,28 @@ struct upload {
 };
 
 static void up_pump(struct upload *u);
+
+/* The file being written is not kept: SIGTERM makes the write builtin
+ * drop its temp file (once it runs: a queued one hears it at its start). */
+static void up_cancel(struct upload *u)
+{
+	if (!u->job || !u->job_running)
+		return;
+	if (exec_pid(u->job) > 0)
+		exec_signal(u->job, SIGTERM);
+	else
+		u->cancel_pending = true;
+}
+
+static void up_started(void *ctx, int pid)
+{
+	struct upload *u = ctx;
+	(void)pid;
+	if (u->cancel_pending && u->job) {
+		u->cancel_pending = false;
+		exec_signal(u->job, SIGTERM);
+	}
+}
 
 static void up_fail(struct upload *u, unsigned status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -954,8 +977,7 @@ static void up_fail(struct upload *u, unsigned status, const char *fmt, ...)
 	va_end(ap);
 	u->status = status;
 	u->failed = true;
-	if (u->job && u->job_running)
-		exec_signal(u->job, SIGTERM); /* the temp file goes */
+	up_cancel(u);
 }
 
 static void up_free(struct upload *u)
@@ -997,6 +1019,7 @@ static void up_job_done(const struct exec_result *res, void *ctx)
 	u->job = NULL;
 	u->job_running = false;
 	u->closing = false;
+	u->cancel_pending = false;
 	int e = 0;
 	char what[256];
 	if (parse_error(&res->out, &e, what, sizeof(what))) {
@@ -1055,6 +1078,7 @@ static int up_start_file(struct upload *u, const char *path)
 				.as_user = !u->root,
 				.stdin_stream = true,
 				.on_stdin_drain = up_drained,
+				.on_started = up_started,
 				.timeout_ms = EXEC_NO_TIMEOUT};
 	struct sbx_err err = {0};
 	u->job_running = true;
@@ -1267,6 +1291,9 @@ static void up_body_end(struct http_req *r)
 		if (zr != Z_STREAM_END && zr != Z_BUF_ERROR)
 			up_fail(u, 400, "the gzip body is incomplete");
 	}
+	/* a part cut short: its file is not kept (SIGTERM to the builtin) */
+	if (u->multipart && u->st == MP_DATA)
+		up_fail(u, 400, "the multipart body ended early");
 	up_finish(u); /* after the files still being written */
 }
 
@@ -1278,8 +1305,7 @@ static void up_gone(struct http_req *r)
 		/* cut short: the file being written is not kept */
 		u->body_ended = true;
 		u->failed = true;
-		if (u->job && u->job_running)
-			exec_signal(u->job, SIGTERM);
+		up_cancel(u);
 	}
 	if (!u->job_running)
 		up_free(u);
