@@ -181,14 +181,55 @@ describe("lifecycle", () => {
 	});
 });
 
+describe("snapshots and fork", () => {
+	it("snapshots a sandbox, lists it, creates from it, forks, deletes", async () => {
+		const sbx = await Sandbox.create({ metadata: { snap: "origin" } });
+		const made = [];
+		try {
+			await sbx.files.write("/home/user/state.txt", "v1");
+			const snap = await sbx.createSnapshot({ name: "first" });
+			assert.match(snap.snapshotId, /^snap_/);
+			assert.deepEqual(snap.names, ["first"]);
+			await sbx.files.write("/home/user/state.txt", "v2");
+			const listed = await sbx.listSnapshots().nextItems();
+			assert.deepEqual(listed.map((s) => s.snapshotId), [snap.snapshotId]);
+			// the snapshot as a template: its files, not the origin's now
+			const fromSnap = await Sandbox.create(snap.snapshotId);
+			made.push(fromSnap);
+			assert.equal(await fromSnap.files.read("/home/user/state.txt"), "v1");
+			assert.deepEqual((await fromSnap.getInfo()).metadata, { snap: "origin" });
+			// a fork: the origin's files as they are now
+			const forks = await sbx.fork({ count: 2 });
+			assert.equal(forks.length, 2);
+			for (const f of forks) {
+				assert.ok(!(f instanceof Error), String(f));
+				made.push(f);
+				assert.equal(await f.files.read("/home/user/state.txt"), "v2");
+			}
+			assert.notEqual(forks[0].sandboxId, forks[1].sandboxId);
+			await forks[0].files.write("/home/user/state.txt", "fork's own");
+			assert.equal(await sbx.files.read("/home/user/state.txt"), "v2");
+			assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), true);
+			assert.equal(await Sandbox.deleteSnapshot(snap.snapshotId), false);
+		} finally {
+			for (const s of [sbx, ...made]) await Sandbox.kill(s.sandboxId);
+		}
+	});
+});
+
 describe("not offered", () => {
-	it("network rules, MCP and snapshots answer an error, never a fake success", async () => {
+	it("MCP and network rules answer an error, never a fake success", async () => {
+		const e2 = await rejection(Sandbox.create({ mcp: { "github/x": {} } }));
+		assert.match(e2.message, /400: the MCP gateway is not supported/);
 		const sbx = await Sandbox.create();
 		try {
-			const e1 = await rejection(sbx.createSnapshot());
-			assert.match(e1.message, /501: .*not supported/);
-			const e2 = await rejection(Sandbox.create({ mcp: { "github/x": {} } }));
-			assert.match(e2.message, /400: the MCP gateway is not supported/);
+			const res = await fetch(`${daemon.url}/sandboxes/${sbx.sandboxId}/network`, {
+				method: "PUT",
+				headers: { "X-API-Key": API_KEY, "Content-Type": "application/json" },
+				body: JSON.stringify({ allowOut: ["1.1.1.1"] }),
+			});
+			assert.equal(res.status, 501);
+			assert.match((await res.json()).message, /not supported/);
 		} finally {
 			await sbx.kill();
 		}

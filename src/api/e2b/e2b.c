@@ -32,6 +32,7 @@
 
 #include "api/e2b/e2b.h"
 #include "core/env.h"
+#include "core/snapshot.h"
 #include "lib/log.h"
 #include "lib/path.h"
 #include "lib/sha256.h"
@@ -302,6 +303,10 @@ static int timeout_of(struct http_req *r, json_t *body, uint64_t *secs)
 	return 0;
 }
 
+static void create_from_snapshot(struct api *a, struct http_req *r,
+				 const char *tenant, const struct snapshot *s,
+				 uint64_t secs, char **env, size_t envc);
+
 static void create(struct api *a, struct http_req *r, const char *tenant)
 {
 	struct sbx_err err = {0};
@@ -314,18 +319,19 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 		e2b_error(r, 400, "the body must be a JSON object");
 		goto out;
 	}
+	if (json_is_true(json_object_get(body, "mcp")) ||
+	    json_is_object(json_object_get(body, "mcp"))) {
+		e2b_error(r, 400, "the MCP gateway is not supported by sandboxd");
+		goto out;
+	}
 	const char *tpl = json_string_value(json_object_get(body, "templateID"));
-	if (!template_ok(tpl)) {
+	struct snapshot *from = tpl ? snapshot_find(a->m, tenant, tpl) : NULL;
+	if (!from && !template_ok(tpl)) {
 		e2b_error(r, 400,
 			  "template '%s' is not supported: sandboxd has its "
 			  "default image only (templates base, "
 			  "code-interpreter-v1)",
 			  tpl);
-		goto out;
-	}
-	if (json_is_true(json_object_get(body, "mcp")) ||
-	    json_is_object(json_object_get(body, "mcp"))) {
-		e2b_error(r, 400, "the MCP gateway is not supported by sandboxd");
 		goto out;
 	}
 	json_t *vm = json_object_get(body, "volumeMounts");
@@ -362,6 +368,11 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 			goto out;
 		}
 		json_object_set(l, k, v);
+	}
+	if (from) { /* a snapshot as the template: its files */
+		json_decref(l);
+		create_from_snapshot(a, r, tenant, from, secs, env, envc);
+		goto out;
 	}
 	uint64_t now = now_wall_ms();
 	json_object_set_new(
@@ -668,7 +679,256 @@ static void list(struct api *a, struct http_req *r, const char *tenant)
 	http_respond_json(r, 200, arr);
 }
 
-/* ---- snapshots (core/snapshot.h) ------------------------------------------ */
+/* ---- snapshots and fork (core/snapshot.h) -------------------------------- */
+
+/* A request waiting on snapshot operations. */
+struct snap_req {
+	struct api *a;
+	struct http_req *r; /* NULL once the client is gone */
+	char tenant[256], from[128];
+	char *labels;       /* a clone's E2B state */
+	unsigned left;      /* fork: clones still to make */
+	json_t *made;       /* fork: the answer's entries */
+};
+
+static void snap_gone(struct http_req *r)
+{
+	struct snap_req *q = r->ctx;
+	q->r = NULL;
+}
+
+static struct snap_req *snap_req_new(struct api *a, struct http_req *r,
+				     const char *tenant)
+{
+	struct snap_req *q = calloc(1, sizeof(*q));
+	if (!q) {
+		e2b_error(r, 500, "out of memory");
+		return NULL;
+	}
+	q->a = a;
+	q->r = r;
+	snprintf(q->tenant, sizeof(q->tenant), "%s", tenant);
+	r->ctx = q;
+	r->on_close = snap_gone;
+	http_suspend(r);
+	return q;
+}
+
+static struct http_req *snap_take(struct snap_req *q)
+{
+	struct http_req *r = q->r;
+	if (r)
+		r->on_close = NULL;
+	q->r = NULL;
+	return r;
+}
+
+static void snap_req_free(struct snap_req *q)
+{
+	free(q->labels);
+	json_decref(q->made);
+	free(q);
+}
+
+static unsigned snap_status(const struct sbx_err *err)
+{
+	return err->code == ENOENT ? 404 : err->code == EBUSY ? 409
+	       : err->code == EDQUOT || err->code == ENOSPC ? 429 : 500;
+}
+
+static void snap_taken(void *ctx, const struct snapshot *snap,
+		       struct sandbox *sb, const struct sbx_err *err)
+{
+	struct snap_req *q = ctx;
+	struct http_req *r = snap_take(q);
+	(void)sb;
+	if (r && err)
+		e2b_error(r, snap_status(err), "%s", err->msg);
+	else if (r)
+		http_respond_json(r, 201,
+				  json_pack("{s:s, s:o}", "snapshotID", snap->id,
+					    "names", snap->name
+						    ? json_pack("[s]", snap->name)
+						    : json_array()));
+	snap_req_free(q);
+}
+
+static void snapshot_create(struct api *a, struct http_req *r,
+			    const char *tenant, struct sandbox *sb)
+{
+	json_t *b = body_object(r);
+	if (!b)
+		return;
+	const char *name = json_string_value(json_object_get(b, "name"));
+	struct snap_req *q = snap_req_new(a, r, tenant);
+	if (q)
+		snapshot_take(sb, name, snap_taken, q);
+	json_decref(b);
+}
+
+struct snap_list {
+	const char *sandbox, *name;
+	json_t *arr;
+};
+
+static void snap_one(const struct snapshot *s, void *ctx)
+{
+	struct snap_list *l = ctx;
+	if ((l->sandbox && strcmp(l->sandbox, s->sandbox)) ||
+	    (l->name && (!s->name || strcmp(l->name, s->name))))
+		return;
+	json_array_append_new(
+		l->arr, json_pack("{s:s, s:o}", "snapshotID", s->id, "names",
+				  s->name ? json_pack("[s]", s->name)
+					  : json_array()));
+}
+
+static void snapshot_list(struct api *a, struct http_req *r,
+			  const char *tenant)
+{
+	struct snap_list l = {http_query(r, "sandboxID"), http_query(r, "name"),
+			      json_array()};
+	if (l.sandbox && !*l.sandbox)
+		l.sandbox = NULL;
+	if (l.name && !*l.name)
+		l.name = NULL;
+	snapshot_foreach(a->m, tenant, snap_one, &l);
+	http_respond_json(r, 200, l.arr);
+}
+
+/* The E2B state a clone starts with: its origin's template and metadata,
+ * a new deadline. */
+static char *clone_labels(const char *from_labels, const char *tpl,
+			  uint64_t secs)
+{
+	json_t *l = from_labels ? json_loads(from_labels, 0, NULL) : NULL;
+	if (!json_is_object(l)) {
+		json_decref(l);
+		l = json_object();
+	}
+	uint64_t now = now_wall_ms();
+	json_object_set_new(
+		l, E2B_LABEL,
+		json_pack("{s:s, s:I, s:I, s:b, s:b}", "template", tpl,
+			  "startedAt", (json_int_t)now, "endAt",
+			  (json_int_t)(now + secs * 1000), "paused", 0,
+			  "autoPause", 0));
+	char *t = json_dumps(l, JSON_COMPACT);
+	json_decref(l);
+	return t;
+}
+
+static void cloned(void *ctx, const struct snapshot *snap, struct sandbox *sb,
+		   const struct sbx_err *err)
+{
+	struct snap_req *q = ctx;
+	struct http_req *r = snap_take(q);
+	(void)snap;
+	if (r && err)
+		e2b_error(r, snap_status(err), "%s", err->msg);
+	else if (r)
+		http_respond_json(r, 201, sandbox_json(q->a, sb, false, false));
+	snap_req_free(q);
+}
+
+static void create_from_snapshot(struct api *a, struct http_req *r,
+				 const char *tenant, const struct snapshot *s,
+				 uint64_t secs, char **env, size_t envc)
+{
+	struct snap_req *q = snap_req_new(a, r, tenant);
+	if (!q)
+		return;
+	struct sandbox *from = manager_find(a->m, tenant, s->sandbox);
+	struct e2b_state st = {0};
+	if (from)
+		state_of(from, &st);
+	q->labels = clone_labels(from ? from->labels : NULL,
+				 from ? st.template : "base", secs);
+	char id[40];
+	id_random(id, sizeof(id), "i");
+	struct sandbox_opts o = {.env = (const char *const *)env,
+				 .envc = envc,
+				 .labels = q->labels,
+				 .keep_alive = true};
+	snapshot_clone(a->m, tenant, id, &o, s, NULL, cloned, q);
+}
+
+static void fork_next(struct snap_req *q);
+
+static void forked(void *ctx, const struct snapshot *snap, struct sandbox *sb,
+		   const struct sbx_err *err)
+{
+	struct snap_req *q = ctx;
+	(void)snap;
+	if (err)
+		json_array_append_new(
+			q->made,
+			json_pack("{s:{s:i, s:s}}", "error", "code",
+				  (int)snap_status(err), "message", err->msg));
+	else
+		json_array_append_new(q->made,
+				      json_pack("{s:o}", "sandbox",
+						sandbox_json(q->a, sb, false,
+							     false)));
+	fork_next(q);
+}
+
+static void fork_next(struct snap_req *q)
+{
+	struct sandbox *from =
+		q->a->m ? manager_find(q->a->m, q->tenant, q->from) : NULL;
+	if (!q->left || !from) {
+		struct http_req *r = snap_take(q);
+		if (r && !from && !json_array_size(q->made))
+			e2b_error(r, 404, "sandbox \"%s\" not found", q->from);
+		else if (r)
+			http_respond_json(r, 201, json_incref(q->made));
+		snap_req_free(q);
+		return;
+	}
+	q->left--;
+	char id[40];
+	id_random(id, sizeof(id), "i");
+	/* forks run one after another: one snapshot operation per sandbox */
+	struct sandbox_opts o = {.limits = from->limits,
+				 .disk_bytes = from->disk_bytes,
+				 .keep_alive = true,
+				 .env = (const char *const *)from->env,
+				 .envc = from->envc,
+				 .labels = q->labels};
+	snapshot_clone(q->a->m, q->tenant, id, &o, NULL, from, forked, q);
+}
+
+static void fork_sb(struct api *a, struct http_req *r, const char *tenant,
+		    struct sandbox *sb)
+{
+	json_t *b = body_object(r);
+	uint64_t secs;
+	if (!b || timeout_of(r, b, &secs) < 0) {
+		json_decref(b);
+		return;
+	}
+	json_t *c = json_object_get(b, "count");
+	json_int_t count = c ? json_integer_value(c) : 1;
+	if (c && (!json_is_integer(c) || count < 1 || count > 16)) {
+		json_decref(b);
+		e2b_error(r, 400, "count: 1 to 16");
+		return;
+	}
+	json_decref(b);
+	struct snap_req *q = snap_req_new(a, r, tenant);
+	if (!q)
+		return;
+	struct e2b_state st;
+	state_of(sb, &st);
+	snprintf(q->from, sizeof(q->from), "%s", sb->id);
+	q->labels = clone_labels(sb->labels, st.template, secs);
+	q->left = (unsigned)count;
+	q->made = json_array();
+	fork_next(q);
+}
+
+/* ---- the deadline ---------------------------------------------------------- */
 
 static void unsupported(struct http_req *r, const char *what)
 {
@@ -1047,20 +1307,37 @@ static void control(struct api *a, struct http_req *r)
 			metrics(a, r, tenant, id);
 		} else if (!strcmp(rest, "/network")) {
 			unsupported(r, "network rules (a sandbox has no network)");
-		} else if (!strcmp(rest, "/fork") || !strcmp(rest, "/snapshots")) {
-			if (find_own(a, r, tenant, id))
-				unsupported(r, "snapshots and fork through the "
-					       "E2B API (use /v1 snapshots)");
+		} else if (!strcmp(rest, "/fork") && !strcmp(m, "POST")) {
+			struct sandbox *sb = find_own(a, r, tenant, id);
+			if (sb)
+				fork_sb(a, r, tenant, sb);
+		} else if (!strcmp(rest, "/snapshots") && !strcmp(m, "POST")) {
+			struct sandbox *sb = find_own(a, r, tenant, id);
+			if (sb)
+				snapshot_create(a, r, tenant, sb);
 		} else {
 			e2b_error(r, 404, "no such endpoint: %s %s", m, u);
 		}
 		return;
 	}
-	if (prefix(u, "/snapshots")) {
-		if (!strcmp(m, "GET"))
-			http_respond_json(r, 200, json_array());
+	if (!strcmp(u, "/snapshots") && !strcmp(m, "GET")) {
+		snapshot_list(a, r, tenant);
+		return;
+	}
+	if (!strncmp(u, "/templates/", 11) && !strcmp(m, "DELETE")) {
+		/* E2B deletes a snapshot as the template it is */
+		struct sbx_err err = {0};
+		struct snapshot *s = snapshot_find(a->m, tenant, u + 11);
+		if (!s)
+			e2b_error(r, 404, "snapshot \"%s\" not found", u + 11);
+		else if (snapshot_delete(a->m, s, &err) < 0)
+			e2b_error(r, snap_status(&err), "%s", err.msg);
 		else
-			unsupported(r, "snapshots through the E2B API");
+			http_respond_empty(r, 204);
+		return;
+	}
+	if (prefix(u, "/snapshots")) {
+		unsupported(r, "this snapshot call");
 		return;
 	}
 	if (prefix(u, "/volumes"))
