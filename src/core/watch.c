@@ -14,23 +14,29 @@
 struct watch {
 	const struct watch_ops *ops; /* NULL once stopped */
 	void *ctx;
-	struct exec_job *job;        /* NULL once done */
-	struct buf part;             /* the first line, then a cut event */
+	struct exec_job *job; /* NULL once done */
+	struct buf part;      /* the first line, then a cut event */
 	bool headed;
 	bool submitting, done_early;
-	int err;                     /* from the builtin's "E" line */
+	int err; /* from the builtin's "E" line */
 	char msg[256];
 };
 
 const char *watch_event_name(enum watch_event t)
 {
 	switch (t) {
-	case WATCH_CREATE: return "create";
-	case WATCH_WRITE: return "write";
-	case WATCH_REMOVE: return "remove";
-	case WATCH_RENAME: return "rename";
-	case WATCH_CHMOD: return "chmod";
-	case WATCH_OVERFLOW: return "overflow";
+	case WATCH_CREATE:
+		return "create";
+	case WATCH_WRITE:
+		return "write";
+	case WATCH_REMOVE:
+		return "remove";
+	case WATCH_RENAME:
+		return "rename";
+	case WATCH_CHMOD:
+		return "chmod";
+	case WATCH_OVERFLOW:
+		return "overflow";
 	}
 	return "unknown";
 }
@@ -38,12 +44,24 @@ const char *watch_event_name(enum watch_event t)
 static int kind_of(char c, enum watch_event *t)
 {
 	switch (c) {
-	case 'C': *t = WATCH_CREATE; return 0;
-	case 'W': *t = WATCH_WRITE; return 0;
-	case 'R': *t = WATCH_REMOVE; return 0;
-	case 'M': *t = WATCH_RENAME; return 0;
-	case 'A': *t = WATCH_CHMOD; return 0;
-	case 'O': *t = WATCH_OVERFLOW; return 0;
+	case 'C':
+		*t = WATCH_CREATE;
+		return 0;
+	case 'W':
+		*t = WATCH_WRITE;
+		return 0;
+	case 'R':
+		*t = WATCH_REMOVE;
+		return 0;
+	case 'M':
+		*t = WATCH_RENAME;
+		return 0;
+	case 'A':
+		*t = WATCH_CHMOD;
+		return 0;
+	case 'O':
+		*t = WATCH_OVERFLOW;
+		return 0;
 	}
 	return -1;
 }
@@ -77,7 +95,7 @@ static int on_output(void *ctx, int fd, const char *data, size_t len)
 		if (line[0] == 'E' && sscanf(line, "E %d %n", &e, &off) == 1) {
 			w->err = e > 0 ? e : EIO;
 			snprintf(w->msg, sizeof(w->msg), "%.*s",
-				 (int)strcspn(line + off, "\n"), line + off);
+			         (int)strcspn(line + off, "\n"), line + off);
 		} else if (line[0] == 'W' && w->ops->ready) {
 			w->ops->ready(w->ctx);
 		}
@@ -132,8 +150,8 @@ static void on_done(const struct exec_result *res, void *ctx)
 }
 
 int watch_start(struct sandbox *sb, const struct watch_opts *o,
-		const struct watch_ops *ops, void *ctx, struct watch **out,
-		struct sbx_err *err)
+                const struct watch_ops *ops, void *ctx, struct watch **out,
+                struct sbx_err *err)
 {
 	*out = NULL;
 	struct watch *w = calloc(1, sizeof(*w));
@@ -143,13 +161,13 @@ int watch_start(struct sandbox *sb, const struct watch_opts *o,
 	w->ctx = ctx;
 	buf_init(&w->part, 64u << 10);
 	const char *argv[] = {"watch", o->base, o->path,
-			      o->recursive ? "-r" : NULL, NULL};
+	                      o->recursive ? "-r" : NULL, NULL};
 	struct exec_params p = {.argv = argv,
-				.builtin = true,
-				.detached = true,
-				.as_user = o->as_user,
-				.timeout_ms = EXEC_NO_TIMEOUT,
-				.on_output = on_output};
+	                        .builtin = true,
+	                        .detached = true,
+	                        .as_user = o->as_user,
+	                        .timeout_ms = EXEC_NO_TIMEOUT,
+	                        .on_output = on_output};
 	struct exec_job *job = NULL;
 	w->submitting = true;
 	int r = exec_submit(sb, NULL, &p, on_done, w, &job, err);

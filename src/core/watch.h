@@ -16,7 +16,7 @@
 #include "core/manager.h"
 
 enum watch_event {
-	WATCH_CREATE,   /* made, or moved in */
+	WATCH_CREATE, /* made, or moved in */
 	WATCH_WRITE,
 	WATCH_REMOVE,
 	WATCH_RENAME,   /* moved away (its new name, if watched, is a CREATE) */
@@ -30,7 +30,7 @@ struct watch_ops {
 	/* path relative to the watched directory (not NUL-ended); nonzero:
 	 * pause until watch_resume */
 	int (*event)(void *ctx, enum watch_event t, const char *path,
-		     size_t len);
+	             size_t len);
 	/* it ended: err 0 (the directory went, or the sandbox stopped), else
 	 * an errno (ENOENT, ENOTDIR: no such directory) and msg. No callback
 	 * follows; the watch is freed after this returns. */
@@ -41,7 +41,7 @@ struct watch_opts {
 	const char *base; /* absolute, inside the sandbox: the confinement */
 	const char *path; /* relative to base ("." for base itself) */
 	bool recursive;
-	bool as_user;     /* resolved as the unprivileged user */
+	bool as_user; /* resolved as the unprivileged user */
 };
 
 struct watch;
@@ -50,8 +50,8 @@ struct watch;
  * before this returns when it cannot start: then *out is NULL and the
  * return value 0). -ENOMEM. */
 int watch_start(struct sandbox *sb, const struct watch_opts *o,
-		const struct watch_ops *ops, void *ctx, struct watch **out,
-		struct sbx_err *err);
+                const struct watch_ops *ops, void *ctx, struct watch **out,
+                struct sbx_err *err);
 void watch_resume(struct watch *w);
 /* Stop it: no callback runs after this. */
 void watch_stop(struct watch *w);

@@ -112,8 +112,9 @@ static void add_tree(int dfd, const char *rel, int depth)
 			continue;
 		if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN)
 			continue;
-		int sub = openat(dirfd(d), e->d_name,
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int sub =
+		    openat(dirfd(d), e->d_name,
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (sub < 0)
 			continue;
 		size_t n = strlen(rel) + strlen(e->d_name) + 2;
@@ -130,9 +131,9 @@ static void add_tree(int dfd, const char *rel, int depth)
 static void add_new_dir(const char *rel)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-			   RESOLVE_NO_MAGICLINKS,
+	    .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+	    .resolve =
+	        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd = (int)syscall(SYS_openat2, root, rel, &how, sizeof(how));
 	if (fd < 0)
@@ -183,9 +184,10 @@ _Noreturn void builtin_watch(int dfd, bool rec)
 		for (char *p = buf; p < buf + n;) {
 			struct inotify_event *ev = (struct inotify_event *)p;
 			p += sizeof(*ev) + ev->len;
-			const char *dir = (ev->wd >= 0 && (size_t)ev->wd < npaths)
-						  ? paths[ev->wd]
-						  : NULL;
+			const char *dir =
+			    (ev->wd >= 0 && (size_t)ev->wd < npaths)
+			        ? paths[ev->wd]
+			        : NULL;
 			if (ev->mask & IN_Q_OVERFLOW) {
 				dir = "";
 				ev->len = 0;
@@ -203,10 +205,11 @@ _Noreturn void builtin_watch(int dfd, bool rec)
 				gone = true; /* the watched directory itself */
 				continue;
 			}
-			char c = (ev->mask & IN_Q_OVERFLOW) ? 'O' : kind(ev->mask);
+			char c =
+			    (ev->mask & IN_Q_OVERFLOW) ? 'O' : kind(ev->mask);
 			if (!c || (!ev->len && c != 'O'))
 				continue; /* a subdirectory's own events: its
-					     parent reports them by name */
+				             parent reports them by name */
 			const char *name = ev->len ? ev->name : "";
 			size_t need = used + strlen(dir) + strlen(name) + 4;
 			if (need > cap) {
@@ -215,7 +218,7 @@ _Noreturn void builtin_watch(int dfd, bool rec)
 					die(ENOMEM, "out of memory");
 			}
 			int w = snprintf(out + used, cap - used, "%c %s%s%s", c,
-					 dir, *dir && *name ? "/" : "", name);
+			                 dir, *dir && *name ? "/" : "", name);
 			used += (size_t)w + 1; /* and its NUL */
 			if (recursive && (ev->mask & IN_ISDIR) &&
 			    (ev->mask & (IN_CREATE | IN_MOVED_TO)))

@@ -53,8 +53,9 @@ void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	http_respond_json(r, status, json_pack("{s:i, s:s}", "code", (int)status,
-					       "message", msg));
+	http_respond_json(
+	    r, status,
+	    json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
 }
 
 /* ---- E2B's state, in the labels ------------------------------------------ */
@@ -86,30 +87,31 @@ static void state_of(const struct sandbox *sb, struct e2b_state *st)
 	json_t *e = json_object_get(l, E2B_LABEL);
 	if (json_is_object(e)) {
 		st->ours = true;
-		const char *t = json_string_value(json_object_get(e, "template"));
+		const char *t =
+		    json_string_value(json_object_get(e, "template"));
 		if (t)
 			snprintf(st->template, sizeof(st->template), "%s", t);
 		st->start_ms = (uint64_t)json_integer_value(
-			json_object_get(e, "startedAt"));
-		st->end_ms = (uint64_t)json_integer_value(
-			json_object_get(e, "endAt"));
+		    json_object_get(e, "startedAt"));
+		st->end_ms =
+		    (uint64_t)json_integer_value(json_object_get(e, "endAt"));
 		st->paused = json_is_true(json_object_get(e, "paused"));
 		st->pause_on_timeout =
-			json_is_true(json_object_get(e, "autoPause"));
+		    json_is_true(json_object_get(e, "autoPause"));
 	}
 	json_decref(l);
 }
 
 static int state_save(struct sandbox *sb, const struct e2b_state *st,
-		      struct sbx_err *err)
+                      struct sbx_err *err)
 {
 	json_t *l = labels_of(sb);
 	json_object_set_new(
-		l, E2B_LABEL,
-		json_pack("{s:s, s:I, s:I, s:b, s:b}", "template", st->template,
-			  "startedAt", (json_int_t)st->start_ms, "endAt",
-			  (json_int_t)st->end_ms, "paused", st->paused,
-			  "autoPause", st->pause_on_timeout));
+	    l, E2B_LABEL,
+	    json_pack("{s:s, s:I, s:I, s:b, s:b}", "template", st->template,
+	              "startedAt", (json_int_t)st->start_ms, "endAt",
+	              (json_int_t)st->end_ms, "paused", st->paused, "autoPause",
+	              st->pause_on_timeout));
 	char *txt = json_dumps(l, JSON_COMPACT);
 	json_decref(l);
 	if (!txt)
@@ -126,7 +128,8 @@ bool e2b_paused(const struct sandbox *sb)
 	return st.paused;
 }
 
-/* ---- keys and tokens ------------------------------------------------------ */
+/* ---- keys and tokens ------------------------------------------------------
+ */
 
 static void secret_load(const char *state_dir)
 {
@@ -147,10 +150,11 @@ static void secret_load(const char *state_dir)
 	for (int i = 0; i < 32; i++)
 		snprintf(secret + 2 * i, 3, "%02x", raw[i]);
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-		  0600);
+	          0600);
 	if (fd < 0 || write(fd, secret, 64) != 64)
 		log_warn("event=e2b-secret path=%s not kept: envd tokens "
-			 "change at restart", path);
+		         "change at restart",
+		         path);
 	if (fd >= 0)
 		close(fd);
 }
@@ -214,31 +218,32 @@ static void find_one(struct sandbox *sb, void *data)
 		c->found = sb;
 }
 
-/* ---- JSON of a sandbox ---------------------------------------------------- */
+/* ---- JSON of a sandbox ----------------------------------------------------
+ */
 
 static json_t *metadata_of(const struct sandbox *sb)
 {
 	json_t *l = labels_of(sb), *md = json_object();
 	const char *k;
 	json_t *v;
-	json_object_foreach(l, k, v) if (strcmp(k, E2B_LABEL) &&
-					 json_is_string(v))
-		json_object_set(md, k, v);
+	json_object_foreach(l, k,
+	                    v) if (strcmp(k, E2B_LABEL) && json_is_string(v))
+	    json_object_set(md, k, v);
 	json_decref(l);
 	return md;
 }
 
 static json_t *sandbox_json(struct api *a, struct sandbox *sb, bool detail,
-			    bool listed)
+                            bool listed)
 {
 	struct e2b_state st;
 	state_of(sb, &st);
 	char tok[SHA256_HEX_LEN + 1];
 	envd_token(sb, tok);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id,
-			      "templateID", st.template, "alias", st.template,
-			      "clientID", "sandboxd", "envdVersion",
-			      E2B_ENVD_VERSION);
+	json_t *j =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id,
+	              "templateID", st.template, "alias", st.template,
+	              "clientID", "sandboxd", "envdVersion", E2B_ENVD_VERSION);
 	if (!listed) {
 		json_object_set_new(j, "envdAccessToken", json_string(tok));
 		json_object_set_new(j, "domain", json_null());
@@ -257,28 +262,29 @@ static json_t *sandbox_json(struct api *a, struct sandbox *sb, bool detail,
 	unsigned cpus = (lim.cpu_millis + 999) / 1000;
 	json_object_set_new(j, "cpuCount", json_integer(cpus ? cpus : 1));
 	json_object_set_new(j, "memoryMB",
-			    json_integer((json_int_t)(lim.memory_bytes >> 20)));
+	                    json_integer((json_int_t)(lim.memory_bytes >> 20)));
 	json_object_set_new(j, "diskSizeMB",
-			    json_integer((json_int_t)(disk >> 20)));
+	                    json_integer((json_int_t)(disk >> 20)));
 	json_object_set_new(j, "startedAt", json_string(start));
 	json_object_set_new(j, "endAt", json_string(end));
 	json_object_set_new(j, "state",
-			    json_string(st.paused ? "paused" : "running"));
+	                    json_string(st.paused ? "paused" : "running"));
 	json_object_set_new(j, "metadata", metadata_of(sb));
 	json_object_set_new(j, "volumeMounts", json_array());
 	if (detail) {
 		json_object_set_new(j, "allowInternetAccess", json_false());
 		json_object_set_new(
-			j, "lifecycle",
-			json_pack("{s:s, s:b}", "onTimeout",
-				  st.pause_on_timeout ? "pause" : "kill",
-				  "autoResume", 0));
+		    j, "lifecycle",
+		    json_pack("{s:s, s:b}", "onTimeout",
+		              st.pause_on_timeout ? "pause" : "kill",
+		              "autoResume", 0));
 	}
 	(void)a;
 	return j;
 }
 
-/* ---- the control plane ---------------------------------------------------- */
+/* ---- the control plane ----------------------------------------------------
+ */
 
 static bool template_ok(const char *t)
 {
@@ -296,7 +302,7 @@ static int timeout_of(struct http_req *r, json_t *body, uint64_t *secs)
 	if (!json_is_integer(t) || json_integer_value(t) < 0 ||
 	    json_integer_value(t) > MAX_TIMEOUT_S) {
 		e2b_error(r, 400, "timeout: whole seconds, 0 to %u",
-			  MAX_TIMEOUT_S);
+		          MAX_TIMEOUT_S);
 		return -1;
 	}
 	*secs = (uint64_t)json_integer_value(t);
@@ -304,14 +310,14 @@ static int timeout_of(struct http_req *r, json_t *body, uint64_t *secs)
 }
 
 static void create_from_snapshot(struct api *a, struct http_req *r,
-				 const char *tenant, const struct snapshot *s,
-				 uint64_t secs, char **env, size_t envc);
+                                 const char *tenant, const struct snapshot *s,
+                                 uint64_t secs, char **env, size_t envc);
 
 static void create(struct api *a, struct http_req *r, const char *tenant)
 {
 	struct sbx_err err = {0};
 	json_t *body = json_loadb(r->body.data ? r->body.data : "{}",
-				  r->body.len ? r->body.len : 2, 0, NULL);
+	                          r->body.len ? r->body.len : 2, 0, NULL);
 	char **env = NULL;
 	size_t envc = 0;
 	char *labels = NULL;
@@ -321,34 +327,45 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 	}
 	if (json_is_true(json_object_get(body, "mcp")) ||
 	    json_is_object(json_object_get(body, "mcp"))) {
-		e2b_error(r, 400, "the MCP gateway is not supported by sandboxd");
+		e2b_error(r, 400,
+		          "the MCP gateway is not supported by sandboxd");
 		goto out;
 	}
-	const char *tpl = json_string_value(json_object_get(body, "templateID"));
+	const char *tpl =
+	    json_string_value(json_object_get(body, "templateID"));
 	struct snapshot *from = tpl ? snapshot_find(a->m, tenant, tpl) : NULL;
 	if (!from && !template_ok(tpl)) {
 		e2b_error(r, 400,
-			  "template '%s' is not supported: sandboxd has its "
-			  "default image only (templates base, "
-			  "code-interpreter-v1)",
-			  tpl);
+		          "template '%s' is not supported: sandboxd has its "
+		          "default image only (templates base, "
+		          "code-interpreter-v1)",
+		          tpl);
+		goto out;
+	}
+	if (json_is_true(json_object_get(json_object_get(body, "autoResume"),
+	                                 "enabled"))) {
+		e2b_error(r, 400,
+		          "auto-resume on traffic is not supported by "
+		          "sandboxd: resume with connect");
 		goto out;
 	}
 	json_t *vm = json_object_get(body, "volumeMounts");
 	if (json_array_size(vm)) {
-		e2b_error(r, 400, "volume mounts are not supported by sandboxd");
+		e2b_error(r, 400,
+		          "volume mounts are not supported by sandboxd");
 		goto out;
 	}
 	uint64_t secs;
 	if (timeout_of(r, body, &secs) < 0)
 		goto out;
 	const char *bad;
-	int e = env_from_json(json_object_get(body, "envVars"), &env, &envc,
-			      &bad);
+	int e =
+	    env_from_json(json_object_get(body, "envVars"), &env, &envc, &bad);
 	if (e < 0) {
 		e2b_error(r, 400, "envVars: %s%s",
-			  bad ? "not a valid variable name: " : "an object of strings",
-			  bad ? bad : "");
+		          bad ? "not a valid variable name: "
+		              : "an object of strings",
+		          bad ? bad : "");
 		goto out;
 	}
 	json_t *md = json_object_get(body, "metadata"), *l = json_object();
@@ -363,8 +380,10 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 	{
 		if (!json_is_string(v) || !strcmp(k, E2B_LABEL)) {
 			json_decref(l);
-			e2b_error(r, 400, "metadata.%s: a string (and not the "
-				  "reserved key \"" E2B_LABEL "\")", k);
+			e2b_error(r, 400,
+			          "metadata.%s: a string (and not the "
+			          "reserved key \"" E2B_LABEL "\")",
+			          k);
 			goto out;
 		}
 		json_object_set(l, k, v);
@@ -376,19 +395,18 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 	}
 	uint64_t now = now_wall_ms();
 	json_object_set_new(
-		l, E2B_LABEL,
-		json_pack("{s:s, s:I, s:I, s:b, s:b}", "template",
-			  tpl && *tpl ? tpl : "base", "startedAt",
-			  (json_int_t)now, "endAt",
-			  (json_int_t)(now + secs * 1000), "paused", 0,
-			  "autoPause",
-			  json_is_true(json_object_get(body, "autoPause"))));
+	    l, E2B_LABEL,
+	    json_pack("{s:s, s:I, s:I, s:b, s:b}", "template",
+	              tpl && *tpl ? tpl : "base", "startedAt", (json_int_t)now,
+	              "endAt", (json_int_t)(now + secs * 1000), "paused", 0,
+	              "autoPause",
+	              json_is_true(json_object_get(body, "autoPause"))));
 	labels = json_dumps(l, JSON_COMPACT);
 	json_decref(l);
 	struct sandbox_opts o = {.env = (const char *const *)env,
-				 .envc = envc,
-				 .labels = labels,
-				 .keep_alive = true};
+	                         .envc = envc,
+	                         .labels = labels,
+	                         .keep_alive = true};
 	char id[40];
 	struct sandbox *sb = NULL;
 	for (int tries = 0; tries < 8; tries++) {
@@ -398,12 +416,13 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 			break;
 	}
 	if (!sb) {
-		unsigned st = err.code == EDQUOT || err.code == ENOSPC ? 429 : 500;
+		unsigned st =
+		    err.code == EDQUOT || err.code == ENOSPC ? 429 : 500;
 		e2b_error(r, st, "%s", err.msg);
 		goto out;
 	}
 	log_info("sandbox=%s event=e2b-created template=%s timeout=%llus", id,
-		 tpl && *tpl ? tpl : "base", (unsigned long long)secs);
+	         tpl && *tpl ? tpl : "base", (unsigned long long)secs);
 	http_respond_json(r, 201, sandbox_json(a, sb, false, false));
 out:
 	env_free(env);
@@ -412,11 +431,10 @@ out:
 }
 
 static struct sandbox *find_own(struct api *a, struct http_req *r,
-				const char *tenant, const char *id)
+                                const char *tenant, const char *id)
 {
-	struct sandbox *sb = sandbox_id_valid(id)
-				     ? manager_find(a->m, tenant, id)
-				     : NULL;
+	struct sandbox *sb =
+	    sandbox_id_valid(id) ? manager_find(a->m, tenant, id) : NULL;
 	if (!sb)
 		e2b_error(r, 404, "sandbox \"%s\" not found", id);
 	return sb;
@@ -425,7 +443,7 @@ static struct sandbox *find_own(struct api *a, struct http_req *r,
 static json_t *body_object(struct http_req *r)
 {
 	json_t *b = r->body.len ? json_loadb(r->body.data, r->body.len, 0, NULL)
-				: json_object();
+	                        : json_object();
 	if (!json_is_object(b)) {
 		json_decref(b);
 		e2b_error(r, 400, "the body must be a JSON object");
@@ -435,7 +453,7 @@ static json_t *body_object(struct http_req *r)
 }
 
 static void set_timeout(struct api *a, struct http_req *r, const char *tenant,
-			const char *id)
+                        const char *id)
 {
 	struct sbx_err err = {0};
 	struct sandbox *sb = find_own(a, r, tenant, id);
@@ -455,7 +473,7 @@ out:
 }
 
 static void connect_sb(struct api *a, struct http_req *r, const char *tenant,
-		       const char *id)
+                       const char *id)
 {
 	struct sbx_err err = {0};
 	struct sandbox *sb = find_own(a, r, tenant, id);
@@ -481,13 +499,13 @@ static void connect_sb(struct api *a, struct http_req *r, const char *tenant,
 		goto out;
 	}
 	http_respond_json(r, resumed ? 201 : 200,
-			  sandbox_json(a, sb, false, false));
+	                  sandbox_json(a, sb, false, false));
 out:
 	json_decref(b);
 }
 
 static void pause_sb(struct api *a, struct http_req *r, const char *tenant,
-		     const char *id)
+                     const char *id)
 {
 	struct sbx_err err = {0};
 	struct sandbox *sb = find_own(a, r, tenant, id);
@@ -510,7 +528,7 @@ static void pause_sb(struct api *a, struct http_req *r, const char *tenant,
 }
 
 static void kill_sb(struct api *a, struct http_req *r, const char *tenant,
-		    const char *id)
+                    const char *id)
 {
 	struct sbx_err err = {0};
 	struct sandbox *sb = find_own(a, r, tenant, id);
@@ -523,7 +541,7 @@ static void kill_sb(struct api *a, struct http_req *r, const char *tenant,
 }
 
 static void metrics(struct api *a, struct http_req *r, const char *tenant,
-		    const char *id)
+                    const char *id)
 {
 	struct sandbox *sb = find_own(a, r, tenant, id);
 	if (!sb)
@@ -541,15 +559,15 @@ static void metrics(struct api *a, struct http_req *r, const char *tenant,
 	unsigned cpus = (lim.cpu_millis + 999) / 1000;
 	/* the average since it started: one sample, no history is kept */
 	uint64_t up_ms = now > sb->created_ms ? now - sb->created_ms : 1;
-	double pct = (double)cs.cpu_usec / 10.0 / (double)up_ms /
-		     (cpus ? cpus : 1);
+	double pct =
+	    (double)cs.cpu_usec / 10.0 / (double)up_ms / (cpus ? cpus : 1);
 	json_t *m = json_pack(
-		"{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts,
-		"timestampUnix", (json_int_t)(now / 1000), "cpuCount",
-		(int)(cpus ? cpus : 1), "cpuUsedPct", pct > 100 ? 100.0 : pct,
-		"memUsed", (json_int_t)cs.memory_bytes, "memTotal",
-		(json_int_t)lim.memory_bytes, "memCache", (json_int_t)0,
-		"diskUsed", (json_int_t)used, "diskTotal", (json_int_t)disk);
+	    "{s:s, s:I, s:i, s:f, s:I, s:I, s:I, s:I, s:I}", "timestamp", ts,
+	    "timestampUnix", (json_int_t)(now / 1000), "cpuCount",
+	    (int)(cpus ? cpus : 1), "cpuUsedPct", pct > 100 ? 100.0 : pct,
+	    "memUsed", (json_int_t)cs.memory_bytes, "memTotal",
+	    (json_int_t)lim.memory_bytes, "memCache", (json_int_t)0, "diskUsed",
+	    (json_int_t)used, "diskTotal", (json_int_t)disk);
 	http_respond_json(r, 200, json_pack("[o]", m));
 }
 
@@ -597,7 +615,7 @@ static void list_one(struct sandbox *sb, void *data)
 			json_t *have = json_object_get(l, k);
 			ok = ok && json_is_string(have) &&
 			     !strcmp(json_string_value(have),
-				     json_string_value(v));
+			             json_string_value(v));
 		}
 		json_decref(l);
 		if (!ok)
@@ -617,9 +635,10 @@ static void list_one(struct sandbox *sb, void *data)
 static int by_start(const void *x, const void *y)
 {
 	const struct sandbox *a = *(struct sandbox *const *)x,
-			     *b = *(struct sandbox *const *)y;
+	                     *b = *(struct sandbox *const *)y;
 	if (a->created_ms != b->created_ms)
-		return a->created_ms < b->created_ms ? 1 : -1; /* newest first */
+		return a->created_ms < b->created_ms ? 1
+		                                     : -1; /* newest first */
 	return strcmp(a->id, b->id);
 }
 
@@ -646,7 +665,8 @@ static void list(struct api *a, struct http_req *r, const char *tenant)
 		json_object_set_new(c.md, kv, json_string(eq + 1));
 	}
 	free(copy);
-	const char *ls = http_query(r, "limit"), *nt = http_query(r, "nextToken");
+	const char *ls = http_query(r, "limit"),
+	           *nt = http_query(r, "nextToken");
 	unsigned long limit = ls ? strtoul(ls, NULL, 10) : 100;
 	unsigned long from = nt ? strtoul(nt, NULL, 10) : 0;
 	if (!limit || limit > LIST_LIMIT_MAX)
@@ -657,7 +677,8 @@ static void list(struct api *a, struct http_req *r, const char *tenant)
 	json_t *arr = json_array();
 	size_t i;
 	for (i = from; i < c.n && i < from + limit; i++)
-		json_array_append_new(arr, sandbox_json(a, c.v[i], false, true));
+		json_array_append_new(arr,
+		                      sandbox_json(a, c.v[i], false, true));
 	free(c.v);
 	json_decref(c.md);
 	if (i < c.n) {
@@ -667,10 +688,10 @@ static void list(struct api *a, struct http_req *r, const char *tenant)
 		char *txt = json_dumps(arr, JSON_COMPACT);
 		json_decref(arr);
 		struct http_stream *s = http_respond_stream(
-			r, 200, "application/json", txt ? strlen(txt) : 2, hdrs);
+		    r, 200, "application/json", txt ? strlen(txt) : 2, hdrs);
 		if (s) {
 			http_stream_write(s, txt ? txt : "[]",
-					  txt ? strlen(txt) : 2);
+			                  txt ? strlen(txt) : 2);
 			http_stream_end(s);
 		}
 		free(txt);
@@ -686,9 +707,9 @@ struct snap_req {
 	struct api *a;
 	struct http_req *r; /* NULL once the client is gone */
 	char tenant[256], from[128];
-	char *labels;       /* a clone's E2B state */
-	unsigned left;      /* fork: clones still to make */
-	json_t *made;       /* fork: the answer's entries */
+	char *labels;  /* a clone's E2B state */
+	unsigned left; /* fork: clones still to make */
+	json_t *made;  /* fork: the answer's entries */
 };
 
 static void snap_gone(struct http_req *r)
@@ -698,7 +719,7 @@ static void snap_gone(struct http_req *r)
 }
 
 static struct snap_req *snap_req_new(struct api *a, struct http_req *r,
-				     const char *tenant)
+                                     const char *tenant)
 {
 	struct snap_req *q = calloc(1, sizeof(*q));
 	if (!q) {
@@ -732,12 +753,14 @@ static void snap_req_free(struct snap_req *q)
 
 static unsigned snap_status(const struct sbx_err *err)
 {
-	return err->code == ENOENT ? 404 : err->code == EBUSY ? 409
-	       : err->code == EDQUOT || err->code == ENOSPC ? 429 : 500;
+	return err->code == ENOENT                          ? 404
+	       : err->code == EBUSY                         ? 409
+	       : err->code == EDQUOT || err->code == ENOSPC ? 429
+	                                                    : 500;
 }
 
 static void snap_taken(void *ctx, const struct snapshot *snap,
-		       struct sandbox *sb, const struct sbx_err *err)
+                       struct sandbox *sb, const struct sbx_err *err)
 {
 	struct snap_req *q = ctx;
 	struct http_req *r = snap_take(q);
@@ -745,16 +768,16 @@ static void snap_taken(void *ctx, const struct snapshot *snap,
 	if (r && err)
 		e2b_error(r, snap_status(err), "%s", err->msg);
 	else if (r)
-		http_respond_json(r, 201,
-				  json_pack("{s:s, s:o}", "snapshotID", snap->id,
-					    "names", snap->name
-						    ? json_pack("[s]", snap->name)
-						    : json_array()));
+		http_respond_json(
+		    r, 201,
+		    json_pack("{s:s, s:o}", "snapshotID", snap->id, "names",
+		              snap->name ? json_pack("[s]", snap->name)
+		                         : json_array()));
 	snap_req_free(q);
 }
 
 static void snapshot_create(struct api *a, struct http_req *r,
-			    const char *tenant, struct sandbox *sb)
+                            const char *tenant, struct sandbox *sb)
 {
 	json_t *b = body_object(r);
 	if (!b)
@@ -778,16 +801,15 @@ static void snap_one(const struct snapshot *s, void *ctx)
 	    (l->name && (!s->name || strcmp(l->name, s->name))))
 		return;
 	json_array_append_new(
-		l->arr, json_pack("{s:s, s:o}", "snapshotID", s->id, "names",
-				  s->name ? json_pack("[s]", s->name)
-					  : json_array()));
+	    l->arr,
+	    json_pack("{s:s, s:o}", "snapshotID", s->id, "names",
+	              s->name ? json_pack("[s]", s->name) : json_array()));
 }
 
-static void snapshot_list(struct api *a, struct http_req *r,
-			  const char *tenant)
+static void snapshot_list(struct api *a, struct http_req *r, const char *tenant)
 {
 	struct snap_list l = {http_query(r, "sandboxID"), http_query(r, "name"),
-			      json_array()};
+	                      json_array()};
 	if (l.sandbox && !*l.sandbox)
 		l.sandbox = NULL;
 	if (l.name && !*l.name)
@@ -799,7 +821,7 @@ static void snapshot_list(struct api *a, struct http_req *r,
 /* The E2B state a clone starts with: its origin's template and metadata,
  * a new deadline. */
 static char *clone_labels(const char *from_labels, const char *tpl,
-			  uint64_t secs)
+                          uint64_t secs)
 {
 	json_t *l = from_labels ? json_loads(from_labels, 0, NULL) : NULL;
 	if (!json_is_object(l)) {
@@ -807,19 +829,18 @@ static char *clone_labels(const char *from_labels, const char *tpl,
 		l = json_object();
 	}
 	uint64_t now = now_wall_ms();
-	json_object_set_new(
-		l, E2B_LABEL,
-		json_pack("{s:s, s:I, s:I, s:b, s:b}", "template", tpl,
-			  "startedAt", (json_int_t)now, "endAt",
-			  (json_int_t)(now + secs * 1000), "paused", 0,
-			  "autoPause", 0));
+	json_object_set_new(l, E2B_LABEL,
+	                    json_pack("{s:s, s:I, s:I, s:b, s:b}", "template",
+	                              tpl, "startedAt", (json_int_t)now,
+	                              "endAt", (json_int_t)(now + secs * 1000),
+	                              "paused", 0, "autoPause", 0));
 	char *t = json_dumps(l, JSON_COMPACT);
 	json_decref(l);
 	return t;
 }
 
 static void cloned(void *ctx, const struct snapshot *snap, struct sandbox *sb,
-		   const struct sbx_err *err)
+                   const struct sbx_err *err)
 {
 	struct snap_req *q = ctx;
 	struct http_req *r = snap_take(q);
@@ -832,8 +853,8 @@ static void cloned(void *ctx, const struct snapshot *snap, struct sandbox *sb,
 }
 
 static void create_from_snapshot(struct api *a, struct http_req *r,
-				 const char *tenant, const struct snapshot *s,
-				 uint64_t secs, char **env, size_t envc)
+                                 const char *tenant, const struct snapshot *s,
+                                 uint64_t secs, char **env, size_t envc)
 {
 	struct snap_req *q = snap_req_new(a, r, tenant);
 	if (!q)
@@ -843,40 +864,39 @@ static void create_from_snapshot(struct api *a, struct http_req *r,
 	if (from)
 		state_of(from, &st);
 	q->labels = clone_labels(from ? from->labels : NULL,
-				 from ? st.template : "base", secs);
+	                         from ? st.template : "base", secs);
 	char id[40];
 	id_random(id, sizeof(id), "i");
 	struct sandbox_opts o = {.env = (const char *const *)env,
-				 .envc = envc,
-				 .labels = q->labels,
-				 .keep_alive = true};
+	                         .envc = envc,
+	                         .labels = q->labels,
+	                         .keep_alive = true};
 	snapshot_clone(a->m, tenant, id, &o, s, NULL, cloned, q);
 }
 
 static void fork_next(struct snap_req *q);
 
 static void forked(void *ctx, const struct snapshot *snap, struct sandbox *sb,
-		   const struct sbx_err *err)
+                   const struct sbx_err *err)
 {
 	struct snap_req *q = ctx;
 	(void)snap;
 	if (err)
-		json_array_append_new(
-			q->made,
-			json_pack("{s:{s:i, s:s}}", "error", "code",
-				  (int)snap_status(err), "message", err->msg));
-	else
 		json_array_append_new(q->made,
-				      json_pack("{s:o}", "sandbox",
-						sandbox_json(q->a, sb, false,
-							     false)));
+		                      json_pack("{s:{s:i, s:s}}", "error",
+		                                "code", (int)snap_status(err),
+		                                "message", err->msg));
+	else
+		json_array_append_new(
+		    q->made, json_pack("{s:o}", "sandbox",
+		                       sandbox_json(q->a, sb, false, false)));
 	fork_next(q);
 }
 
 static void fork_next(struct snap_req *q)
 {
 	struct sandbox *from =
-		q->a->m ? manager_find(q->a->m, q->tenant, q->from) : NULL;
+	    q->a->m ? manager_find(q->a->m, q->tenant, q->from) : NULL;
 	if (!q->left || !from) {
 		struct http_req *r = snap_take(q);
 		if (r && !from && !json_array_size(q->made))
@@ -891,16 +911,16 @@ static void fork_next(struct snap_req *q)
 	id_random(id, sizeof(id), "i");
 	/* forks run one after another: one snapshot operation per sandbox */
 	struct sandbox_opts o = {.limits = from->limits,
-				 .disk_bytes = from->disk_bytes,
-				 .keep_alive = true,
-				 .env = (const char *const *)from->env,
-				 .envc = from->envc,
-				 .labels = q->labels};
+	                         .disk_bytes = from->disk_bytes,
+	                         .keep_alive = true,
+	                         .env = (const char *const *)from->env,
+	                         .envc = from->envc,
+	                         .labels = q->labels};
 	snapshot_clone(q->a->m, q->tenant, id, &o, NULL, from, forked, q);
 }
 
 static void fork_sb(struct api *a, struct http_req *r, const char *tenant,
-		    struct sandbox *sb)
+                    struct sandbox *sb)
 {
 	json_t *b = body_object(r);
 	uint64_t secs;
@@ -928,12 +948,15 @@ static void fork_sb(struct api *a, struct http_req *r, const char *tenant,
 	fork_next(q);
 }
 
-/* ---- the deadline ---------------------------------------------------------- */
+/* ---- the deadline ----------------------------------------------------------
+ */
 
 static void unsupported(struct http_req *r, const char *what)
 {
-	e2b_error(r, 501, "%s is not supported by sandboxd "
-		  "(docs/compat-e2b.md)", what);
+	e2b_error(r, 501,
+	          "%s is not supported by sandboxd "
+	          "(docs/compat-e2b.md)",
+	          what);
 }
 
 /* The deadline: kill (or pause) every E2B sandbox whose time is up. */
@@ -1014,7 +1037,8 @@ void api_e2b_stop(struct api *a)
 		loop_timer_stop(a->m->loop, &deadline_timer);
 }
 
-/* ---- paths and users ------------------------------------------------------ */
+/* ---- paths and users ------------------------------------------------------
+ */
 
 int e2b_path(const struct e2b_req *q, const char *p, char **out)
 {
@@ -1026,13 +1050,13 @@ int e2b_path(const struct e2b_req *q, const char *p, char **out)
 }
 
 char **e2b_user_env(const struct e2b_req *q, char **extra, size_t nextra,
-		    size_t *n)
+                    size_t *n)
 {
 	const char *base[] = {
-		q->root ? "HOME=/root" : "HOME=" E2B_HOME,
-		q->root ? "USER=root" : "USER=user",
-		q->root ? "LOGNAME=root" : "LOGNAME=user",
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	    q->root ? "HOME=/root" : "HOME=" E2B_HOME,
+	    q->root ? "USER=root" : "USER=user",
+	    q->root ? "LOGNAME=root" : "LOGNAME=user",
+	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	};
 	size_t nb = sizeof(base) / sizeof(base[0]);
 	char **v = calloc(nb + nextra + 1, sizeof(*v));
@@ -1053,30 +1077,33 @@ fail:
 	return NULL;
 }
 
-/* ---- dispatch ------------------------------------------------------------- */
+/* ---- dispatch -------------------------------------------------------------
+ */
 
 static bool prefix(const char *url, const char *p)
 {
 	size_t n = strlen(p);
-	return !strncmp(url, p, n) && (url[n] == '\0' || url[n] == '/' ||
-				       url[n] == '?');
+	return !strncmp(url, p, n) &&
+	       (url[n] == '\0' || url[n] == '/' || url[n] == '?');
 }
 
 bool api_e2b_match(struct http_req *r)
 {
 	if (http_header(r, "E2b-Sandbox-Id"))
 		return true;
-	return prefix(r->url, "/sandboxes") || prefix(r->url, "/v2/sandboxes") ||
+	return prefix(r->url, "/sandboxes") ||
+	       prefix(r->url, "/v2/sandboxes") ||
 	       prefix(r->url, "/snapshots") || prefix(r->url, "/templates") ||
-	       prefix(r->url, "/v2/templates") || prefix(r->url, "/v3/templates") ||
-	       prefix(r->url, "/volumes") || prefix(r->url, "/secrets");
+	       prefix(r->url, "/v2/templates") ||
+	       prefix(r->url, "/v3/templates") || prefix(r->url, "/volumes") ||
+	       prefix(r->url, "/secrets");
 }
 
 /* The sandbox of a sandbox-plane request, or NULL after answering. */
 static struct sandbox *plane_sandbox(struct api *a, struct http_req *r)
 {
 	struct find_ctx c = {.id = http_header(r, "E2b-Sandbox-Id"),
-			     .token = http_header(r, "X-Access-Token")};
+	                     .token = http_header(r, "X-Access-Token")};
 	if (!c.token)
 		c.token = http_header(r, "E2B-Traffic-Access-Token");
 	if (c.id && sandbox_id_valid(c.id))
@@ -1084,12 +1111,12 @@ static struct sandbox *plane_sandbox(struct api *a, struct http_req *r)
 	if (!c.found || e2b_paused(c.found)) {
 		/* what E2B's proxy answers for a sandbox it cannot reach: the
 		 * SDKs read 502 as "not running" */
-		http_respond_json(r, 502,
-				  json_pack("{s:i, s:s, s:s}", "code", 502,
-					    "message",
-					    c.found ? "The sandbox is paused"
-						    : "The sandbox was not found",
-					    "sandboxId", c.id ? c.id : ""));
+		http_respond_json(
+		    r, 502,
+		    json_pack("{s:i, s:s, s:s}", "code", 502, "message",
+		              c.found ? "The sandbox is paused"
+		                      : "The sandbox was not found",
+		              "sandboxId", c.id ? c.id : ""));
 		return NULL;
 	}
 	return c.found;
@@ -1108,7 +1135,8 @@ static int user_of(struct http_req *r, bool *root)
 		if (n >= 300)
 			return -1;
 		/* small base64 decoder: the header is tiny */
-		static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+		static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
+		                          "klmnopqrstuvwxyz0123456789+/";
 		unsigned acc = 0;
 		int bits = 0;
 		size_t k = 0;
@@ -1149,10 +1177,10 @@ static void plane(struct api *a, struct http_req *r)
 	bool ci = port && !strcmp(port, E2B_CI_PORT);
 	if (port && !ci && strcmp(port, E2B_ENVD_PORT)) {
 		e2b_error(r, 502,
-			  "port %s: sandboxd serves envd (" E2B_ENVD_PORT
-			  ") and the code interpreter (" E2B_CI_PORT
-			  ") only; user ports are not exposed",
-			  port);
+		          "port %s: sandboxd serves envd (" E2B_ENVD_PORT
+		          ") and the code interpreter (" E2B_CI_PORT
+		          ") only; user ports are not exposed",
+		          port);
 		return;
 	}
 	struct sandbox *sb = plane_sandbox(a, r);
@@ -1164,13 +1192,14 @@ static void plane(struct api *a, struct http_req *r)
 		    !strncmp(r->url, "/filesystem.", 12)) {
 			if (connect_streaming(r))
 				connect_stream_error(r, "unauthenticated",
-						     "invalid username");
+				                     "invalid username");
 			else
 				connect_error(r, "unauthenticated",
-					      "invalid username");
+				              "invalid username");
 		} else {
-			e2b_error(r, 401, "invalid username: root and user "
-				  "exist");
+			e2b_error(r, 401,
+			          "invalid username: root and user "
+			          "exist");
 		}
 		return;
 	}
@@ -1224,19 +1253,19 @@ static void plane(struct api *a, struct http_req *r)
 	if (r->body_too_large) {
 		if (stream)
 			connect_stream_error(r, "resource_exhausted",
-					     "the request is too large");
+			                     "the request is too large");
 		else
 			connect_error(r, "resource_exhausted",
-				      "the request is too large");
+			              "the request is too large");
 		return;
 	}
 	const char *why = "the body is not a JSON object";
 	if (stream)
 		q.body = connect_unwrap(r, &why);
 	else
-		q.body = r->body.len ? json_loadb(r->body.data, r->body.len, 0,
-						  NULL)
-				     : json_object();
+		q.body = r->body.len
+		             ? json_loadb(r->body.data, r->body.len, 0, NULL)
+		             : json_object();
 	if (!json_is_object(q.body)) {
 		json_decref(q.body);
 		if (stream)
@@ -1289,8 +1318,8 @@ static void control(struct api *a, struct http_req *r)
 		if (!*rest && !strcmp(m, "GET")) {
 			struct sandbox *sb = find_own(a, r, tenant, id);
 			if (sb)
-				http_respond_json(r, 200,
-						  sandbox_json(a, sb, true, false));
+				http_respond_json(
+				    r, 200, sandbox_json(a, sb, true, false));
 		} else if (!*rest && !strcmp(m, "DELETE")) {
 			kill_sb(a, r, tenant, id);
 		} else if (!strcmp(rest, "/timeout") && !strcmp(m, "POST")) {
@@ -1306,7 +1335,8 @@ static void control(struct api *a, struct http_req *r)
 		} else if (!strcmp(rest, "/metrics") && !strcmp(m, "GET")) {
 			metrics(a, r, tenant, id);
 		} else if (!strcmp(rest, "/network")) {
-			unsupported(r, "network rules (a sandbox has no network)");
+			unsupported(r,
+			            "network rules (a sandbox has no network)");
 		} else if (!strcmp(rest, "/fork") && !strcmp(m, "POST")) {
 			struct sandbox *sb = find_own(a, r, tenant, id);
 			if (sb)
@@ -1345,8 +1375,9 @@ static void control(struct api *a, struct http_req *r)
 	else if (prefix(u, "/secrets"))
 		unsupported(r, "secrets");
 	else
-		unsupported(r, "templates (sandboxd has its default image only; "
-			       "E2B's template builder is not offered)");
+		unsupported(r,
+		            "templates (sandboxd has its default image only; "
+		            "E2B's template builder is not offered)");
 }
 
 void api_e2b_begin(struct api *a, struct http_req *r)

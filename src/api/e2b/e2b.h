@@ -29,14 +29,14 @@ struct e2b_req {
 	struct api *a;
 	struct http_req *r;
 	struct sandbox *sb;
-	bool root;         /* user "root", else "user" */
-	json_t *body;      /* RPC: the request message ({} when none) */
+	bool root;    /* user "root", else "user" */
+	json_t *body; /* RPC: the request message ({} when none) */
 };
 
 /* ---- e2b.c ---- */
 /* The control plane's error: {"code": status, "message": ...}. */
 void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* Whether the sandbox is paused (E2B's state, kept in its labels). */
 bool e2b_paused(const struct sandbox *sb);
 /* p (absolute, or relative to the user's home) as an absolute, normalized
@@ -45,7 +45,7 @@ int e2b_path(const struct e2b_req *q, const char *p, char **out);
 /* The environment every envd command starts with (HOME, USER, LOGNAME,
  * PATH of the user) plus extra "K=V" (taken), NULL-terminated. */
 char **e2b_user_env(const struct e2b_req *q, char **extra, size_t nextra,
-		    size_t *n);
+                    size_t *n);
 
 /* ---- e2b_connect.c: the Connect protocol (JSON codec) ---- */
 /* "not_found", ... as the HTTP status Connect gives it. */
@@ -54,7 +54,7 @@ unsigned connect_status(const char *code);
 void connect_ok(struct http_req *r, json_t *msg);
 /* A unary call's error. */
 void connect_error(struct http_req *r, const char *code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 /* An errno from a file operation as a Connect code. */
 const char *connect_code_of_errno(int e);
 /* Whether the request is a streaming call (application/connect+json). */
@@ -71,9 +71,8 @@ uint64_t connect_timeout_ms(struct http_req *r);
 unsigned connect_keepalive_ms(struct http_req *r);
 /* A stream answer opened with no source yet: a streaming call that
  * fails before it starts is still HTTP 200 with an end-stream error. */
-void connect_stream_error(struct http_req *r, const char *code,
-			  const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void connect_stream_error(struct http_req *r, const char *code, const char *fmt,
+                          ...) __attribute__((format(printf, 3, 4)));
 
 /* ---- e2b_process.c ---- */
 void e2b_process(struct e2b_req *q, const char *method);

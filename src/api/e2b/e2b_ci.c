@@ -26,7 +26,7 @@ static json_t *context_json(struct interp_ctx *c)
 	struct interp_info i;
 	interp_get_info(c, &i);
 	return json_pack("{s:s, s:s, s:s}", "id", i.id, "language",
-			 lang_name(i.lang), "cwd", i.cwd ? i.cwd : E2B_HOME);
+	                 lang_name(i.lang), "cwd", i.cwd ? i.cwd : E2B_HOME);
 }
 
 /* E2B's languages: python, js/javascript, ts/typescript. */
@@ -41,10 +41,11 @@ static int lang_of(json_t *j, enum interp_lang *l)
 	return interp_lang_parse(s, l) < 0 ? -1 : 0;
 }
 
-/* ---- /execute ------------------------------------------------------------- */
+/* ---- /execute -------------------------------------------------------------
+ */
 
 struct ci_run {
-	struct api_cell c; /* first: the relay's glue */
+	struct api_cell c;  /* first: the relay's glue */
 	struct http_req *r; /* until the stream is open */
 	struct api *a;
 };
@@ -67,15 +68,21 @@ static json_t *result_json(json_t *bundle)
 	static const struct {
 		const char *mime, *key;
 	} map[] = {
-		{"text/plain", "text"},        {"text/html", "html"},
-		{"text/markdown", "markdown"}, {"image/svg+xml", "svg"},
-		{"image/png", "png"},          {"image/jpeg", "jpeg"},
-		{"application/pdf", "pdf"},    {"text/latex", "latex"},
-		{"application/json", "json"},
-		{"application/javascript", "javascript"},
-		{"e2b/data", "data"},          {"e2b/chart", "chart"},
+	    {"text/plain", "text"},
+	    {"text/html", "html"},
+	    {"text/markdown", "markdown"},
+	    {"image/svg+xml", "svg"},
+	    {"image/png", "png"},
+	    {"image/jpeg", "jpeg"},
+	    {"application/pdf", "pdf"},
+	    {"text/latex", "latex"},
+	    {"application/json", "json"},
+	    {"application/javascript", "javascript"},
+	    {"e2b/data", "data"},
+	    {"e2b/chart", "chart"},
 	};
-	json_t *j = json_pack("{s:s, s:b}", "type", "result", "is_main_result", 1);
+	json_t *j =
+	    json_pack("{s:s, s:b}", "type", "result", "is_main_result", 1);
 	const char *k;
 	json_t *v;
 	json_t *extra = json_object();
@@ -107,11 +114,11 @@ static int run_event(void *arg, const struct interp_event *ev)
 		return 0; /* E2B has no such line */
 	case INTERP_EV_STDOUT:
 	case INTERP_EV_STDERR:
-		return line(e, json_pack("{s:s, s:s%, s:s}", "type",
-					 ev->type == INTERP_EV_STDOUT ? "stdout"
-								      : "stderr",
-					 "text", ev->text, ev->len, "timestamp",
-					 ts));
+		return line(
+		    e, json_pack("{s:s, s:s%, s:s}", "type",
+		                 ev->type == INTERP_EV_STDOUT ? "stdout"
+		                                              : "stderr",
+		                 "text", ev->text, ev->len, "timestamp", ts));
 	case INTERP_EV_RESULT:
 		return line(e, result_json(ev->bundle));
 	case INTERP_EV_ERROR: {
@@ -119,26 +126,28 @@ static int run_event(void *arg, const struct interp_event *ev)
 		struct buf b;
 		buf_init(&b, 0);
 		for (size_t i = 0; i < json_array_size(tb); i++) {
-			const char *l = json_string_value(json_array_get(tb, i));
+			const char *l =
+			    json_string_value(json_array_get(tb, i));
 			if (l)
 				buf_printf(&b, "%s%s", i ? "\n" : "", l);
 		}
-		line(e, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name",
-				  ev->error->name ? ev->error->name : "Error",
-				  "value",
-				  ev->error->value ? ev->error->value : "",
-				  "traceback", buf_cstr(&b)));
+		line(e, json_pack(
+		            "{s:s, s:s, s:s, s:s}", "type", "error", "name",
+		            ev->error->name ? ev->error->name : "Error",
+		            "value", ev->error->value ? ev->error->value : "",
+		            "traceback", buf_cstr(&b)));
 		buf_free(&b);
 		return 0;
 	}
 	case INTERP_EV_END:
 		e->c.cell = NULL;
 		line(e, json_pack("{s:s, s:i}", "type", "number_of_executions",
-				  "execution_count",
-				  (int)ev->done->execution_count));
+		                  "execution_count",
+		                  (int)ev->done->execution_count));
 		line(e, json_pack("{s:s}", "type",
-				  ev->done->state_lost ? "unexpected_end_of_execution"
-						       : "end_of_execution"));
+		                  ev->done->state_lost
+		                      ? "unexpected_end_of_execution"
+		                      : "end_of_execution"));
 		relay_end(e->c.rl);
 		free(e);
 		return 0;
@@ -147,7 +156,7 @@ static int run_event(void *arg, const struct interp_event *ev)
 }
 
 static void created_default(struct interp_ctx *c, enum interp_start st,
-			    const char *msg, void *arg)
+                            const char *msg, void *arg)
 {
 	(void)c;
 	(void)arg;
@@ -155,9 +164,8 @@ static void created_default(struct interp_ctx *c, enum interp_start st,
 		fprintf(stderr, "e2b: default context: %s\n", msg);
 }
 
-static struct interp_ctx *default_context(struct e2b_req *q,
-					  enum interp_lang l,
-					  struct sbx_err *err)
+static struct interp_ctx *default_context(struct e2b_req *q, enum interp_lang l,
+                                          struct sbx_err *err)
 {
 	char id[64];
 	snprintf(id, sizeof(id), "e2b-default-%s", lang_name(l));
@@ -174,10 +182,11 @@ static void execute(struct e2b_req *q)
 {
 	struct http_req *r = q->r;
 	struct sbx_err err = {0};
-	json_t *body = r->body.len ? json_loadb(r->body.data, r->body.len, 0, NULL)
-				   : NULL;
+	json_t *body =
+	    r->body.len ? json_loadb(r->body.data, r->body.len, 0, NULL) : NULL;
 	json_t *code = json_object_get(body, "code");
-	const char *cid = json_string_value(json_object_get(body, "context_id"));
+	const char *cid =
+	    json_string_value(json_object_get(body, "context_id"));
 	json_t *envs = json_object_get(body, "env_vars");
 	enum interp_lang l;
 	struct interp_ctx *c = NULL;
@@ -186,9 +195,10 @@ static void execute(struct e2b_req *q)
 		goto out;
 	}
 	if (json_object_size(envs)) {
-		e2b_error(r, 400, "env_vars per execution are not supported by "
-			  "sandboxd: set envs when creating the sandbox or the "
-			  "context");
+		e2b_error(r, 400,
+		          "env_vars per execution are not supported by "
+		          "sandboxd: set envs when creating the sandbox or the "
+		          "context");
 		goto out;
 	}
 	if (cid) {
@@ -198,8 +208,9 @@ static void execute(struct e2b_req *q)
 		}
 	} else {
 		if (lang_of(json_object_get(body, "language"), &l) < 0) {
-			e2b_error(r, 400, "language: python, javascript or "
-				  "typescript");
+			e2b_error(r, 400,
+			          "language: python, javascript or "
+			          "typescript");
 			goto out;
 		}
 		if (!(c = default_context(q, l, &err))) {
@@ -213,20 +224,20 @@ static void execute(struct e2b_req *q)
 		goto out;
 	}
 	struct relay_opts o = {.content_type = NDJSON,
-			       .size = HTTP_SIZE_UNKNOWN,
-			       .keepalive_ms = 30000,
-			       .keepalive = ci_keepalive,
-			       .keepalive_len = sizeof(ci_keepalive) - 1};
+	                       .size = HTTP_SIZE_UNKNOWN,
+	                       .keepalive_ms = 30000,
+	                       .keepalive = ci_keepalive,
+	                       .keepalive_len = sizeof(ci_keepalive) - 1};
 	e->c.rl = relay_open(r, q->a->m->loop, &o, &api_cell_relay, e);
 	if (!e->c.rl) {
 		free(e);
 		goto out;
 	}
 	if (interp_run(c, json_string_value(code), json_string_length(code), 0,
-		       run_event, e, &e->c.cell, &err) < 0) {
-		line(e, json_pack("{s:s, s:s, s:s, s:s}", "type", "error", "name",
-				  "InvalidRequest", "value", err.msg,
-				  "traceback", ""));
+	               run_event, e, &e->c.cell, &err) < 0) {
+		line(e, json_pack("{s:s, s:s, s:s, s:s}", "type", "error",
+		                  "name", "InvalidRequest", "value", err.msg,
+		                  "traceback", ""));
 		line(e, json_pack("{s:s}", "type", "end_of_execution"));
 		relay_end(e->c.rl);
 		free(e);
@@ -235,10 +246,11 @@ out:
 	json_decref(body);
 }
 
-/* ---- /contexts ------------------------------------------------------------ */
+/* ---- /contexts ------------------------------------------------------------
+ */
 
 static void ctx_created(struct interp_ctx *c, enum interp_start st,
-			const char *msg, void *arg)
+                        const char *msg, void *arg)
 {
 	struct http_req *r = arg;
 	if (st == INTERP_STARTED)
@@ -250,7 +262,7 @@ static void ctx_created(struct interp_ctx *c, enum interp_start st,
 }
 
 static void create_context(struct e2b_req *q, const char *id,
-			   enum interp_lang l, const char *cwd)
+                           enum interp_lang l, const char *cwd)
 {
 	struct sbx_err err = {0};
 	struct interp_opts o = {.lang = l, .id = id, .cwd = cwd};
@@ -277,16 +289,17 @@ void e2b_ci(struct e2b_req *q)
 		interp_foreach(q->sb, list_one, arr);
 		http_respond_json(r, 200, arr);
 	} else if (!strcmp(u, "/contexts") && !strcmp(m, "POST")) {
-		json_t *b = r->body.len ? json_loadb(r->body.data, r->body.len, 0,
-						     NULL)
-					: json_object();
+		json_t *b = r->body.len
+		                ? json_loadb(r->body.data, r->body.len, 0, NULL)
+		                : json_object();
 		enum interp_lang l;
 		char *cwd = NULL;
 		const char *c = json_string_value(json_object_get(b, "cwd"));
 		if (!json_is_object(b) ||
 		    lang_of(json_object_get(b, "language"), &l) < 0) {
-			e2b_error(r, 400, "language: python, javascript or "
-				  "typescript");
+			e2b_error(r, 400,
+			          "language: python, javascript or "
+			          "typescript");
 		} else if (e2b_path(q, c ? c : E2B_HOME, &cwd) < 0) {
 			e2b_error(r, 400, "cwd: not a valid path");
 		} else {
@@ -312,7 +325,8 @@ void e2b_ci(struct e2b_req *q)
 			interp_delete(q->sb, id);
 			http_respond_empty(r, 204);
 		} else if (!strcmp(rest, "/restart") && !strcmp(m, "POST")) {
-			/* a new worker: the state is gone, as a kernel restart */
+			/* a new worker: the state is gone, as a kernel restart
+			 */
 			struct interp_info i;
 			interp_get_info(c, &i);
 			enum interp_lang l = i.lang;

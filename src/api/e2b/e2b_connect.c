@@ -18,14 +18,22 @@ static const struct {
 	const char *code;
 	unsigned status;
 } codes[] = {
-	{"canceled", 499},           {"unknown", 500},
-	{"invalid_argument", 400},   {"deadline_exceeded", 504},
-	{"not_found", 404},          {"already_exists", 409},
-	{"permission_denied", 403},  {"resource_exhausted", 429},
-	{"failed_precondition", 400}, {"aborted", 409},
-	{"out_of_range", 400},       {"unimplemented", 501},
-	{"internal", 500},           {"unavailable", 503},
-	{"data_loss", 500},          {"unauthenticated", 401},
+    {"canceled", 499},
+    {"unknown", 500},
+    {"invalid_argument", 400},
+    {"deadline_exceeded", 504},
+    {"not_found", 404},
+    {"already_exists", 409},
+    {"permission_denied", 403},
+    {"resource_exhausted", 429},
+    {"failed_precondition", 400},
+    {"aborted", 409},
+    {"out_of_range", 400},
+    {"unimplemented", 501},
+    {"internal", 500},
+    {"unavailable", 503},
+    {"data_loss", 500},
+    {"unauthenticated", 401},
 };
 
 unsigned connect_status(const char *code)
@@ -48,8 +56,9 @@ void connect_error(struct http_req *r, const char *code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	http_respond_json(r, connect_status(code),
-			  json_pack("{s:s, s:s}", "code", code, "message", msg));
+	http_respond_json(
+	    r, connect_status(code),
+	    json_pack("{s:s, s:s}", "code", code, "message", msg));
 }
 
 const char *connect_code_of_errno(int e)
@@ -129,8 +138,8 @@ int connect_envelope(struct buf *b, unsigned flags, json_t *msg)
 int connect_end(struct buf *b, const char *code, const char *msg)
 {
 	json_t *j = code ? json_pack("{s:{s:s, s:s}}", "error", "code", code,
-				     "message", msg ? msg : code)
-			 : json_object();
+	                             "message", msg ? msg : code)
+	                 : json_object();
 	return connect_envelope(b, 2, j);
 }
 
@@ -152,8 +161,8 @@ unsigned connect_keepalive_ms(struct http_req *r)
 	return (unsigned)v * 1000u;
 }
 
-void connect_stream_error(struct http_req *r, const char *code,
-			  const char *fmt, ...)
+void connect_stream_error(struct http_req *r, const char *code, const char *fmt,
+                          ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -164,9 +173,8 @@ void connect_stream_error(struct http_req *r, const char *code,
 	buf_init(&b, 0);
 	connect_end(&b, code, msg);
 	static const char *const hdrs[] = {NULL};
-	struct http_stream *s =
-		http_respond_stream(r, 200, "application/connect+json",
-				    b.len, hdrs);
+	struct http_stream *s = http_respond_stream(
+	    r, 200, "application/connect+json", b.len, hdrs);
 	if (s) {
 		http_stream_write(s, b.data, b.len);
 		http_stream_end(s);

@@ -25,7 +25,7 @@
 #include "core/watch.h"
 #include "lib/util.h"
 
-#define LIST_CAP (64u << 20)   /* a listing held to be answered */
+#define LIST_CAP (64u << 20) /* a listing held to be answered */
 #define UPLOAD_PENDING (1u << 20)
 #define MAX_WATCHERS 64
 #define MAX_WATCHER_EVENTS 10000
@@ -60,7 +60,8 @@ static int parse_error(const struct buf *out, int *e, char *what, size_t cap)
 	return 1;
 }
 
-/* ---- entries -------------------------------------------------------------- */
+/* ---- entries --------------------------------------------------------------
+ */
 
 static void perm_string(char type, unsigned mode, char out[11])
 {
@@ -72,7 +73,7 @@ static void perm_string(char type, unsigned mode, char out[11])
 }
 
 static json_t *entry_json(char type, uint64_t size, unsigned mode,
-			  uint64_t mtime_ms, const char *abs)
+                          uint64_t mtime_ms, const char *abs)
 {
 	char perms[11], ts[40];
 	perm_string(type, mode, perms);
@@ -85,14 +86,15 @@ static json_t *entry_json(char type, uint64_t size, unsigned mode,
 		gomode |= 0x08000000u;
 	char sz[32];
 	snprintf(sz, sizeof(sz), "%llu", (unsigned long long)size);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "name",
-			      name_of(abs), "path", abs, "size", sz, "mode",
-			      (json_int_t)gomode, "permissions", perms,
-			      "modifiedTime", ts);
+	json_t *j =
+	    json_pack("{s:s, s:s, s:s, s:I, s:s, s:s}", "name", name_of(abs),
+	              "path", abs, "size", sz, "mode", (json_int_t)gomode,
+	              "permissions", perms, "modifiedTime", ts);
 	if (type == 'f')
 		json_object_set_new(j, "type", json_string("FILE_TYPE_FILE"));
 	else if (type == 'd')
-		json_object_set_new(j, "type", json_string("FILE_TYPE_DIRECTORY"));
+		json_object_set_new(j, "type",
+		                    json_string("FILE_TYPE_DIRECTORY"));
 	else if (type == 'l')
 		json_object_set_new(j, "type", json_integer(3)); /* SYMLINK */
 	return j;
@@ -104,8 +106,8 @@ static json_t *stat_entry(const struct buf *out, const char *abs)
 	char t;
 	unsigned long long size, mtime;
 	unsigned mode;
-	if (!out->data ||
-	    sscanf(out->data, "S %c %llu %o %llu", &t, &size, &mode, &mtime) != 4)
+	if (!out->data || sscanf(out->data, "S %c %llu %o %llu", &t, &size,
+	                         &mode, &mtime) != 4)
 		return NULL;
 	return entry_json(t, size, mode, mtime, abs);
 }
@@ -114,7 +116,7 @@ static json_t *stat_entry(const struct buf *out, const char *abs)
 
 struct fs_op {
 	struct api *a;
-	struct http_req *r;  /* NULL once the client is gone */
+	struct http_req *r; /* NULL once the client is gone */
 	struct sandbox *sb;
 	bool root;
 	int step;
@@ -165,11 +167,11 @@ static void op_run(struct fs_op *o, const char *const *argv)
 	struct sbx_err err = {0};
 	buf_reset(&o->out);
 	struct exec_params p = {.argv = argv,
-				.builtin = true,
-				.detached = true,
-				.as_user = !o->root,
-				.timeout_ms = EXEC_NO_TIMEOUT,
-				.on_output = op_output};
+	                        .builtin = true,
+	                        .detached = true,
+	                        .as_user = !o->root,
+	                        .timeout_ms = EXEC_NO_TIMEOUT,
+	                        .on_output = op_output};
 	if (exec_submit(o->sb, NULL, &p, op_done, o, NULL, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
@@ -179,9 +181,9 @@ static void op_run(struct fs_op *o, const char *const *argv)
 
 /* Answer and free. */
 static void op_answer_error(struct fs_op *o, const char *code, const char *fmt,
-			    ...) __attribute__((format(printf, 3, 4)));
+                            ...) __attribute__((format(printf, 3, 4)));
 static void op_answer_error(struct fs_op *o, const char *code, const char *fmt,
-			    ...)
+                            ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -202,24 +204,26 @@ static void op_answer(struct fs_op *o, json_t *msg)
 
 /* The builtin's failure as an answer; 0 when it succeeded. */
 static int op_failed(struct fs_op *o, const struct exec_result *res,
-		     const char *path)
+                     const char *path)
 {
 	int e;
 	char what[256];
 	if (parse_error(&o->out, &e, what, sizeof(what))) {
 		const char *code = connect_code_of_errno(e);
 		if (e == ENOENT)
-			op_answer_error(o, code, "path '%s' does not exist", path);
+			op_answer_error(o, code, "path '%s' does not exist",
+			                path);
 		else if (e == EACCES || e == EPERM)
 			op_answer_error(o, code, "permission denied: %s", path);
 		else
-			op_answer_error(o, code, "%s: %s (%s)", path, strerror(e),
-					what);
+			op_answer_error(o, code, "%s: %s (%s)", path,
+			                strerror(e), what);
 		return 1;
 	}
 	if (res->failure != EXEC_OK || res->exit_code) {
 		op_answer_error(o, "internal", "%s: %s", path,
-				res->msg[0] ? res->msg : "the operation failed");
+		                res->msg[0] ? res->msg
+		                            : "the operation failed");
 		return 1;
 	}
 	return 0;
@@ -240,7 +244,7 @@ static struct fs_op *op_new(struct e2b_req *q, const char *key, bool required)
 	buf_init(&o->out, LIST_CAP);
 	if ((required && (!p || !*p)) || e2b_path(q, p, &o->path) < 0) {
 		connect_error(q->r, "invalid_argument", "%s: not a valid path",
-			      key);
+		              key);
 		op_free(o);
 		return NULL;
 	}
@@ -250,7 +254,8 @@ static struct fs_op *op_new(struct e2b_req *q, const char *key, bool required)
 	return o;
 }
 
-/* ---- Stat, MakeDir, Move, Remove, ListDir --------------------------------- */
+/* ---- Stat, MakeDir, Move, Remove, ListDir ---------------------------------
+ */
 
 static void stat_next(struct fs_op *o, const struct exec_result *res)
 {
@@ -258,7 +263,8 @@ static void stat_next(struct fs_op *o, const struct exec_result *res)
 		return;
 	json_t *e = stat_entry(&o->out, o->path);
 	if (!e)
-		op_answer_error(o, "internal", "stat: an answer it did not expect");
+		op_answer_error(o, "internal",
+		                "stat: an answer it did not expect");
 	else
 		op_answer(o, json_pack("{s:o}", "entry", e));
 }
@@ -270,7 +276,7 @@ static void mkdir_next(struct fs_op *o, const struct exec_result *res)
 		char what[256];
 		if (res->failure == EXEC_OK && !res->exit_code) {
 			op_answer_error(o, "already_exists",
-					"path '%s' already exists", o->path);
+			                "path '%s' already exists", o->path);
 			return;
 		}
 		if (!parse_error(&o->out, &e, what, sizeof(what)) ||
@@ -278,7 +284,8 @@ static void mkdir_next(struct fs_op *o, const struct exec_result *res)
 			op_failed(o, res, o->path);
 			return;
 		}
-		const char *argv[] = {"mkdir", "/", rel_of(o->path), "-p", NULL};
+		const char *argv[] = {"mkdir", "/", rel_of(o->path), "-p",
+		                      NULL};
 		op_run(o, argv);
 		return;
 	}
@@ -322,13 +329,13 @@ static int list_entry(void *ctx, const struct file_entry *e)
 		return 0;
 	char *abs = NULL;
 	if (asprintf(&abs, "%s%s%.*s", c->o->path,
-		     strcmp(c->o->path, "/") ? "/" : "", (int)e->path_len,
-		     e->path) < 0)
+	             strcmp(c->o->path, "/") ? "/" : "", (int)e->path_len,
+	             e->path) < 0)
 		return 0;
-	char t = e->type == FILE_REGULAR ? 'f'
-		 : e->type == FILE_DIR	 ? 'd'
-		 : e->type == FILE_SYMLINK ? 'l'
-					   : 'o';
+	char t = e->type == FILE_REGULAR   ? 'f'
+	         : e->type == FILE_DIR     ? 'd'
+	         : e->type == FILE_SYMLINK ? 'l'
+	                                   : 'o';
 	json_t *j = entry_json(t, e->size, e->mode, e->mtime_ms, abs);
 	free(abs);
 	if (t != 'o')
@@ -344,34 +351,35 @@ static void list_next(struct fs_op *o, const struct exec_result *res)
 		return;
 	if (o->out.dropped) {
 		op_answer_error(o, "resource_exhausted",
-				"the listing is larger than %u MiB",
-				LIST_CAP >> 20);
+		                "the listing is larger than %u MiB",
+		                LIST_CAP >> 20);
 		return;
 	}
 	if (o->out.len < 2 || memcmp(o->out.data, "D\n", 2)) {
 		op_answer_error(o, "invalid_argument",
-				"path '%s' is not a directory", o->path);
+		                "path '%s' is not a directory", o->path);
 		return;
 	}
 	struct list_ctx c = {o, json_array()};
 	struct buf partial;
 	buf_init(&partial, 0);
 	file_listing_feed(&partial, o->out.data + 2, o->out.len - 2, list_entry,
-			  &c);
+	                  &c);
 	buf_free(&partial);
 	op_answer(o, json_pack("{s:o}", "entries", c.arr));
 }
 
-/* ---- WatchDir and the polling watchers ------------------------------------ */
+/* ---- WatchDir and the polling watchers ------------------------------------
+ */
 
 static json_t *event_json(enum watch_event t, const char *path, size_t len)
 {
 	static const char *const names[] = {
-		[WATCH_CREATE] = "EVENT_TYPE_CREATE",
-		[WATCH_WRITE] = "EVENT_TYPE_WRITE",
-		[WATCH_REMOVE] = "EVENT_TYPE_REMOVE",
-		[WATCH_RENAME] = "EVENT_TYPE_RENAME",
-		[WATCH_CHMOD] = "EVENT_TYPE_CHMOD",
+	    [WATCH_CREATE] = "EVENT_TYPE_CREATE",
+	    [WATCH_WRITE] = "EVENT_TYPE_WRITE",
+	    [WATCH_REMOVE] = "EVENT_TYPE_REMOVE",
+	    [WATCH_RENAME] = "EVENT_TYPE_RENAME",
+	    [WATCH_CHMOD] = "EVENT_TYPE_CHMOD",
 	};
 	if (t == WATCH_OVERFLOW)
 		return NULL;
@@ -394,8 +402,8 @@ static int watch_send(struct e2b_watch *w, json_t *msg, unsigned flags)
 	struct buf b;
 	buf_init(&b, 0);
 	int r = connect_envelope(&b, flags, msg) < 0
-			? 0
-			: relay_write(w->x.rl, b.data, b.len);
+	            ? 0
+	            : relay_write(w->x.rl, b.data, b.len);
 	buf_free(&b);
 	return r;
 }
@@ -407,10 +415,10 @@ static void stream_ready(void *ctx)
 	w->r = NULL;
 	r->on_close = NULL;
 	struct relay_opts o = {.content_type = "application/connect+json",
-			       .size = HTTP_SIZE_UNKNOWN,
-			       .keepalive_ms = w->keepalive_ms,
-			       .keepalive = watch_keepalive,
-			       .keepalive_len = sizeof(watch_keepalive) - 1};
+	                       .size = HTTP_SIZE_UNKNOWN,
+	                       .keepalive_ms = w->keepalive_ms,
+	                       .keepalive = watch_keepalive,
+	                       .keepalive_len = sizeof(watch_keepalive) - 1};
 	w->x.rl = relay_open(r, w->a->m->loop, &o, &api_watch_relay, w);
 	if (!w->x.rl) {
 		watch_stop(w->x.w);
@@ -421,7 +429,7 @@ static void stream_ready(void *ctx)
 }
 
 static int stream_event(void *ctx, enum watch_event t, const char *path,
-			size_t len)
+                        size_t len)
 {
 	struct e2b_watch *w = ctx;
 	json_t *e = event_json(t, path, len);
@@ -441,14 +449,15 @@ static void stream_ended(void *ctx, int err, const char *msg)
 		r->on_close = NULL;
 		if (err == ENOENT)
 			connect_stream_error(r, "not_found",
-					     "path '%s' does not exist", w->path);
+			                     "path '%s' does not exist",
+			                     w->path);
 		else if (err == ENOTDIR)
 			connect_stream_error(r, "invalid_argument",
-					     "path '%s' is not a directory",
-					     w->path);
+			                     "path '%s' is not a directory",
+			                     w->path);
 		else
 			connect_stream_error(r, "internal", "watch: %s",
-					     *msg ? msg : "it ended");
+			                     *msg ? msg : "it ended");
 		free(w);
 		return;
 	}
@@ -462,7 +471,7 @@ static void stream_ended(void *ctx, int err, const char *msg)
 }
 
 static const struct watch_ops stream_ops = {stream_ready, stream_event,
-					    stream_ended};
+                                            stream_ended};
 
 static void stream_gone_early(struct http_req *r)
 {
@@ -483,7 +492,7 @@ static void watch_dir(struct e2b_req *q)
 	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
 		free(abs);
 		connect_stream_error(q->r, "invalid_argument",
-				     "path: not a valid path");
+		                     "path: not a valid path");
 		return;
 	}
 	struct e2b_watch *w = calloc(1, sizeof(*w));
@@ -497,10 +506,10 @@ static void watch_dir(struct e2b_req *q)
 	w->keepalive_ms = connect_keepalive_ms(q->r);
 	snprintf(w->path, sizeof(w->path), "%s", abs);
 	struct watch_opts o = {
-		.base = "/",
-		.path = rel_of(abs),
-		.recursive = json_is_true(json_object_get(q->body, "recursive")),
-		.as_user = !q->root};
+	    .base = "/",
+	    .path = rel_of(abs),
+	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
+	    .as_user = !q->root};
 	q->r->ctx = w;
 	q->r->on_close = stream_gone_early;
 	http_suspend(q->r);
@@ -523,8 +532,8 @@ struct poller {
 	struct poller *next;
 	char id[ID_RANDOM_MAX];
 	char *tenant, *sandbox;
-	struct watch *w;   /* NULL once it ended */
-	json_t *events;    /* FilesystemEvent[] */
+	struct watch *w; /* NULL once it ended */
+	json_t *events;  /* FilesystemEvent[] */
 	bool ready, lost;
 	struct http_req *waiting; /* CreateWatcher, until ready */
 	char path[4200];
@@ -558,7 +567,7 @@ static void poll_ready(void *ctx)
 }
 
 static int poll_event(void *ctx, enum watch_event t, const char *path,
-		      size_t len)
+                      size_t len)
 {
 	struct poller *pl = ctx;
 	json_t *e = event_json(t, path, len);
@@ -580,14 +589,14 @@ static void poll_ended(void *ctx, int err, const char *msg)
 		pl->waiting = NULL;
 		r->on_close = NULL;
 		if (err == ENOENT)
-			connect_error(r, "not_found", "path '%s' does not exist",
-				      pl->path);
+			connect_error(r, "not_found",
+			              "path '%s' does not exist", pl->path);
 		else if (err == ENOTDIR)
 			connect_error(r, "invalid_argument",
-				      "path '%s' is not a directory", pl->path);
+			              "path '%s' is not a directory", pl->path);
 		else
 			connect_error(r, "internal", "watch: %s",
-				      *msg ? msg : "it ended");
+			              *msg ? msg : "it ended");
 		poller_unlink(pl);
 	}
 	/* else kept: its events can still be fetched, then it is removed */
@@ -606,7 +615,8 @@ static void poll_create_gone(struct http_req *r)
 
 static struct poller *poller_find(struct e2b_req *q)
 {
-	const char *id = json_string_value(json_object_get(q->body, "watcherId"));
+	const char *id =
+	    json_string_value(json_object_get(q->body, "watcherId"));
 	for (struct poller *pl = pollers; id && pl; pl = pl->next)
 		if (!strcmp(pl->id, id) && !strcmp(pl->tenant, q->sb->tenant) &&
 		    !strcmp(pl->sandbox, q->sb->id) && pl->ready)
@@ -624,17 +634,19 @@ static void create_watcher(struct e2b_req *q)
 		     !strcmp(pl->tenant, q->sb->tenant);
 	if (n >= MAX_WATCHERS) {
 		connect_error(q->r, "resource_exhausted",
-			      "at most %d watchers per sandbox", MAX_WATCHERS);
+		              "at most %d watchers per sandbox", MAX_WATCHERS);
 		return;
 	}
 	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
 		free(abs);
-		connect_error(q->r, "invalid_argument", "path: not a valid path");
+		connect_error(q->r, "invalid_argument",
+		              "path: not a valid path");
 		return;
 	}
 	struct poller *pl = calloc(1, sizeof(*pl));
 	if (!pl || !(pl->tenant = strdup(q->sb->tenant)) ||
-	    !(pl->sandbox = strdup(q->sb->id)) || !(pl->events = json_array())) {
+	    !(pl->sandbox = strdup(q->sb->id)) ||
+	    !(pl->events = json_array())) {
 		if (pl) {
 			free(pl->tenant);
 			free(pl->sandbox);
@@ -650,10 +662,10 @@ static void create_watcher(struct e2b_req *q)
 	pollers = pl;
 	pl->waiting = q->r;
 	struct watch_opts o = {
-		.base = "/",
-		.path = rel_of(abs),
-		.recursive = json_is_true(json_object_get(q->body, "recursive")),
-		.as_user = !q->root};
+	    .base = "/",
+	    .path = rel_of(abs),
+	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
+	    .as_user = !q->root};
 	q->r->ctx = pl;
 	q->r->on_close = poll_create_gone;
 	http_suspend(q->r);
@@ -700,7 +712,8 @@ static void remove_watcher(struct e2b_req *q)
 	connect_ok(q->r, NULL);
 }
 
-/* ---- dispatch ------------------------------------------------------------- */
+/* ---- dispatch -------------------------------------------------------------
+ */
 
 void e2b_filesystem(struct e2b_req *q, const char *method)
 {
@@ -711,8 +724,8 @@ void e2b_filesystem(struct e2b_req *q, const char *method)
 	}
 	if (connect_streaming(q->r)) {
 		connect_stream_error(q->r, "unimplemented",
-				     "filesystem.Filesystem/%s is not a stream",
-				     method);
+		                     "filesystem.Filesystem/%s is not a stream",
+		                     method);
 		return;
 	}
 	if (!strcmp(method, "CreateWatcher")) {
@@ -735,16 +748,16 @@ void e2b_filesystem(struct e2b_req *q, const char *method)
 		op_run(o, argv);
 	} else if (!strcmp(method, "Move")) {
 		const char *d =
-			json_string_value(json_object_get(q->body, "destination"));
+		    json_string_value(json_object_get(q->body, "destination"));
 		if (!d || !*d) {
 			connect_error(q->r, "invalid_argument",
-				      "destination: not a valid path");
+			              "destination: not a valid path");
 			return;
 		}
 		char *dest = NULL;
 		if (e2b_path(q, d, &dest) < 0) {
 			connect_error(q->r, "invalid_argument",
-				      "destination: not a valid path");
+			              "destination: not a valid path");
 			return;
 		}
 		if (!(o = op_new(q, "source", true))) {
@@ -754,38 +767,46 @@ void e2b_filesystem(struct e2b_req *q, const char *method)
 		o->path2 = dest;
 		o->next = move_next;
 		const char *argv[] = {"rename", "/", rel_of(o->path),
-				      rel_of(o->path2), NULL};
+		                      rel_of(o->path2), NULL};
 		op_run(o, argv);
 	} else if (!strcmp(method, "Remove")) {
 		if (!(o = op_new(q, "path", true)))
 			return;
 		if (!strcmp(o->path, "/")) {
 			op_answer_error(o, "invalid_argument",
-					"the root cannot be removed");
+			                "the root cannot be removed");
 			return;
 		}
 		o->next = remove_next;
-		const char *argv[] = {"delete", "/", rel_of(o->path), "-r", NULL};
+		const char *argv[] = {"delete", "/", rel_of(o->path), "-r",
+		                      NULL};
 		op_run(o, argv);
 	} else if (!strcmp(method, "ListDir")) {
 		json_t *d = json_object_get(q->body, "depth");
 		json_int_t depth = json_is_integer(d) ? json_integer_value(d)
-			: json_is_string(d) ? strtoll(json_string_value(d), NULL, 10)
-					    : 1;
+		                   : json_is_string(d)
+		                       ? strtoll(json_string_value(d), NULL, 10)
+		                       : 1;
 		if (!(o = op_new(q, "path", false)))
 			return;
 		o->depth = depth < 1 ? 1 : depth > 64 ? 64 : (unsigned)depth;
 		o->next = list_next;
-		const char *argv[] = {"list", "/", rel_of(o->path), "-a",
-				      o->depth > 1 ? "-r" : NULL, NULL};
+		const char *argv[] = {"list",
+		                      "/",
+		                      rel_of(o->path),
+		                      "-a",
+		                      o->depth > 1 ? "-r" : NULL,
+		                      NULL};
 		op_run(o, argv);
 	} else {
 		connect_error(q->r, "unimplemented",
-			      "filesystem.Filesystem/%s is not supported", method);
+		              "filesystem.Filesystem/%s is not supported",
+		              method);
 	}
 }
 
-/* ---- GET /files ----------------------------------------------------------- */
+/* ---- GET /files -----------------------------------------------------------
+ */
 
 struct download {
 	struct api_exec x; /* first: the relay's glue */
@@ -828,14 +849,15 @@ static int download_output(void *ctx, int fd, const char *data, size_t len)
 			r->on_close = NULL;
 			char disp[4400];
 			snprintf(disp, sizeof(disp), "inline; filename=\"%s\"",
-				 name_of(d->path));
-			const char *hdrs[] = {"Content-Disposition", disp, NULL};
-			struct relay_opts o = {
-				.content_type = "application/octet-stream",
-				.size = size,
-				.headers = hdrs};
+			         name_of(d->path));
+			const char *hdrs[] = {"Content-Disposition", disp,
+			                      NULL};
+			struct relay_opts o = {.content_type =
+			                           "application/octet-stream",
+			                       .size = size,
+			                       .headers = hdrs};
 			d->x.rl = relay_open(r, d->a->m->loop, &o,
-					     &api_exec_relay, d);
+			                     &api_exec_relay, d);
 			if (!d->x.rl && d->x.job)
 				exec_cancel(d->x.job);
 		} else {
@@ -860,15 +882,17 @@ static void download_done(const struct exec_result *res, void *ctx)
 		if (!strncmp(line, "D\n", 2) || !strcmp(line, "D"))
 			e2b_error(r, 400, "path '%s' is a directory", d->path);
 		else if (parse_error(&d->head, &e, what, sizeof(what)))
-			e2b_error(r, e == ENOENT ? 404
-				     : e == EACCES || e == EPERM ? 403
-				     : e == EISDIR ? 400 : 500,
-				  e == ENOENT ? "path '%s' does not exist"
-					      : "path '%s': cannot be read",
-				  d->path);
+			e2b_error(r,
+			          e == ENOENT                 ? 404
+			          : e == EACCES || e == EPERM ? 403
+			          : e == EISDIR               ? 400
+			                                      : 500,
+			          e == ENOENT ? "path '%s' does not exist"
+			                      : "path '%s': cannot be read",
+			          d->path);
 		else
 			e2b_error(r, 500, "%s: %s", d->path,
-				  res->msg[0] ? res->msg : "read failed");
+			          res->msg[0] ? res->msg : "read failed");
 	}
 	if (d->x.rl)
 		relay_end(d->x.rl);
@@ -901,11 +925,11 @@ void e2b_files_get(struct e2b_req *q)
 	http_suspend(q->r);
 	const char *argv[] = {"read", "/", rel_of(d->path), NULL};
 	struct exec_params ep = {.argv = argv,
-				 .builtin = true,
-				 .detached = true,
-				 .as_user = !q->root,
-				 .timeout_ms = EXEC_NO_TIMEOUT,
-				 .on_output = download_output};
+	                         .builtin = true,
+	                         .detached = true,
+	                         .as_user = !q->root,
+	                         .timeout_ms = EXEC_NO_TIMEOUT,
+	                         .on_output = download_output};
 	struct sbx_err err = {0};
 	if (exec_submit(q->sb, NULL, &ep, download_done, d, &d->x.job, &err) <
 	    0) {
@@ -915,29 +939,30 @@ void e2b_files_get(struct e2b_req *q)
 	}
 }
 
-/* ---- POST /files ---------------------------------------------------------- */
+/* ---- POST /files ----------------------------------------------------------
+ */
 
 enum mp_state { MP_PREAMBLE, MP_HEADERS, MP_DATA, MP_END };
 
 struct upload {
 	struct api *a;
-	struct http_req *r;     /* NULL once the client is gone */
+	struct http_req *r; /* NULL once the client is gone */
 	struct sandbox *sb;
 	bool root, multipart, gzip, failed, body_ended;
-	char *query_path;       /* ?path= (absolute), or NULL */
-	char boundary[128];     /* "\r\n--" + the boundary */
+	char *query_path;   /* ?path= (absolute), or NULL */
+	char boundary[128]; /* "\r\n--" + the boundary */
 	size_t blen;
 	enum mp_state st;
-	struct buf in;          /* multipart: raw bytes not parsed yet;
-				   octet: bytes for the builtin */
+	struct buf in; /* multipart: raw bytes not parsed yet;
+	                  octet: bytes for the builtin */
 	z_stream z;
 	bool z_on;
-	struct exec_job *job;   /* the file being written */
+	struct exec_job *job; /* the file being written */
 	bool job_running, closing;
-	bool cancel_pending;    /* SIGTERM it once it has a pid */
-	char cur[4200];         /* its path */
-	json_t *written;        /* [{path, name, type}] */
-	unsigned status;        /* an error to answer */
+	bool cancel_pending; /* SIGTERM it once it has a pid */
+	char cur[4200];      /* its path */
+	json_t *written;     /* [{path, name, type}] */
+	unsigned status;     /* an error to answer */
 	char msg[512];
 };
 
@@ -966,7 +991,7 @@ static void up_started(void *ctx, int pid)
 }
 
 static void up_fail(struct upload *u, unsigned status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void up_fail(struct upload *u, unsigned status, const char *fmt, ...)
 {
 	if (u->status)
@@ -1037,12 +1062,12 @@ static void up_job_done(const struct exec_result *res, void *ctx)
 			up_fail(u, 500, "%s: %s", u->cur, strerror(e));
 	} else if (res->failure != EXEC_OK || res->exit_code) {
 		up_fail(u, 500, "%s: %s", u->cur,
-			res->msg[0] ? res->msg : "write failed");
+		        res->msg[0] ? res->msg : "write failed");
 	} else if (!u->failed) {
 		json_array_append_new(u->written,
-				      json_pack("{s:s, s:s, s:s}", "path", u->cur,
-						"name", name_of(u->cur), "type",
-						"file"));
+		                      json_pack("{s:s, s:s, s:s}", "path",
+		                                u->cur, "name", name_of(u->cur),
+		                                "type", "file"));
 	}
 	up_pump(u);
 	up_finish(u);
@@ -1066,20 +1091,21 @@ static int up_start_file(struct upload *u, const char *path)
 		abs = NULL;
 	if (!abs || strlen(abs) >= sizeof(u->cur) || !strcmp(abs, "/")) {
 		free(abs);
-		up_fail(u, 400, "'%s': not a valid file path", path ? path : "");
+		up_fail(u, 400, "'%s': not a valid file path",
+		        path ? path : "");
 		return -1;
 	}
 	snprintf(u->cur, sizeof(u->cur), "%s", abs);
 	free(abs);
 	const char *argv[] = {"write", "/", rel_of(u->cur), "-", NULL};
 	struct exec_params p = {.argv = argv,
-				.builtin = true,
-				.detached = true,
-				.as_user = !u->root,
-				.stdin_stream = true,
-				.on_stdin_drain = up_drained,
-				.on_started = up_started,
-				.timeout_ms = EXEC_NO_TIMEOUT};
+	                        .builtin = true,
+	                        .detached = true,
+	                        .as_user = !u->root,
+	                        .stdin_stream = true,
+	                        .on_stdin_drain = up_drained,
+	                        .on_started = up_started,
+	                        .timeout_ms = EXEC_NO_TIMEOUT};
 	struct sbx_err err = {0};
 	u->job_running = true;
 	if (exec_submit(u->sb, NULL, &p, up_job_done, u, &u->job, &err) < 0) {
@@ -1137,7 +1163,7 @@ static void up_pump(struct upload *u)
 		if (u->st == MP_PREAMBLE) {
 			/* the first boundary has no CRLF before it */
 			char *b = find_bytes(u->in.data, u->in.len,
-					     u->boundary + 2, u->blen - 2);
+			                     u->boundary + 2, u->blen - 2);
 			if (!b)
 				return;
 			size_t used = (size_t)(b - u->in.data) + u->blen - 2;
@@ -1154,16 +1180,17 @@ static void up_pump(struct upload *u)
 		if (u->st == MP_HEADERS) {
 			if (u->job_running)
 				return; /* the previous file is still closing */
-			char *end = find_bytes(u->in.data, u->in.len,
-					       "\r\n\r\n", 4);
+			char *end =
+			    find_bytes(u->in.data, u->in.len, "\r\n\r\n", 4);
 			if (!end) {
 				if (u->in.len > 16384)
 					up_fail(u, 400,
-						"multipart headers too long");
+					        "multipart headers too long");
 				return;
 			}
 			*end = '\0';
-			char *cd = strcasestr(u->in.data, "content-disposition:");
+			char *cd =
+			    strcasestr(u->in.data, "content-disposition:");
 			char fname[4200] = "", pname[64] = "";
 			if (cd) {
 				char *f = strstr(cd, "filename=\"");
@@ -1189,8 +1216,9 @@ static void up_pump(struct upload *u)
 			}
 			buf_consume(&u->in, (size_t)(end - u->in.data) + 4);
 			if (strcmp(pname, "file")) {
-				up_fail(u, 400, "a multipart part named \"file\" "
-					"is expected");
+				up_fail(u, 400,
+				        "a multipart part named \"file\" "
+				        "is expected");
 				return;
 			}
 			if (up_start_file(u, fname) < 0)
@@ -1199,11 +1227,11 @@ static void up_pump(struct upload *u)
 		}
 		if (u->st == MP_DATA) {
 			char *b = find_bytes(u->in.data, u->in.len, u->boundary,
-					     u->blen);
+			                     u->blen);
 			size_t safe = b ? (size_t)(b - u->in.data)
-				      : u->in.len >= u->blen
-					      ? u->in.len - (u->blen - 1)
-					      : 0;
+			              : u->in.len >= u->blen
+			                  ? u->in.len - (u->blen - 1)
+			                  : 0;
 			if (safe) {
 				size_t n = up_feed(u, u->in.data, safe);
 				buf_consume(&u->in, n);
@@ -1292,7 +1320,8 @@ static void up_body_end(struct http_req *r)
 			up_fail(u, 400, "the gzip body is incomplete");
 	}
 	/* a part cut short: its file is not kept (SIGTERM to the builtin) */
-	if (u->multipart && u->st == MP_DATA)
+	if (u->multipart && u->st == MP_DATA &&
+	    !find_bytes(u->in.data, u->in.len, u->boundary, u->blen))
 		up_fail(u, 400, "the multipart body ended early");
 	up_finish(u); /* after the files still being written */
 }
@@ -1346,7 +1375,7 @@ void e2b_files_begin(struct e2b_req *q)
 		}
 		u->multipart = true;
 		u->blen = (size_t)snprintf(u->boundary, sizeof(u->boundary),
-					   "\r\n--%.*s", (int)l, bd);
+		                           "\r\n--%.*s", (int)l, bd);
 	} else {
 		if (!u->query_path) {
 			up_free(u);
@@ -1363,8 +1392,8 @@ void e2b_files_begin(struct e2b_req *q)
 			u->z_on = true;
 		} else if (ce && strcasecmp(ce, "identity")) {
 			up_free(u);
-			e2b_error(r, 400, "Content-Encoding %s is not supported",
-				  ce);
+			e2b_error(r, 400,
+			          "Content-Encoding %s is not supported", ce);
 			return;
 		}
 		if (up_start_file(u, NULL) < 0) {

@@ -29,7 +29,7 @@ struct e2b_stream {
 	struct http_req *r;   /* until the stream is open */
 	struct api *a;
 	unsigned keepalive_ms;
-	bool from_start;      /* Start: every byte; Connect: from now on */
+	bool from_start; /* Start: every byte; Connect: from now on */
 };
 
 static int send_env(struct e2b_stream *s, json_t *msg, unsigned flags)
@@ -37,14 +37,14 @@ static int send_env(struct e2b_stream *s, json_t *msg, unsigned flags)
 	struct buf b;
 	buf_init(&b, 0);
 	int r = connect_envelope(&b, flags, msg) < 0
-			? 0
-			: relay_write(s->fw.rl, b.data, b.len);
+	            ? 0
+	            : relay_write(s->fw.rl, b.data, b.len);
 	buf_free(&b);
 	return r;
 }
 
 static int on_output(void *ctx, int fd, uint64_t end, const char *data,
-		     size_t len)
+                     size_t len)
 {
 	struct e2b_stream *s = ctx;
 	(void)end;
@@ -53,9 +53,9 @@ static int on_output(void *ctx, int fd, uint64_t end, const char *data,
 		return 0;
 	base64_encode(data, len, b64);
 	int r = send_env(s,
-			 json_pack("{s:{s:{s:s}}}", "event", "data",
-				   fd == 2 ? "stderr" : "stdout", b64),
-			 0);
+	                 json_pack("{s:{s:{s:s}}}", "event", "data",
+	                           fd == 2 ? "stderr" : "stdout", b64),
+	                 0);
 	free(b64);
 	return r;
 }
@@ -72,18 +72,19 @@ static json_t *end_json(const struct process *p)
 	json_t *e = json_object();
 	if (p->signo) {
 		const char *name = p->signo == SIGKILL   ? "killed"
-				   : p->signo == SIGTERM ? "terminated"
-				   : p->signo == SIGINT  ? "interrupt"
-							 : strsignal(p->signo);
+		                   : p->signo == SIGTERM ? "terminated"
+		                   : p->signo == SIGINT  ? "interrupt"
+		                                         : strsignal(p->signo);
 		snprintf(status, sizeof(status), "signal: %s", name);
 		json_object_set_new(e, "exitCode", json_integer(-1));
 		json_object_set_new(e, "exited", json_false());
 		json_object_set_new(e, "error", json_string(status));
 	} else {
-		snprintf(status, sizeof(status), "exit status %d", p->exit_code);
+		snprintf(status, sizeof(status), "exit status %d",
+		         p->exit_code);
 		if (p->exit_code)
 			json_object_set_new(e, "exitCode",
-					    json_integer(p->exit_code));
+			                    json_integer(p->exit_code));
 		json_object_set_new(e, "exited", json_true());
 		if (p->exit_code)
 			json_object_set_new(e, "error", json_string(status));
@@ -99,10 +100,10 @@ static void on_ended(void *ctx, const struct process *p, bool gone)
 	buf_init(&b, 0);
 	if (gone || p->error[0]) {
 		connect_end(&b, "unavailable",
-			    p->error[0] ? p->error : "the sandbox stopped");
+		            p->error[0] ? p->error : "the sandbox stopped");
 	} else if (p->timed_out) {
 		connect_end(&b, "deadline_exceeded",
-			    "the command's timeout was reached: it was killed");
+		            "the command's timeout was reached: it was killed");
 	} else {
 		connect_envelope(&b, 0, end_json(p));
 		connect_end(&b, NULL, NULL);
@@ -113,7 +114,7 @@ static void on_ended(void *ctx, const struct process *p, bool gone)
 }
 
 static const struct process_follow_ops follow_ops = {on_output, on_dropped,
-						     on_ended};
+                                                     on_ended};
 
 static struct e2b_stream *stream_new(struct e2b_req *q, bool from_start)
 {
@@ -139,16 +140,16 @@ static void stream_open(struct e2b_stream *s, struct process *p)
 	s->r = NULL;
 	r->on_close = NULL;
 	struct relay_opts o = {.content_type = "application/connect+json",
-			       .size = HTTP_SIZE_UNKNOWN,
-			       .keepalive_ms = s->keepalive_ms,
-			       .keepalive = keepalive_env,
-			       .keepalive_len = sizeof(keepalive_env) - 1};
+	                       .size = HTTP_SIZE_UNKNOWN,
+	                       .keepalive_ms = s->keepalive_ms,
+	                       .keepalive = keepalive_env,
+	                       .keepalive_len = sizeof(keepalive_env) - 1};
 	if (api_follow_open(&s->fw, r, s->a->m->loop, &o) < 0)
 		return; /* s is freed */
 	send_env(s, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", p->pid),
-		 0);
+	         0);
 	api_follow_attach(&s->fw, p, s->from_start ? 0 : p->log_end,
-			  &follow_ops);
+	                  &follow_ops);
 }
 
 static void start_gone(struct http_req *r)
@@ -170,7 +171,8 @@ static void started(struct process *p, void *ctx)
 		stream_free(s);
 		/* envd: a cwd that does not exist, a program that cannot run */
 		connect_stream_error(r, "invalid_argument", "%s",
-				     p->error[0] ? p->error : "it did not start");
+		                     p->error[0] ? p->error
+		                                 : "it did not start");
 		return;
 	}
 	stream_open(s, p);
@@ -183,8 +185,8 @@ static json_t *process_config(const struct process *p)
 		return n;
 	json_decref(n);
 	return json_pack("{s:{s:s, s:[s, s], s:{}}}", "config", "cmd",
-			 "/bin/bash", "args", "-c", p->command ? p->command : "",
-			 "envs");
+	                 "/bin/bash", "args", "-c",
+	                 p->command ? p->command : "", "envs");
 }
 
 static void start(struct e2b_req *q)
@@ -195,8 +197,8 @@ static void start(struct e2b_req *q)
 	    !json_is_null(json_object_get(q->body, "pty"))) {
 		/* PTY: start on the terminal engine here */
 		connect_stream_error(r, "unimplemented",
-				     "PTY processes are not supported by "
-				     "sandboxd yet");
+		                     "PTY processes are not supported by "
+		                     "sandboxd yet");
 		return;
 	}
 	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
@@ -204,7 +206,7 @@ static void start(struct e2b_req *q)
 	if (!json_is_object(proc) || !cmd || !*cmd ||
 	    (args && !json_is_array(args))) {
 		connect_stream_error(r, "invalid_argument",
-				     "process.cmd: a program is needed");
+		                     "process.cmd: a program is needed");
 		return;
 	}
 	size_t na = json_array_size(args);
@@ -216,9 +218,10 @@ static void start(struct e2b_req *q)
 		goto oom;
 	argv[0] = cmd;
 	for (size_t i = 0; i < na; i++)
-		if (!(argv[i + 1] = json_string_value(json_array_get(args, i)))) {
+		if (!(argv[i + 1] =
+		          json_string_value(json_array_get(args, i)))) {
 			connect_stream_error(r, "invalid_argument",
-					     "process.args: strings");
+			                     "process.args: strings");
 			goto out;
 		}
 	const char *bad;
@@ -226,8 +229,8 @@ static void start(struct e2b_req *q)
 	if (e == -ENOMEM)
 		goto oom;
 	if (e < 0) {
-		connect_stream_error(r, "invalid_argument",
-				     "process.envs: %s", bad ? bad : "not an object");
+		connect_stream_error(r, "invalid_argument", "process.envs: %s",
+		                     bad ? bad : "not an object");
 		goto out;
 	}
 	if (!(all = e2b_user_env(q, env, envc, &allc)))
@@ -235,18 +238,19 @@ static void start(struct e2b_req *q)
 	const char *c = json_string_value(json_object_get(proc, "cwd"));
 	if (e2b_path(q, c, &cwd) < 0) {
 		connect_stream_error(r, "invalid_argument",
-				     "cwd '%s' is not a valid path", c);
+		                     "cwd '%s' is not a valid path", c);
 		goto out;
 	}
 	json_t *st = json_object_get(q->body, "stdin");
 	bool keep_stdin = !st || json_is_true(st);
 	uint64_t timeout = connect_timeout_ms(r);
 	struct exec_params p = {.argv = argv,
-				.env = (const char *const *)all,
-				.envc = allc,
-				.cwd = cwd,
-				.as_user = !q->root,
-				.timeout_ms = timeout ? timeout : EXEC_NO_TIMEOUT};
+	                        .env = (const char *const *)all,
+	                        .envc = allc,
+	                        .cwd = cwd,
+	                        .as_user = !q->root,
+	                        .timeout_ms =
+	                            timeout ? timeout : EXEC_NO_TIMEOUT};
 	/* what /v1 lists as its command */
 	struct buf disp;
 	buf_init(&disp, 4096);
@@ -262,7 +266,7 @@ static void start(struct e2b_req *q)
 	struct process *pr;
 	struct sbx_err err = {0};
 	int rc = process_start(q->sb, NULL, NULL, &p, buf_cstr(&disp), started,
-			       s, &pr, &err);
+	                       s, &pr, &err);
 	buf_free(&disp);
 	if (rc < 0) {
 		r->on_close = NULL;
@@ -270,13 +274,13 @@ static void start(struct e2b_req *q)
 		connect_stream_error(r, "internal", "%s", err.msg);
 		goto out;
 	}
-	json_t *note = json_pack(
-		"{s:{s:s, s:O, s:O, s:s}}", "config", "cmd", cmd, "args",
-		args ? args : json_array(), "envs",
-		json_is_object(json_object_get(proc, "envs"))
-			? json_object_get(proc, "envs")
-			: json_object(),
-		"cwd", cwd);
+	json_t *note =
+	    json_pack("{s:{s:s, s:O, s:O, s:s}}", "config", "cmd", cmd, "args",
+	              args ? args : json_array(), "envs",
+	              json_is_object(json_object_get(proc, "envs"))
+	                  ? json_object_get(proc, "envs")
+	                  : json_object(),
+	              "cwd", cwd);
 	const char *tag = json_string_value(json_object_get(q->body, "tag"));
 	if (tag)
 		json_object_set_new(note, "tag", json_string(tag));
@@ -302,13 +306,16 @@ static struct process *selected(struct e2b_req *q)
 	const char *tag = json_string_value(json_object_get(sel, "tag"));
 	char buf[32];
 	if (json_is_integer(pid)) {
-		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(pid));
+		snprintf(buf, sizeof(buf), "%lld",
+		         (long long)json_integer_value(pid));
 	} else if (json_is_string(pid)) {
 		snprintf(buf, sizeof(buf), "%s", json_string_value(pid));
 	} else if (tag) {
 		for (struct process *p = q->sb->procs; p; p = p->next) {
-			json_t *n = p->note ? json_loads(p->note, 0, NULL) : NULL;
-			const char *t = json_string_value(json_object_get(n, "tag"));
+			json_t *n =
+			    p->note ? json_loads(p->note, 0, NULL) : NULL;
+			const char *t =
+			    json_string_value(json_object_get(n, "tag"));
 			bool hit = !p->ended && t && !strcmp(t, tag);
 			json_decref(n);
 			if (hit)
@@ -383,7 +390,7 @@ static void send_input(struct e2b_req *q)
 	if (json_object_get(in, "pty")) {
 		/* PTY: write to the terminal here */
 		connect_error(q->r, "unimplemented",
-			      "PTY input is not supported by sandboxd yet");
+		              "PTY input is not supported by sandboxd yet");
 		return;
 	}
 	const char *b64 = json_string_value(json_object_get(in, "stdin"));
@@ -395,7 +402,7 @@ static void send_input(struct e2b_req *q)
 	if (len < 0) {
 		free(data);
 		connect_error(q->r, "invalid_argument",
-			      "input.stdin: base64 bytes");
+		              "input.stdin: base64 bytes");
 		return;
 	}
 	int rc = process_stdin(p, data, (size_t)len, stdin_done, q->r);
@@ -405,10 +412,11 @@ static void send_input(struct e2b_req *q)
 		q->r->on_close = stdin_gone;
 		http_suspend(q->r);
 	} else if (rc == -EBUSY) {
-		connect_error(q->r, "unavailable", "a stdin write is in progress");
+		connect_error(q->r, "unavailable",
+		              "a stdin write is in progress");
 	} else if (rc == -EPIPE) {
 		connect_error(q->r, "internal",
-			      "the process no longer reads its stdin");
+		              "the process no longer reads its stdin");
 	} else if (rc < 0) {
 		stdin_done(q->r, rc);
 	} else {
@@ -433,15 +441,15 @@ static void send_signal(struct e2b_req *q)
 	if (json_is_string(sig)) {
 		const char *s = json_string_value(sig);
 		signo = !strcmp(s, "SIGNAL_SIGKILL")   ? SIGKILL
-			: !strcmp(s, "SIGNAL_SIGTERM") ? SIGTERM
-						       : 0;
+		        : !strcmp(s, "SIGNAL_SIGTERM") ? SIGTERM
+		                                       : 0;
 	} else if (json_is_integer(sig)) {
 		long long v = json_integer_value(sig);
 		signo = v == 9 ? SIGKILL : v == 15 ? SIGTERM : 0;
 	}
 	if (!signo) {
 		connect_error(q->r, "invalid_argument",
-			      "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+		              "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 		return;
 	}
 	if (!p || p->ended || !p->job) {
@@ -474,13 +482,13 @@ void e2b_process(struct e2b_req *q, const char *method)
 			connect_error(q->r, "not_found", "process not found");
 		else
 			connect_error(q->r, "unimplemented",
-				      "PTY resize is not supported by sandboxd "
-				      "yet");
+			              "PTY resize is not supported by sandboxd "
+			              "yet");
 	} else if (stream)
 		connect_stream_error(q->r, "unimplemented",
-				     "process.Process/%s is not supported",
-				     method);
+		                     "process.Process/%s is not supported",
+		                     method);
 	else
 		connect_error(q->r, "unimplemented",
-			      "process.Process/%s is not supported", method);
+		              "process.Process/%s is not supported", method);
 }

@@ -53,9 +53,9 @@ static int event(void *ctx, enum watch_event t, const char *path, size_t len)
 	if (!v->x.rl)
 		return 0;
 	return relay_event_json(v->x.rl, "change",
-				json_pack("{s:s, s:s%}", "type",
-					  watch_event_name(t), "path", path,
-					  len));
+	                        json_pack("{s:s, s:s%}", "type",
+	                                  watch_event_name(t), "path", path,
+	                                  len));
 }
 
 static void ended(void *ctx, int err, const char *msg)
@@ -67,13 +67,13 @@ static void ended(void *ctx, int err, const char *msg)
 		r->on_close = NULL;
 		if (err == ENOENT || err == ENOTDIR)
 			v1_error(r, 404, "file_not_found",
-				 "%s: no such directory", v->path);
+			         "%s: no such directory", v->path);
 		else if (err == EXDEV || err == ELOOP)
 			v1_error(r, 403, "path_outside_workspace",
-				 "%s: resolves outside /workspace", v->path);
+			         "%s: resolves outside /workspace", v->path);
 		else
 			v1_error(r, 500, "internal", "watch: %s",
-				 *msg ? msg : "it ended");
+			         *msg ? msg : "it ended");
 		free(v);
 		return;
 	}
@@ -90,7 +90,7 @@ void v1_watch(struct api *a, struct http_req *r, struct route_match *m)
 	int pv = path_beneath("/workspace", m->params[1], rel, sizeof(rel));
 	if (pv == PATH_OUTSIDE) {
 		v1_error(r, 403, "path_outside_workspace",
-			 "paths must stay inside /workspace");
+		         "paths must stay inside /workspace");
 		return;
 	}
 	if (pv) {
@@ -99,9 +99,9 @@ void v1_watch(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	const char *rec = http_query(r, "recursive");
 	struct watch_opts o = {
-		.base = "/workspace",
-		.path = *rel ? rel : ".",
-		.recursive = rec && (!strcmp(rec, "1") || !strcmp(rec, "true")),
+	    .base = "/workspace",
+	    .path = *rel ? rel : ".",
+	    .recursive = rec && (!strcmp(rec, "1") || !strcmp(rec, "true")),
 	};
 	struct sandbox *sb = v1_sandbox_to_run(a, r, m);
 	if (!sb)
@@ -114,7 +114,7 @@ void v1_watch(struct api *a, struct http_req *r, struct route_match *m)
 	v->a = a;
 	v->r = r;
 	snprintf(v->path, sizeof(v->path), "/workspace%s%s", *rel ? "/" : "",
-		 rel);
+	         rel);
 	r->ctx = v;
 	r->on_close = gone_early;
 	http_suspend(r);
