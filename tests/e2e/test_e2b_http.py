@@ -230,3 +230,40 @@ def test_upload_answers_one_entry_per_file(e2b):
     r = rpc(e2b, sbx, "filesystem.Filesystem/ListDir", {"path": "/home/user"})
     assert sorted(e["name"] for e in r.json()["entries"]) == ["up.txt"], r.json()
     api(e2b, "DELETE", f"/sandboxes/{sbx['sandboxID']}")
+
+
+def test_streams_end_without_leaking_and_commands_outlive_them(e2b):
+    sbx = create(e2b)
+    stream(e2b, sbx, "process.Process/Start",
+           {"process": {"cmd": "/bin/true"}, "stdin": False})
+    before = e2b.fd_count()
+    payload = json.dumps({"process": {"cmd": "/bin/sleep", "args": ["1000"]},
+                          "stdin": False}).encode()
+    pids = []
+    for _ in range(3):
+        r = envd(e2b, sbx, "/process.Process/Start",
+                 data=struct.pack(">BI", 0, len(payload)) + payload, stream=True,
+                 headers={"Content-Type": "application/connect+json",
+                          "Connect-Protocol-Version": "1"})
+        head = r.raw.read(5)
+        n = struct.unpack(">BI", head)[1]
+        pids.append(json.loads(r.raw.read(n))["event"]["start"]["pid"])
+        r.close()  # the client leaves; the command runs on
+    listed = rpc(e2b, sbx, "process.Process/List", {}).json()["processes"]
+    assert sorted(p["pid"] for p in listed) == sorted(pids), listed
+    for pid in pids:
+        r = rpc(e2b, sbx, "process.Process/SendSignal",
+                {"process": {"pid": pid}, "signal": "SIGNAL_SIGKILL"})
+        assert r.status_code == 200, r.text
+    from helpers import wait_until
+    assert wait_until(lambda: not rpc(e2b, sbx, "process.Process/List", {}).json()["processes"], 10)
+    # garbage in: no crash, no fd kept
+    for body in (b"", b"\0\0\0", b"\x01\0\0\0\x02{}", b"\0\0\0\0\x05nope!"):
+        r = envd(e2b, sbx, "/process.Process/Start", data=body,
+                 headers={"Content-Type": "application/connect+json"})
+        assert r.status_code == 200 and envelopes(r.content)[-1][1]["error"]["code"] == "invalid_argument"
+    r = envd(e2b, sbx, "/filesystem.Filesystem/Stat", data=b"{not json",
+             headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["code"] == "invalid_argument"
+    assert wait_until(lambda: e2b.fd_count() <= before, 10), (before, e2b.fd_count())
+    api(e2b, "DELETE", f"/sandboxes/{sbx['sandboxID']}")

@@ -598,6 +598,8 @@ static void poll_ended(void *ctx, int err, const char *msg)
 			connect_error(r, "internal", "watch: %s",
 			              *msg ? msg : "it ended");
 		poller_unlink(pl);
+	} else if (!json_array_size(pl->events)) {
+		poller_unlink(pl); /* nothing left to fetch */
 	}
 	/* else kept: its events can still be fetched, then it is removed */
 }
