@@ -17,9 +17,10 @@ static void test_envelope_bytes(void **state)
 	(void)state;
 	struct buf b;
 	buf_init(&b, 0);
-	assert_int_equal(connect_envelope(&b, 0, json_pack("{s:{s:{s:i}}}", "event",
-							   "start", "pid", 100)),
-			 0);
+	assert_int_equal(connect_envelope(&b, 0,
+	                                  json_pack("{s:{s:{s:i}}}", "event",
+	                                            "start", "pid", 100)),
+	                 0);
 	static const char msg[] = "{\"event\":{\"start\":{\"pid\":100}}}";
 	assert_int_equal(b.len, 5 + sizeof(msg) - 1);
 	assert_memory_equal(b.data, "\0\0\0\0\x1f", 5);
@@ -32,9 +33,9 @@ static void test_envelope_bytes(void **state)
 	connect_end(&b, "not_found", "process not found");
 	assert_int_equal((unsigned char)b.data[0], 2);
 	json_t *j = json_loadb(b.data + 5, b.len - 5, 0, NULL);
-	assert_string_equal(
-		json_string_value(json_object_get(json_object_get(j, "error"), "code")),
-		"not_found");
+	assert_string_equal(json_string_value(json_object_get(
+	                        json_object_get(j, "error"), "code")),
+	                    "not_found");
 	json_decref(j);
 	buf_free(&b);
 }
@@ -58,8 +59,8 @@ static void test_unwrap_request(void **state)
 	json_t *j = unwrap(ok, sizeof(ok) - 1, &why);
 	assert_non_null(j);
 	assert_int_equal(json_integer_value(json_object_get(
-				 json_object_get(j, "process"), "pid")),
-			 100);
+	                     json_object_get(j, "process"), "pid")),
+	                 100);
 	json_decref(j);
 	/* cut short, a length past the body, compressed, not an object */
 	assert_null(unwrap(ok, 4, &why));
@@ -87,16 +88,17 @@ static void test_codes(void **state)
 	assert_string_equal(connect_code_of_errno(EEXIST), "already_exists");
 	assert_string_equal(connect_code_of_errno(ENOTDIR), "invalid_argument");
 	assert_string_equal(connect_code_of_errno(EACCES), "permission_denied");
-	assert_string_equal(connect_code_of_errno(ENOSPC), "resource_exhausted");
+	assert_string_equal(connect_code_of_errno(ENOSPC),
+	                    "resource_exhausted");
 	assert_string_equal(connect_code_of_errno(EIO), "internal");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_envelope_bytes),
-		cmocka_unit_test(test_unwrap_request),
-		cmocka_unit_test(test_codes),
+	    cmocka_unit_test(test_envelope_bytes),
+	    cmocka_unit_test(test_unwrap_request),
+	    cmocka_unit_test(test_codes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

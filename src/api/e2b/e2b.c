@@ -1106,6 +1106,12 @@ static struct sandbox *plane_sandbox(struct api *a, struct http_req *r)
 	                     .token = http_header(r, "X-Access-Token")};
 	if (!c.token)
 		c.token = http_header(r, "E2B-Traffic-Access-Token");
+	if (!c.token && http_query(r, "signature")) {
+		e2b_error(r, 401,
+		          "signed URLs are not supported by sandboxd: "
+		          "send the envd access token");
+		return NULL;
+	}
 	if (c.id && sandbox_id_valid(c.id))
 		manager_foreach(a->m, find_one, &c);
 	if (!c.found || e2b_paused(c.found)) {
