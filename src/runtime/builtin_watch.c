@@ -214,8 +214,10 @@ _Noreturn void builtin_watch(int dfd, bool rec)
 			size_t need = used + strlen(dir) + strlen(name) + 4;
 			if (need > cap) {
 				cap = need * 2;
-				if (!(out = realloc(out, cap)))
-					die(ENOMEM, "out of memory");
+				char *grown = realloc(out, cap);
+				if (!grown)
+					die(ENOMEM, "out of memory"); /* exits */
+				out = grown;
 			}
 			int w = snprintf(out + used, cap - used, "%c %s%s%s", c,
 			                 dir, *dir && *name ? "/" : "", name);
