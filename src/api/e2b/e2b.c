@@ -978,7 +978,7 @@ static void expire_one(struct sandbox *sb, void *data)
 		return;
 	}
 	log_info("sandbox=%s event=e2b-timeout action=kill", sb->id);
-	/* manager_foreach tolerates the current one going: see below */
+	/* from the list on_deadline collected, never inside manager_foreach */
 	sandbox_destroy(sb, &err);
 }
 
