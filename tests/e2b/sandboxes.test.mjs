@@ -89,6 +89,24 @@ describe("list", () => {
 				items.map((s) => s.sandboxId).sort(),
 				made.map((s) => s.sandboxId).sort(),
 			);
+			// order over the whole set, before paging: asc is desc reversed
+			const desc = (await listAll({ query: { metadata: { tag } }, limit: 2 })).items;
+			const asc = (await listAll({ query: { metadata: { tag } }, limit: 2, order: "asc" })).items;
+			assert.deepEqual(asc.map((s) => s.sandboxId), desc.map((s) => s.sandboxId).reverse());
+			// startedAfter: those started at or after a moment
+			const at = asc[2].startedAt;
+			const later = await listAll({ query: { metadata: { tag }, startedAfter: at } });
+			assert.deepEqual(
+				later.items.map((s) => s.sandboxId).sort(),
+				asc.filter((s) => s.startedAt >= at).map((s) => s.sandboxId).sort(),
+			);
+			assert.ok(later.items.length >= 3, String(later.items.length));
+			const ci = await Sandbox.create("code-interpreter-v1", { metadata: { tag } });
+			made.push(ci);
+			const byTpl = await listAll({ query: { metadata: { tag }, template: "code-interpreter-v1" } });
+			assert.deepEqual(byTpl.items.map((s) => s.sandboxId), [ci.sandboxId]);
+			made.pop();
+			await ci.kill();
 			const one = await listAll({ query: { metadata: { tag, n: "3" } } });
 			assert.deepEqual(one.items.map((s) => s.sandboxId), [made[3].sandboxId]);
 			await made[0].pause();

@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/e2b/e2b.h"
@@ -593,6 +594,8 @@ struct list_ctx {
 	const char *tenant;
 	bool running, paused;
 	json_t *md;
+	const char *template; /* NULL: any */
+	uint64_t after_ms;    /* started at or after (0: any) */
 	struct sandbox **v;
 	size_t n, cap;
 };
@@ -602,8 +605,13 @@ static void list_one(struct sandbox *sb, void *data)
 	struct list_ctx *c = data;
 	if (strcmp(sb->tenant, c->tenant))
 		return;
-	bool paused = e2b_paused(sb);
+	struct e2b_state st;
+	state_of(sb, &st);
+	bool paused = st.paused;
 	if ((paused && !c->paused) || (!paused && !c->running))
+		return;
+	if ((c->template && strcmp(c->template, st.template)) ||
+	    st.start_ms < c->after_ms)
 		return;
 	if (json_object_size(c->md)) {
 		json_t *l = labels_of(sb);
@@ -642,6 +650,32 @@ static int by_start(const void *x, const void *y)
 	return strcmp(a->id, b->id);
 }
 
+static int by_start_asc(const void *x, const void *y)
+{
+	return by_start(y, x);
+}
+
+/* "2026-01-02T03:04:05[.123][Z]" (UTC) in ms; 0 when it is not one. */
+static uint64_t parse_time_ms(const char *s)
+{
+	struct tm tm = {0};
+	const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	if (!rest)
+		return 0;
+	time_t t = timegm(&tm);
+	uint64_t ms = t > 0 ? (uint64_t)t * 1000 : 0;
+	if (*rest == '.') {
+		unsigned frac = 0, digits = 0;
+		for (rest++; *rest >= '0' && *rest <= '9'; rest++)
+			if (digits++ < 3)
+				frac = frac * 10 + (unsigned)(*rest - '0');
+		while (digits++ < 3)
+			frac *= 10;
+		ms += frac;
+	}
+	return ms;
+}
+
 static void list(struct api *a, struct http_req *r, const char *tenant)
 {
 	struct list_ctx c = {.a = a, .tenant = tenant, .md = json_object()};
@@ -671,9 +705,14 @@ static void list(struct api *a, struct http_req *r, const char *tenant)
 	unsigned long from = nt ? strtoul(nt, NULL, 10) : 0;
 	if (!limit || limit > LIST_LIMIT_MAX)
 		limit = limit ? LIST_LIMIT_MAX : 100;
+	const char *tpl = http_query(r, "template");
+	c.template = tpl && *tpl ? tpl : NULL;
+	c.after_ms = parse_time_ms(http_query(r, "startedAfter"));
+	const char *order = http_query(r, "order");
+	bool asc = order && !strcasecmp(order, "asc");
 	manager_foreach(a->m, list_one, &c);
 	if (c.n)
-		qsort(c.v, c.n, sizeof(*c.v), by_start);
+		qsort(c.v, c.n, sizeof(*c.v), asc ? by_start_asc : by_start);
 	json_t *arr = json_array();
 	size_t i;
 	for (i = from; i < c.n && i < from + limit; i++)
