@@ -1427,8 +1427,9 @@ static void control(struct api *a, struct http_req *r)
 
 void api_e2b_begin(struct api *a, struct http_req *r)
 {
+	const char *port = http_header(r, "E2b-Sandbox-Port");
 	if (!http_header(r, "E2b-Sandbox-Id") || strcmp(r->url, "/files") ||
-	    strcmp(r->method, "POST"))
+	    strcmp(r->method, "POST") || (port && strcmp(port, E2B_ENVD_PORT)))
 		return; /* the body is taken the usual way */
 	struct sandbox *sb = plane_sandbox(a, r);
 	if (!sb)
