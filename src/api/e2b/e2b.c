@@ -297,6 +297,8 @@ static bool template_ok(const char *t)
 static int timeout_of(struct http_req *r, json_t *body, uint64_t *secs)
 {
 	json_t *t = json_object_get(body, "timeout");
+	if (!t) /* POST /sandboxes/{id}/refreshes names it so */
+		t = json_object_get(body, "duration");
 	*secs = DEFAULT_TIMEOUT_S;
 	if (!t || json_is_null(t))
 		return 0;
