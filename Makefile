@@ -1,6 +1,6 @@
 # sandboxd — see README.md. `make run` and `make test` are the two commands.
 CC       ?= cc
-PKGS     := libmicrohttpd jansson sqlite3 libseccomp libarchive libnftables libmnl nettle
+PKGS     := libmicrohttpd jansson sqlite3 libseccomp libarchive libnftables libmnl nettle zlib
 # headers only: libcurl is loaded at run time, when an S3 store is used
 # (core/s3.c says why)
 DLPKGS   := libcurl

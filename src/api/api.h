@@ -71,6 +71,16 @@ void api_cf_begin(struct api *a, struct http_req *r, struct route_match *m,
 void api_cf_handle(struct api *a, struct http_req *r, struct route_match *m,
 		   const char *rest);
 
+/* The E2B face (api/e2b/): whether r is E2B's (an E2b-Sandbox-Id header:
+ * envd or the code interpreter; or a control-plane path), its begin hook
+ * (streams POST /files) and handler; start/stop its deadline timer and
+ * load its secret (envd access tokens). */
+bool api_e2b_match(struct http_req *r);
+void api_e2b_begin(struct api *a, struct http_req *r);
+void api_e2b_handle(struct api *a, struct http_req *r);
+void api_e2b_start(struct api *a);
+void api_e2b_stop(struct api *a);
+
 /* encode.c: a JSON string of arbitrary bytes: invalid UTF-8 becomes
  * U+FFFD. */
 json_t *json_bytes(const char *data, size_t len);
@@ -208,6 +218,7 @@ void v1_image_delete(struct api *, struct http_req *, struct route_match *);
 struct image;
 json_t *v1_image_json(struct api *a, const struct image *img,
 		      const char *name);
+void v1_watch(struct api *, struct http_req *, struct route_match *);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);

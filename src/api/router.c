@@ -25,6 +25,7 @@ const struct route api_routes[] = {
 	{"GET", "/v1/sandbox/{id}/file/{path*}", v1_file_get, NULL},
 	{"PUT", "/v1/sandbox/{id}/file/{path*}", NULL, v1_file_put},
 	{"DELETE", "/v1/sandbox/{id}/file/{path*}", v1_file_delete, NULL},
+	{"GET", "/v1/sandbox/{id}/watch/{path*}", v1_watch, NULL},
 	{"POST", "/v1/sandbox/{id}/persist", v1_persist, NULL},
 	{"POST", "/v1/sandbox/{id}/hydrate", NULL, v1_hydrate},
 	{"POST", "/v1/sandbox/{id}/session", v1_session_create, NULL},
@@ -195,6 +196,7 @@ struct routed {
 	bool link;              /* an exposed link: params token, rest */
 	const struct route *rt; /* NULL: cf, duet or no route */
 	const char *cf_rest;    /* the Cloudflare protocol: path from /api/ */
+	bool e2b;               /* E2B's (api/e2b/): it authenticates */
 	bool wrong_method;
 };
 
@@ -278,6 +280,12 @@ void router_begin(struct http_req *r, void *data)
 	if (!d)
 		return; /* router_handle answers 500 */
 	r->route = d;
+	if (api_e2b_match(r)) {
+		d->e2b = true;
+		d->m.tenant = "";
+		api_e2b_begin(a, r);
+		return;
+	}
 	if (preview_match(a, r, &d->m)) {
 		/* a preview domain's request: the same bearer token as the
 		 * /v1 path when the daemon has tokens */
@@ -327,6 +335,10 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!d->m.tenant)
 		return; /* answered 401 in router_begin */
+	if (d->e2b) {
+		api_e2b_handle(a, r);
+		return;
+	}
 	if (strstr(r->url, "%00")) { /* a NUL never names anything here */
 		if (!strncmp(r->url, "/v1/", 4))
 			v1_error(r, 404, "not_found", "no such endpoint");

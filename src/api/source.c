@@ -89,3 +89,22 @@ static void fileop_abandoned(void *ctx)
 }
 
 const struct relay_ops api_fileop_relay = {fileop_resumed, fileop_abandoned};
+
+static void watch_resumed(void *ctx)
+{
+	struct api_watch *x = ctx;
+	if (x->w)
+		watch_resume(x->w);
+}
+
+/* nobody to tell: no callback comes after the stop */
+static void watch_abandoned(void *ctx)
+{
+	struct api_watch *x = ctx;
+	if (x->w)
+		watch_stop(x->w);
+	relay_end(x->rl);
+	free(x);
+}
+
+const struct relay_ops api_watch_relay = {watch_resumed, watch_abandoned};

@@ -9,7 +9,9 @@
  *   client leaves, kill it: a streamed command lives for its reader, and
  *   its exec_done callback then ends the relay);
  * - api_fileop: a file operation's output (resume the builtin; when the
- *   client leaves, cancel it; its on_done then ends the relay).
+ *   client leaves, cancel it; its on_done then ends the relay);
+ * - api_watch: a directory watch (resume it; when the client leaves, stop
+ *   it and let go).
  *
  * A face embeds the struct as the FIRST member of its own heap-allocated
  * context, which is freed when the client leaves or by api_*_end. */
@@ -20,6 +22,7 @@
 #include "core/fileop.h"
 #include "core/interp.h"
 #include "core/process.h"
+#include "core/watch.h"
 #include "http/relay.h"
 
 struct api_follow {
@@ -57,5 +60,14 @@ struct api_fileop {
 	struct fileop *op;  /* NULL once done */
 };
 extern const struct relay_ops api_fileop_relay;
+
+struct api_watch {
+	struct relay *rl; /* NULL until the face opens it */
+	struct watch *w;  /* NULL once it ended */
+};
+/* Open the relay with these ops (ctx = the face's context); after the
+ * watch's ended callback the face calls relay_end and frees its context
+ * itself. */
+extern const struct relay_ops api_watch_relay;
 
 #endif

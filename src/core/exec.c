@@ -625,6 +625,8 @@ static void start_job(struct exec_job *j)
 		req.uid = (uint32_t)sb->image->uid;
 		req.gid = (uint32_t)sb->image->gid;
 	}
+	if (j->p.as_user) /* E2B's "user", builtins too (its file rights) */
+		req.uid = req.gid = EXEC_USER_ID;
 	int fds[4], n = 0;
 	fds[n] = p_out[1];
 	req.targets[n++] = 1;

@@ -13,6 +13,8 @@
 #include "lib/buf.h"
 
 #define EXEC_NO_TIMEOUT UINT64_MAX
+/* The unprivileged user (uid and gid in the sandbox) of as_user */
+#define EXEC_USER_ID 1000u
 
 struct exec_params {
 	const char *command;            /* a shell command (bash -c), or */
@@ -20,6 +22,8 @@ struct exec_params {
 	bool builtin;                   /* argv is a runtime/builtin.c op:
 					   ended after --file-timeout without
 					   progress (EXEC_TIMEOUT) */
+	bool as_user;                   /* as the image's unprivileged "user"
+					   (uid 1000), not the sandbox's root */
 	bool detached;                  /* a background process: runs beside
 					   the session's commands, not after */
 	const char *const *env;         /* extra "KEY=VALUE", or NULL */

@@ -457,6 +457,22 @@ int manager_get(struct manager *m, const char *tenant, const char *id,
 	return manager_create(m, tenant, id, NULL, out, err);
 }
 
+int sandbox_set_labels(struct sandbox *sb, const char *labels,
+		       struct sbx_err *err)
+{
+	char *copy = labels ? strdup(labels) : NULL;
+	if (labels && !copy)
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	int r = registry_set_labels(sb->m->reg, sb->tenant, sb->id, labels, err);
+	if (r < 0) {
+		free(copy);
+		return r;
+	}
+	free(sb->labels);
+	sb->labels = copy;
+	return 0;
+}
+
 void sandbox_touch(struct sandbox *sb)
 {
 	sb->last_active_ms = now_wall_ms();

@@ -152,6 +152,10 @@ void sandbox_stop(struct sandbox *sb, const char *why);
 /* Stop, delete files and registry entry, free sb. */
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err);
 void sandbox_touch(struct sandbox *sb);
+/* Replace its labels (JSON text of an object, or NULL), kept in the
+ * registry. */
+int sandbox_set_labels(struct sandbox *sb, const char *labels,
+		       struct sbx_err *err);
 /* The bytes of its own layer as the store counts them; -EOPNOTSUPP where
  * the store keeps no count (plain directories). */
 int sandbox_disk_usage(struct sandbox *sb, uint64_t *bytes);

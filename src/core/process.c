@@ -147,6 +147,10 @@ static void stdin_finish(struct process *p, int err)
 	void (*done)(void *, int) = p->stdin_done;
 	p->stdin_done = NULL;
 	buf_reset(&p->stdin_pending);
+	if (p->stdin_close_after && p->job) {
+		p->stdin_close_after = false;
+		exec_stdin_close(p->job);
+	}
 	if (done)
 		done(p->stdin_ctx, err);
 }
@@ -182,6 +186,7 @@ static void forget(struct sandbox *sb, struct process *p)
 	buf_free(&p->stdin_pending);
 	free(p->id);
 	free(p->command);
+	free(p->note);
 	free(p);
 	sb->nprocs--;
 }
@@ -207,6 +212,8 @@ static void on_done(const struct exec_result *res, void *ctx)
 	p->ended = true;
 	p->end_ms = now_wall_ms();
 	p->exit_code = res->exit_code;
+	p->signo = res->signo;
+	p->timed_out = res->failure == EXEC_TIMEOUT;
 	loop_timer_stop(l, &p->kill_timer);
 	if (p->kill_requested)
 		p->status = PROC_KILLED;
@@ -341,6 +348,17 @@ int process_stdin(struct process *p, const char *data, size_t len,
 	p->stdin_done = done;
 	p->stdin_ctx = ctx;
 	return 1;
+}
+
+int process_stdin_close(struct process *p)
+{
+	if (p->ended || !p->job)
+		return -ESRCH;
+	if (p->stdin_pending.len)
+		p->stdin_close_after = true;
+	else
+		exec_stdin_close(p->job);
+	return 0;
 }
 
 void process_stdin_forget(struct process *p)

@@ -46,9 +46,13 @@ struct process {
 	struct sandbox *sb;
 	char *id;
 	char *command;
+	char *note;                /* a face's own text about it (E2B: its
+				      config and tag), freed with it */
 	int pid;
 	enum process_status status;
 	int exit_code;
+	int signo;                 /* the signal that ended it, or 0 */
+	bool timed_out;            /* killed at its timeout */
 	bool ended;
 	char error[600];
 	uint64_t start_ms, end_ms; /* wall clock */
@@ -63,6 +67,7 @@ struct process {
 	struct buf stdin_pending;  /* bytes waiting for the pipe */
 	void (*stdin_done)(void *ctx, int err); /* when they are written */
 	void *stdin_ctx;
+	bool stdin_close_after;    /* close once stdin_pending is written */
 	void (*on_started)(struct process *p, void *ctx);
 	void *started_ctx;
 	struct process *next;
@@ -109,6 +114,9 @@ void process_unfollow(struct process_follower *f);
  * progress, -ENOMEM. */
 int process_stdin(struct process *p, const char *data, size_t len,
 		  void (*done)(void *ctx, int err), void *ctx);
+/* Close its stdin (after bytes still pending): the process reads EOF.
+ * -ESRCH it has ended. */
+int process_stdin_close(struct process *p);
 /* The writer waiting for done is gone: the rest is still written, and
  * nobody is told. */
 void process_stdin_forget(struct process *p);

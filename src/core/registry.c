@@ -299,6 +299,23 @@ int registry_touch(struct registry *r, const char *tenant, const char *id,
 	return step_done(r, r->touch, err, "touch");
 }
 
+int registry_set_labels(struct registry *r, const char *tenant, const char *id,
+			const char *labels, struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       "UPDATE sandboxes SET labels=? WHERE tenant=? "
+			       "AND id=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "labels");
+	sqlite3_bind_text(st, 1, labels, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, id, -1, SQLITE_STATIC);
+	int rc = step_done(r, st, err, "labels");
+	sqlite3_finalize(st);
+	return rc;
+}
+
 int registry_session_put(struct registry *r, const struct registry_session *row,
 			 struct sbx_err *err)
 {

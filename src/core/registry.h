@@ -36,6 +36,9 @@ int registry_insert(struct registry *r, const struct registry_row *row,
 		    struct sbx_err *err);
 int registry_delete(struct registry *r, const char *tenant, const char *id,
 		    struct sbx_err *err);
+/* Replace a sandbox's labels (JSON text, or NULL). */
+int registry_set_labels(struct registry *r, const char *tenant, const char *id,
+			const char *labels, struct sbx_err *err);
 int registry_touch(struct registry *r, const char *tenant, const char *id,
 		   uint64_t last_active_ms, struct sbx_err *err);
 

@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 		log_error("event=fatal signalfd: %s", strerror(errno));
 		return 1;
 	}
+	api_e2b_start(&api);
 	loop_set_idle(loop, idle, http, idle_timeout);
 	log_info("event=listening addr=%s port=%u state=%s", cfg.listen_addr,
 		 cfg.port, m->rt->state_dir);
@@ -191,6 +192,7 @@ int main(int argc, char **argv)
 	/* a question to the model still out is answered 502 now */
 	llm_free(m->llm);
 	m->llm = NULL;
+	api_e2b_stop(&api);
 	/* stopping sandboxes answers the requests still waiting on them; a
 	 * request that still comes in meets no manager (503) */
 	manager_free(m);

@@ -10,6 +10,8 @@ struct relay {
 	struct loop *loop;
 	struct loop_timer keepalive;
 	bool sse;
+	const char *ping;      /* bytes: the keepalive, or NULL */
+	size_t ping_len;
 	bool ended;            /* the source called relay_end */
 	uint64_t last_write_ms;
 	unsigned keepalive_ms;
@@ -31,7 +33,10 @@ static void on_keepalive(struct loop_timer *t)
 	if (!rl->s)
 		return;
 	if (quiet >= rl->keepalive_ms) {
-		sse_comment(rl->s, "keepalive");
+		if (rl->sse)
+			sse_comment(rl->s, "keepalive");
+		else
+			http_stream_write(rl->s, rl->ping, rl->ping_len);
 		wrote(rl);
 		quiet = 0;
 	}
@@ -86,7 +91,9 @@ struct relay *relay_open(struct http_req *r, struct loop *loop,
 	rl->ctx = ctx;
 	rl->keepalive = (struct loop_timer){.cb = on_keepalive, .data = rl};
 	http_stream_set_cbs(rl->s, on_drain, on_close, rl);
-	if (rl->sse) {
+	rl->ping = opts->keepalive;
+	rl->ping_len = opts->keepalive_len;
+	if (rl->sse || rl->ping) {
 		wrote(rl);
 		loop_timer_start(loop, &rl->keepalive, rl->keepalive_ms);
 	}

@@ -46,6 +46,10 @@ struct relay_opts {
 	uint64_t size;
 	const char *const *headers;
 	unsigned keepalive_ms;
+	/* bytes: what to write after keepalive_ms of silence (a protocol's
+	 * own ping, e.g. a Connect keepalive envelope); NULL: nothing */
+	const char *keepalive;
+	size_t keepalive_len;
 };
 
 struct relay;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -158,13 +159,28 @@ static _Noreturn void op_read(int base, const char *path)
 	_exit(0);
 }
 
+static volatile sig_atomic_t write_cancelled;
+
+static void on_cancel(int sig)
+{
+	(void)sig;
+	write_cancelled = 1;
+}
+
 static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 {
 	char *leaf, tmp[300];
 	char *end;
-	long long want = strtoll(lenstr, &end, 10);
-	if (*end || want < 0)
+	/* "-": the length is not known before; the body is whole at EOF, and
+	 * a SIGTERM says it was cut short (nothing is left behind) */
+	bool until_eof = !strcmp(lenstr, "-");
+	long long want = until_eof ? LLONG_MAX : strtoll(lenstr, &end, 10);
+	if (!until_eof && (*end || want < 0))
 		fail(EINVAL, "length");
+	if (until_eof) {
+		struct sigaction sa = {.sa_handler = on_cancel};
+		sigaction(SIGTERM, &sa, NULL);
+	}
 	int dir = open_parent(base, path, &leaf, true);
 	if (dir < 0)
 		fail(-dir, "parent directory");
@@ -195,6 +211,10 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 	char buf[65536];
 	int e = 0;
 	for (;;) {
+		if (write_cancelled) {
+			e = ECANCELED;
+			break;
+		}
 		ssize_t n = read(0, buf, sizeof(buf));
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -215,7 +235,7 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 			break;
 		}
 	}
-	if (!e && got != want)
+	if (!e && !until_eof && got != want)
 		e = EPIPE; /* the upload was cut short */
 	if (!e && close(fd) < 0)
 		e = errno;
@@ -497,6 +517,12 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 		builtin_tar(base, argc, argv);
 	if (!strncmp(op, "archive-", 8))
 		builtin_archive(base, argc, argv);
+	if (!strcmp(op, "watch")) {
+		int fd = open_beneath(base, path, O_RDONLY | O_DIRECTORY, 0);
+		if (fd < 0)
+			fail(-fd, "open");
+		builtin_watch(fd, has_flag(argc, argv, 3, "-r"));
+	}
 	if (!strcmp(op, "list")) {
 		sorted = has_flag(argc, argv, 3, "-s");
 		op_list(base, path, has_flag(argc, argv, 3, "-r"),

@@ -15,7 +15,8 @@
  *   read   base path           stdout: "F <size>\n" + bytes, or
  *                                      "D\n" + entries (see below)
  *   write  base path <length>  stdin -> a temp file in the same dir, renamed
- *                              over path once exactly <length> bytes came;
+ *                              over path once exactly <length> bytes came
+ *                              ("-": at EOF; SIGTERM: cut short);
  *                              parents created; stdout "OK <size>\n"
  *   delete base path [-r] [-f] stdout "OK\n"; -f: files only (a
  *                              directory is EISDIR)
@@ -34,6 +35,8 @@
  *                              (both in builtin_tar.c, errors on stderr)
  *   archive-create, archive-unpack, archive-commit, archive-abort
  *                              backups (builtin_archive.c)
+ *   watch  base path [-r]      inotify events until killed
+ *                              (builtin_watch.c)
  * A directory entry is "<type> <size> <mode> <mtime_ms> <name>\0", type one
  * of f d l o. Errors: stdout "E <errno> <what>\n", exit status 1.
  *
@@ -44,6 +47,8 @@
 #ifndef SBX_BUILTIN_H
 #define SBX_BUILTIN_H
 
+#include <stdbool.h>
+
 #define BUILTIN_HEARTBEAT_S 1
 
 _Noreturn void builtin_run(int argc, const char *const *argv);
@@ -52,5 +57,8 @@ _Noreturn void builtin_tar(int base, int argc, const char *const *argv);
 /* The archive-* operations (builtin_archive.c), base an O_PATH fd of
  * argv[1]. */
 _Noreturn void builtin_archive(int base, int argc, const char *const *argv);
+
+/* watch (argv as above), dfd the watched directory (taken); -r: rec. */
+_Noreturn void builtin_watch(int dfd, bool rec);
 
 #endif

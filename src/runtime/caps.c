@@ -22,6 +22,9 @@ static int last_cap(void)
 	return c;
 }
 
+/* Becoming another uid needs CAP_SETUID/CAP_SETGID, so it happens here,
+ * after the bounding set is gone and before capset empties the rest
+ * (SECBIT_NO_SETUID_FIXUP: the change itself clears nothing). */
 int caps_drop_all(uid_t uid)
 {
 	if (prctl(PR_SET_SECUREBITS,

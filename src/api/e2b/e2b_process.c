@@ -1,0 +1,494 @@
+/* envd's process.Process over the core's background processes
+ * (core/process.h): Start runs one (its output followed from its first
+ * byte), Connect follows a running one from now on, and neither ties the
+ * process to the HTTP stream: a client that leaves only stops following.
+ * List, SendInput, CloseStdin and SendSignal act on the same records, so a
+ * process started here is also one of /v1's.
+ *
+ * The PTY source plugs in at three places, each marked "PTY:" below:
+ * Start with a "pty" field (start it on the terminal engine, follow its
+ * output as "pty" data events), SendInput with input.pty, and Update
+ * (resize). Until then they answer Connect's "unimplemented". */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/e2b/e2b.h"
+#include "api/source.h"
+#include "core/env.h"
+#include "core/process.h"
+#include "lib/base64.h"
+
+#define KEEPALIVE_MSG "{\"event\":{\"keepalive\":{}}}"
+static const char keepalive_env[] = "\0\0\0\0\x1a" KEEPALIVE_MSG;
+
+struct e2b_stream {
+	struct api_follow fw; /* first: api_follow frees the context */
+	struct http_req *r;   /* until the stream is open */
+	struct api *a;
+	unsigned keepalive_ms;
+	bool from_start; /* Start: every byte; Connect: from now on */
+};
+
+static int send_env(struct e2b_stream *s, json_t *msg, unsigned flags)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	int r = connect_envelope(&b, flags, msg) < 0
+	            ? 0
+	            : relay_write(s->fw.rl, b.data, b.len);
+	buf_free(&b);
+	return r;
+}
+
+static int on_output(void *ctx, int fd, uint64_t end, const char *data,
+                     size_t len)
+{
+	struct e2b_stream *s = ctx;
+	(void)end;
+	char *b64 = malloc(base64_encoded_len(len) + 1);
+	if (!b64)
+		return 0;
+	base64_encode(data, len, b64);
+	int r = send_env(s,
+	                 json_pack("{s:{s:{s:s}}}", "event", "data",
+	                           fd == 2 ? "stderr" : "stdout", b64),
+	                 0);
+	free(b64);
+	return r;
+}
+
+static void on_dropped(void *ctx)
+{
+	(void)ctx; /* envd keeps no log to lose: nothing to say */
+}
+
+/* Go's os.ProcessState as envd reports it. */
+static json_t *end_json(const struct process *p)
+{
+	char status[64];
+	json_t *e = json_object();
+	if (p->signo) {
+		const char *name = p->signo == SIGKILL   ? "killed"
+		                   : p->signo == SIGTERM ? "terminated"
+		                   : p->signo == SIGINT  ? "interrupt"
+		                                         : strsignal(p->signo);
+		snprintf(status, sizeof(status), "signal: %s", name);
+		json_object_set_new(e, "exitCode", json_integer(-1));
+		json_object_set_new(e, "exited", json_false());
+		json_object_set_new(e, "error", json_string(status));
+	} else {
+		snprintf(status, sizeof(status), "exit status %d",
+		         p->exit_code);
+		if (p->exit_code)
+			json_object_set_new(e, "exitCode",
+			                    json_integer(p->exit_code));
+		json_object_set_new(e, "exited", json_true());
+		if (p->exit_code)
+			json_object_set_new(e, "error", json_string(status));
+	}
+	json_object_set_new(e, "status", json_string(status));
+	return json_pack("{s:{s:o}}", "event", "end", e);
+}
+
+static void on_ended(void *ctx, const struct process *p, bool gone)
+{
+	struct e2b_stream *s = ctx;
+	struct buf b;
+	buf_init(&b, 0);
+	if (gone || p->error[0]) {
+		connect_end(&b, "unavailable",
+		            p->error[0] ? p->error : "the sandbox stopped");
+	} else if (p->timed_out) {
+		connect_end(&b, "deadline_exceeded",
+		            "the command's timeout was reached: it was killed");
+	} else {
+		connect_envelope(&b, 0, end_json(p));
+		connect_end(&b, NULL, NULL);
+	}
+	relay_write(s->fw.rl, b.data, b.len);
+	buf_free(&b);
+	api_follow_end(&s->fw);
+}
+
+static const struct process_follow_ops follow_ops = {on_output, on_dropped,
+                                                     on_ended};
+
+static struct e2b_stream *stream_new(struct e2b_req *q, bool from_start)
+{
+	struct e2b_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->a = q->a;
+	s->r = q->r;
+	s->from_start = from_start;
+	s->keepalive_ms = connect_keepalive_ms(q->r);
+	return s;
+}
+
+static void stream_free(struct e2b_stream *s)
+{
+	free(s);
+}
+
+/* Open the answer and follow p: start{pid} first, then its output. */
+static void stream_open(struct e2b_stream *s, struct process *p)
+{
+	struct http_req *r = s->r;
+	s->r = NULL;
+	r->on_close = NULL;
+	struct relay_opts o = {.content_type = "application/connect+json",
+	                       .size = HTTP_SIZE_UNKNOWN,
+	                       .keepalive_ms = s->keepalive_ms,
+	                       .keepalive = keepalive_env,
+	                       .keepalive_len = sizeof(keepalive_env) - 1};
+	if (api_follow_open(&s->fw, r, s->a->m->loop, &o) < 0)
+		return; /* s is freed */
+	send_env(s, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", p->pid),
+	         0);
+	api_follow_attach(&s->fw, p, s->from_start ? 0 : p->log_end,
+	                  &follow_ops);
+}
+
+static void start_gone(struct http_req *r)
+{
+	struct e2b_stream *s = r->ctx;
+	s->r = NULL; /* the process runs on; started frees s */
+}
+
+static void started(struct process *p, void *ctx)
+{
+	struct e2b_stream *s = ctx;
+	if (!s->r) {
+		stream_free(s);
+		return;
+	}
+	if (p->ended && p->error[0]) {
+		struct http_req *r = s->r;
+		r->on_close = NULL;
+		stream_free(s);
+		/* envd: a cwd that does not exist, a program that cannot run */
+		connect_stream_error(r, "invalid_argument", "%s",
+		                     p->error[0] ? p->error
+		                                 : "it did not start");
+		return;
+	}
+	stream_open(s, p);
+}
+
+static json_t *process_config(const struct process *p)
+{
+	json_t *n = p->note ? json_loads(p->note, 0, NULL) : NULL;
+	if (json_is_object(n))
+		return n;
+	json_decref(n);
+	return json_pack("{s:{s:s, s:[s, s], s:{}}}", "config", "cmd",
+	                 "/bin/bash", "args", "-c",
+	                 p->command ? p->command : "", "envs");
+}
+
+static void start(struct e2b_req *q)
+{
+	struct http_req *r = q->r;
+	json_t *proc = json_object_get(q->body, "process");
+	if (json_object_get(q->body, "pty") &&
+	    !json_is_null(json_object_get(q->body, "pty"))) {
+		/* PTY: start on the terminal engine here */
+		connect_stream_error(r, "unimplemented",
+		                     "PTY processes are not supported by "
+		                     "sandboxd yet");
+		return;
+	}
+	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
+	json_t *args = json_object_get(proc, "args");
+	if (!json_is_object(proc) || !cmd || !*cmd ||
+	    (args && !json_is_array(args))) {
+		connect_stream_error(r, "invalid_argument",
+		                     "process.cmd: a program is needed");
+		return;
+	}
+	size_t na = json_array_size(args);
+	const char **argv = calloc(na + 2, sizeof(*argv));
+	char **env = NULL, **all = NULL, *cwd = NULL;
+	size_t envc = 0, allc = 0;
+	struct e2b_stream *s = NULL;
+	if (!argv)
+		goto oom;
+	argv[0] = cmd;
+	for (size_t i = 0; i < na; i++)
+		if (!(argv[i + 1] =
+		          json_string_value(json_array_get(args, i)))) {
+			connect_stream_error(r, "invalid_argument",
+			                     "process.args: strings");
+			goto out;
+		}
+	const char *bad;
+	int e = env_from_json(json_object_get(proc, "envs"), &env, &envc, &bad);
+	if (e == -ENOMEM)
+		goto oom;
+	if (e < 0) {
+		connect_stream_error(r, "invalid_argument", "process.envs: %s",
+		                     bad ? bad : "not an object");
+		goto out;
+	}
+	if (!(all = e2b_user_env(q, env, envc, &allc)))
+		goto oom;
+	const char *c = json_string_value(json_object_get(proc, "cwd"));
+	if (e2b_path(q, c, &cwd) < 0) {
+		connect_stream_error(r, "invalid_argument",
+		                     "cwd '%s' is not a valid path", c);
+		goto out;
+	}
+	json_t *st = json_object_get(q->body, "stdin");
+	bool keep_stdin = !st || json_is_true(st);
+	uint64_t timeout = connect_timeout_ms(r);
+	struct exec_params p = {.argv = argv,
+	                        .env = (const char *const *)all,
+	                        .envc = allc,
+	                        .cwd = cwd,
+	                        .as_user = !q->root,
+	                        .timeout_ms =
+	                            timeout ? timeout : EXEC_NO_TIMEOUT};
+	/* what /v1 lists as its command */
+	struct buf disp;
+	buf_init(&disp, 4096);
+	for (size_t i = 0; argv[i]; i++)
+		buf_printf(&disp, "%s%s", i ? " " : "", argv[i]);
+	if (!(s = stream_new(q, true))) {
+		buf_free(&disp);
+		goto oom;
+	}
+	r->ctx = s;
+	r->on_close = start_gone;
+	http_suspend(r);
+	struct process *pr;
+	struct sbx_err err = {0};
+	int rc = process_start(q->sb, NULL, NULL, &p, buf_cstr(&disp), started,
+	                       s, &pr, &err);
+	buf_free(&disp);
+	if (rc < 0) {
+		r->on_close = NULL;
+		stream_free(s);
+		connect_stream_error(r, "internal", "%s", err.msg);
+		goto out;
+	}
+	json_t *note =
+	    json_pack("{s:{s:s, s:O, s:O, s:s}}", "config", "cmd", cmd, "args",
+	              args ? args : json_array(), "envs",
+	              json_is_object(json_object_get(proc, "envs"))
+	                  ? json_object_get(proc, "envs")
+	                  : json_object(),
+	              "cwd", cwd);
+	const char *tag = json_string_value(json_object_get(q->body, "tag"));
+	if (tag)
+		json_object_set_new(note, "tag", json_string(tag));
+	pr->note = json_dumps(note, JSON_COMPACT);
+	json_decref(note);
+	if (!keep_stdin)
+		process_stdin_close(pr);
+	goto out;
+oom:
+	connect_stream_error(r, "internal", "out of memory");
+out:
+	free(argv);
+	env_free(env);
+	env_free(all);
+	free(cwd);
+}
+
+/* The process a request's "process" selector names: {pid} or {tag}. */
+static struct process *selected(struct e2b_req *q)
+{
+	json_t *sel = json_object_get(q->body, "process");
+	json_t *pid = json_object_get(sel, "pid");
+	const char *tag = json_string_value(json_object_get(sel, "tag"));
+	char buf[32];
+	if (json_is_integer(pid)) {
+		snprintf(buf, sizeof(buf), "%lld",
+		         (long long)json_integer_value(pid));
+	} else if (json_is_string(pid)) {
+		snprintf(buf, sizeof(buf), "%s", json_string_value(pid));
+	} else if (tag) {
+		for (struct process *p = q->sb->procs; p; p = p->next) {
+			json_t *n =
+			    p->note ? json_loads(p->note, 0, NULL) : NULL;
+			const char *t =
+			    json_string_value(json_object_get(n, "tag"));
+			bool hit = !p->ended && t && !strcmp(t, tag);
+			json_decref(n);
+			if (hit)
+				return p;
+		}
+		return NULL;
+	} else {
+		return NULL;
+	}
+	struct process *p = process_find(q->sb, buf);
+	/* a pid names a live process; an ended record of an old pid does not
+	 * shadow a newer one of the same number */
+	for (struct process *o = q->sb->procs; o && p && p->ended; o = o->next)
+		if (o->pid == p->pid && !o->ended)
+			p = o;
+	return p;
+}
+
+static void connect_rpc(struct e2b_req *q)
+{
+	struct process *p = selected(q);
+	if (!p) {
+		connect_stream_error(q->r, "not_found", "process not found");
+		return;
+	}
+	struct e2b_stream *s = stream_new(q, false);
+	if (!s) {
+		connect_stream_error(q->r, "internal", "out of memory");
+		return;
+	}
+	stream_open(s, p);
+}
+
+static void list(struct e2b_req *q)
+{
+	json_t *arr = json_array();
+	for (struct process *p = q->sb->procs; p; p = p->next) {
+		if (p->ended || !p->pid)
+			continue;
+		json_t *j = process_config(p);
+		json_object_set_new(j, "pid", json_integer(p->pid));
+		json_array_append_new(arr, j);
+	}
+	connect_ok(q->r, json_pack("{s:o}", "processes", arr));
+}
+
+static void stdin_done(void *ctx, int err)
+{
+	struct http_req *r = ctx;
+	r->on_close = NULL;
+	if (err == -ESRCH)
+		connect_error(r, "not_found", "the process has ended");
+	else if (err)
+		connect_error(r, "internal", "stdin: %s", strerror(-err));
+	else
+		connect_ok(r, NULL);
+}
+
+static void stdin_gone(struct http_req *r)
+{
+	process_stdin_forget(r->ctx);
+}
+
+static void send_input(struct e2b_req *q)
+{
+	struct process *p = selected(q);
+	json_t *in = json_object_get(q->body, "input");
+	if (!p || p->ended) {
+		connect_error(q->r, "not_found", "process not found");
+		return;
+	}
+	if (json_object_get(in, "pty")) {
+		/* PTY: write to the terminal here */
+		connect_error(q->r, "unimplemented",
+		              "PTY input is not supported by sandboxd yet");
+		return;
+	}
+	const char *b64 = json_string_value(json_object_get(in, "stdin"));
+	if (!b64)
+		b64 = "";
+	size_t n = strlen(b64);
+	char *data = malloc(n / 4 * 3 + 3);
+	ssize_t len = data ? base64_decode(b64, n, data) : -1;
+	if (len < 0) {
+		free(data);
+		connect_error(q->r, "invalid_argument",
+		              "input.stdin: base64 bytes");
+		return;
+	}
+	int rc = process_stdin(p, data, (size_t)len, stdin_done, q->r);
+	free(data);
+	if (rc == 1) {
+		q->r->ctx = p;
+		q->r->on_close = stdin_gone;
+		http_suspend(q->r);
+	} else if (rc == -EBUSY) {
+		connect_error(q->r, "unavailable",
+		              "a stdin write is in progress");
+	} else if (rc == -EPIPE) {
+		connect_error(q->r, "internal",
+		              "the process no longer reads its stdin");
+	} else if (rc < 0) {
+		stdin_done(q->r, rc);
+	} else {
+		connect_ok(q->r, NULL);
+	}
+}
+
+static void close_stdin(struct e2b_req *q)
+{
+	struct process *p = selected(q);
+	if (!p || process_stdin_close(p) < 0)
+		connect_error(q->r, "not_found", "process not found");
+	else
+		connect_ok(q->r, NULL);
+}
+
+static void send_signal(struct e2b_req *q)
+{
+	struct process *p = selected(q);
+	json_t *sig = json_object_get(q->body, "signal");
+	int signo = 0;
+	if (json_is_string(sig)) {
+		const char *s = json_string_value(sig);
+		signo = !strcmp(s, "SIGNAL_SIGKILL")   ? SIGKILL
+		        : !strcmp(s, "SIGNAL_SIGTERM") ? SIGTERM
+		                                       : 0;
+	} else if (json_is_integer(sig)) {
+		long long v = json_integer_value(sig);
+		signo = v == 9 ? SIGKILL : v == 15 ? SIGTERM : 0;
+	}
+	if (!signo) {
+		connect_error(q->r, "invalid_argument",
+		              "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+		return;
+	}
+	if (!p || p->ended || !p->job) {
+		connect_error(q->r, "not_found", "process not found");
+		return;
+	}
+	exec_signal_tree(p->job, signo);
+	connect_ok(q->r, NULL);
+}
+
+void e2b_process(struct e2b_req *q, const char *method)
+{
+	bool stream = connect_streaming(q->r);
+	if (!strcmp(method, "Start") && stream)
+		start(q);
+	else if (!strcmp(method, "Connect") && stream)
+		connect_rpc(q);
+	else if (!strcmp(method, "List"))
+		list(q);
+	else if (!strcmp(method, "SendInput"))
+		send_input(q);
+	else if (!strcmp(method, "CloseStdin"))
+		close_stdin(q);
+	else if (!strcmp(method, "SendSignal"))
+		send_signal(q);
+	else if (!strcmp(method, "Update")) {
+		/* PTY: resize the terminal here */
+		struct process *p = selected(q);
+		if (!p)
+			connect_error(q->r, "not_found", "process not found");
+		else
+			connect_error(q->r, "unimplemented",
+			              "PTY resize is not supported by sandboxd "
+			              "yet");
+	} else if (stream)
+		connect_stream_error(q->r, "unimplemented",
+		                     "process.Process/%s is not supported",
+		                     method);
+	else
+		connect_error(q->r, "unimplemented",
+		              "process.Process/%s is not supported", method);
+}
