@@ -596,7 +596,6 @@ def test_one_gib_round_trip_in_bounded_memory(v1, sid):
     got = hashlib.sha256()
     base_rss = vm_rss_kib(v1.d.pid)
     with RssSampler(v1.d.pid) as rss:
-        t0 = time.monotonic()
         conn = http.client.HTTPConnection("127.0.0.1", v1.d.port, timeout=120)
         try:
             conn.putrequest("PUT", path)
@@ -610,7 +609,6 @@ def test_one_gib_round_trip_in_bounded_memory(v1, sid):
             put_status, put_body = resp.status, resp.read()
         finally:
             conn.close()
-        t_put = time.monotonic() - t0
         assert put_status == 201, put_body
         r = v1.get(path, stream=True, timeout=120)
         n = 0
@@ -620,12 +618,10 @@ def test_one_gib_round_trip_in_bounded_memory(v1, sid):
             for chunk in r.iter_content(CHUNK):
                 got.update(chunk)
                 n += len(chunk)
-        t_all = time.monotonic() - t0
     assert n == GIB
     assert got.hexdigest() == sent.hexdigest()
     assert len(rss.samples) > 20
     assert rss.max_kib < RSS_LIMIT_KIB, \
         f"daemon RSS reached {rss.max_kib} KiB (from {base_rss} KiB) moving 1 GiB"
-    assert t_all < 60, (t_put, t_all)
     size = v1.sh(sid, "stat -c %s /workspace/big/one-gib.bin; rm /workspace/big/one-gib.bin")
     assert size == f"{GIB}\n"
