@@ -55,8 +55,9 @@ def test_timeout_is_500_and_kills_the_command(timeout_daemon, room):
     elapsed = time.monotonic() - t0
     assert r.status_code == 500, r.text
     assert r.json() == TIMEOUT_BODY
-    assert 1.5 <= elapsed < 8, elapsed
-    left = wait_no_pids(base, timeout=3, ignore=before)
+    # it ran until its timeout (2 s), and not its whole 30 s
+    assert 1.5 <= elapsed < 25, elapsed
+    left = wait_no_pids(base, timeout=10, ignore=before)
     assert not left, "command survived its timeout:\n" + describe_pids(left)
     assert d.run(room, "echo ok")["stdout"] == "ok\n"
 
@@ -116,7 +117,9 @@ def test_default_pids_limit_is_512(daemon, room):
 
 
 def test_fork_bomb_is_contained(make_daemon, new_room):
-    d = make_daemon("--exec-timeout", "2s", "--pids", "64")
+    # an exec timeout that a loaded machine's "echo alive" beside a fork
+    # bomb stays well within; the bomb itself runs until it
+    d = make_daemon("--exec-timeout", "10s", "--pids", "64")
     bomb, other = new_room(), new_room()
     # guard: the limit must hold before a real fork bomb is let loose
     res = d.run(bomb, fork_probe(100), timeout=20)
@@ -126,14 +129,14 @@ def test_fork_bomb_is_contained(make_daemon, new_room):
     base = room_host_uid(d, bomb)
     before = set(host_pids_with_uid_range(base))
     d.run(other, "true")
-    t, box = run_in_thread(lambda: d.exec(bomb, ":(){ :|:& };:", timeout=30))
+    t, box = run_in_thread(lambda: d.exec(bomb, ":(){ :|:& };:", timeout=50))
     time.sleep(0.5)
     assert d.run(other, "echo alive", timeout=10)["stdout"] == "alive\n"
-    t.join(40)
+    t.join(60)
     r = box["r"]
     assert r.status_code == 500, r.text
     assert r.json() == TIMEOUT_BODY
-    left = wait_no_pids(base, timeout=5, ignore=before)
+    left = wait_no_pids(base, timeout=15, ignore=before)
     assert not left, f"{len(left)} fork bomb processes left:\n" + describe_pids(left[:20])
     assert d.run(other, "echo alive")["stdout"] == "alive\n"
     assert d.run(bomb, "echo ok")["stdout"] == "ok\n"
