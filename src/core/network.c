@@ -356,13 +356,15 @@ static int ensure_fw(struct network *n, struct sbx_err *err)
 	const struct config *cfg = n->m->cfg;
 	if (n->installed)
 		return 0;
-	int r = net_forwarding_enable(&n->fwd_was, err);
-	if (r < 0)
-		return r;
-	n->fwd_set = true;
-	if (!n->fwd_was)
-		log_info("event=network-setup ip_forward=1 (it was 0; put back "
-			 "when the daemon ends)");
+	int r;
+	if (!n->fwd_set) { /* once: a retry must not take 1 for "as it was" */
+		if ((r = net_forwarding_enable(&n->fwd_was, err)) < 0)
+			return r;
+		n->fwd_set = true;
+		if (!n->fwd_was)
+			log_info("event=network-setup ip_forward=1 (it was 0; put "
+				 "back when the daemon ends)");
+	}
 	if (listen(n->px_fd, 256) < 0)
 		return sbx_err_sys(err, errno, "name-checking proxy: listen");
 	r = fw_install(n->fw, cfg->net_pool, cfg->deny, cfg->ndeny, n->px_port,

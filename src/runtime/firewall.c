@@ -19,6 +19,8 @@
  * client fails at once, never by a timeout. */
 #include "runtime/firewall.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <nftables/libnftables.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +91,24 @@ static bool any(const struct fw_cidr *c, size_t n, bool ported)
 	return false;
 }
 
+/* libnftables opens its netlink socket without O_CLOEXEC; every fd of the
+ * daemon must have it (docs/security.md), so mark what is missing it. */
+static void cloexec_all(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		int fd = atoi(e->d_name);
+		if (fd < 3 || fd == dirfd(d))
+			continue;
+		int fl = fcntl(fd, F_GETFD);
+		if (fl >= 0 && !(fl & FD_CLOEXEC))
+			fcntl(fd, F_SETFD, fl | FD_CLOEXEC);
+	}
+	if (d)
+		closedir(d);
+}
+
 int fw_new(const char *table, const char *ifprefix, struct fw **out,
 	   struct sbx_err *err)
 {
@@ -100,6 +120,7 @@ int fw_new(const char *table, const char *ifprefix, struct fw **out,
 		free(fw);
 		return sbx_err_set(err, ENOMEM, "nftables context");
 	}
+	cloexec_all();
 	nft_ctx_buffer_output(fw->nft);
 	nft_ctx_buffer_error(fw->nft);
 	snprintf(fw->table, sizeof(fw->table), "%s", table);
@@ -168,6 +189,7 @@ int fw_install(struct fw *fw, struct fw_cidr pool, const struct fw_cidr *deny,
 	buf_free(&b);
 	if (r == 0)
 		fw->installed = true;
+	cloexec_all(); /* in case it opened its socket anew */
 	return r;
 }
 

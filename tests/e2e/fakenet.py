@@ -5,10 +5,12 @@ on :443 with a certificate from a test CA, and a DNS server on
 203.0.113.53 naming them; the host reaches it over a veth (203.0.113.1)
 and a route. Everything is removed by close(), also after a failure.
 """
+import fcntl
 import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -24,13 +26,32 @@ def sh(*cmd, check=True):
     return subprocess.run(cmd, check=check, capture_output=True, text=True)
 
 
+# The addresses are the host's to give once: two test runs on one host (two
+# worktrees, say) take turns, holding this lock while their Internet exists.
+LOCK = "/run/sandboxd-fakenet.lock"
+LOCK_WAIT_S = 900
+
+
 class FakeInternet:
     def __init__(self):
         tag = f"{os.getpid() % 100000}"
         self.ns = f"sbxinet{tag}"
         self.hostif = f"sbxinh{tag}"
-        self.dir = tempfile.mkdtemp(prefix="sbx-fakenet-")
+        self.dir = None
         self.proc = None
+        self.lock = open(LOCK, "w")
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    self.lock.close()
+                    raise RuntimeError(f"another test run held {LOCK} for "
+                                       f"{LOCK_WAIT_S} s")
+                time.sleep(1)
+        self.dir = tempfile.mkdtemp(prefix="sbx-fakenet-")
         try:
             self._make()
         except BaseException:
@@ -84,7 +105,11 @@ class FakeInternet:
             self.proc.kill()
             self.proc.wait()
             self.proc = None
-        sh("ip", "route", "del", "198.51.100.0/24", check=False)
+        sh("ip", "route", "del", "198.51.100.0/24", "dev", self.hostif, check=False)
         sh("ip", "link", "del", self.hostif, check=False)
         sh("ip", "netns", "del", self.ns, check=False)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        if self.lock:
+            self.lock.close()  # and with it the lock
+            self.lock = None
