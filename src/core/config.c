@@ -104,40 +104,11 @@ enum {
 	OPT_TOKENS, OPT_DISK, OPT_STORE, OPT_HELP, OPT_PTYS, OPT_MAX_MEMORY,
 	OPT_MAX_PIDS, OPT_MAX_CPUS, OPT_MAX_DISK, OPT_MAX_SANDBOXES,
 	OPT_TOTAL_MEMORY, OPT_TOTAL_PIDS,
-	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT, OPT_CONFIG,
+	OPT_PROCLOGS, OPT_SESSENV, OPT_FILETIMEOUT,
 };
 
-static const struct option opts[] = {
-	{"listen", required_argument, NULL, OPT_LISTEN},
-	{"state-dir", required_argument, NULL, OPT_STATE},
-	{"sleep-after", required_argument, NULL, OPT_SLEEP},
-	{"exec-timeout", required_argument, NULL, OPT_TIMEOUT},
-	{"memory", required_argument, NULL, OPT_MEMORY},
-	{"pids", required_argument, NULL, OPT_PIDS},
-	{"cpus", required_argument, NULL, OPT_CPUS},
-	{"max-output", required_argument, NULL, OPT_OUTPUT},
-	{"max-body", required_argument, NULL, OPT_BODY},
-	{"uid-base", required_argument, NULL, OPT_UIDBASE},
-	{"log-level", required_argument, NULL, OPT_LOG},
-	{"tokens", required_argument, NULL, OPT_TOKENS},
-	{"disk", required_argument, NULL, OPT_DISK},
-	{"store-size", required_argument, NULL, OPT_STORE},
-	{"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
-	{"max-pids", required_argument, NULL, OPT_MAX_PIDS},
-	{"max-cpus", required_argument, NULL, OPT_MAX_CPUS},
-	{"max-disk", required_argument, NULL, OPT_MAX_DISK},
-	{"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
-	{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
-	{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
-	{"max-process-logs", required_argument, NULL, OPT_PROCLOGS},
-	{"max-session-env", required_argument, NULL, OPT_SESSENV},
-	{"file-timeout", required_argument, NULL, OPT_FILETIMEOUT},
-	{"help", no_argument, NULL, OPT_HELP},
-	{"max-ptys", required_argument, NULL, OPT_PTYS},
-	{"config", required_argument, NULL, OPT_CONFIG},
-	{NULL, 0, NULL, 0},
-};
-
+/* --config: outside the enum above, which other flags extend */
+enum { OPT_CONFIG = 0x100 };
 
 static int bad(const char *flag, const char *v, const char *why)
 {
@@ -191,7 +162,7 @@ static int file_bad(const char *path, unsigned line, const char *what,
 	return -1;
 }
 
-static int config_read_file(const char *path)
+static int config_read_file(const char *path, const struct option *opts)
 {
 	FILE *f = fopen(path, "re");
 	if (!f) {
@@ -268,12 +239,42 @@ static const char *config_path(int argc, char **argv)
 
 int config_parse(struct config *cfg, int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{"config", required_argument, NULL, OPT_CONFIG},
+		{"listen", required_argument, NULL, OPT_LISTEN},
+		{"state-dir", required_argument, NULL, OPT_STATE},
+		{"sleep-after", required_argument, NULL, OPT_SLEEP},
+		{"exec-timeout", required_argument, NULL, OPT_TIMEOUT},
+		{"memory", required_argument, NULL, OPT_MEMORY},
+		{"pids", required_argument, NULL, OPT_PIDS},
+		{"cpus", required_argument, NULL, OPT_CPUS},
+		{"max-output", required_argument, NULL, OPT_OUTPUT},
+		{"max-body", required_argument, NULL, OPT_BODY},
+		{"uid-base", required_argument, NULL, OPT_UIDBASE},
+		{"log-level", required_argument, NULL, OPT_LOG},
+		{"tokens", required_argument, NULL, OPT_TOKENS},
+		{"disk", required_argument, NULL, OPT_DISK},
+		{"store-size", required_argument, NULL, OPT_STORE},
+		{"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+		{"max-pids", required_argument, NULL, OPT_MAX_PIDS},
+		{"max-cpus", required_argument, NULL, OPT_MAX_CPUS},
+		{"max-disk", required_argument, NULL, OPT_MAX_DISK},
+		{"max-sandboxes", required_argument, NULL, OPT_MAX_SANDBOXES},
+		{"total-memory", required_argument, NULL, OPT_TOTAL_MEMORY},
+		{"total-pids", required_argument, NULL, OPT_TOTAL_PIDS},
+		{"max-process-logs", required_argument, NULL, OPT_PROCLOGS},
+		{"max-session-env", required_argument, NULL, OPT_SESSENV},
+		{"file-timeout", required_argument, NULL, OPT_FILETIMEOUT},
+		{"help", no_argument, NULL, OPT_HELP},
+		{"max-ptys", required_argument, NULL, OPT_PTYS},
+		{NULL, 0, NULL, 0},
+	};
 	static char **merged;
 	const char *path = config_path(argc, argv);
 	file_args_free();
 	free(merged);
 	merged = NULL;
-	if (path && config_read_file(path))
+	if (path && config_read_file(path, opts))
 		return -1;
 	if (file_nargs) {
 		merged = calloc((size_t)argc + file_nargs + 1, sizeof(char *));
@@ -286,6 +287,7 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		argc += (int)file_nargs;
 		argv = merged;
 	}
+
 	memset(cfg, 0, sizeof(*cfg));
 	strcpy(cfg->listen_addr, "127.0.0.1");
 	cfg->port = 8080;
