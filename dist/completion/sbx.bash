@@ -15,7 +15,7 @@ _sbx()
 		words=("${COMP_WORDS[@]}")
 		cword=$COMP_CWORD
 	fi
-	local cmds="create ls info stop rm exec sh cp ps logs kill run-code help"
+	local cmds="create ls info stop rm exec sh cp ps logs kill run-code snapshot fork restore backup help"
 	local i cmd="" nargs=0
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -36,7 +36,11 @@ _sbx()
 	fi
 	local opts="--help"
 	case $cmd in
-	create) opts="--memory --cpus --pids --disk --sleep-after --keep-alive --env --label --json --help" ;;
+	create) opts="--memory --cpus --pids --disk --sleep-after --keep-alive --from-snapshot --env --label --json --help" ;;
+	snapshot) opts="--name --sandbox --json --help" ;;
+	backup) opts="--dir --exclude --ttl --json --help" ;;
+	fork) opts="--json --help" ;;
+	restore) opts="--dir --help" ;;
 	ls) opts="--json -q --help" ;;
 	info | ps) opts="--json --help" ;;
 	exec) opts="--command --cwd --env --timeout --session --no-stdin --help" ;;
@@ -57,6 +61,16 @@ _sbx()
 	esac
 	case $cmd in
 	help) COMPREPLY=($(compgen -W "$cmds" -- "$cur")) ;;
+	snapshot | backup)
+		if ((nargs == 0)); then
+			COMPREPLY=($(compgen -W "create ls info rm" -- "$cur"))
+		elif [[ ${words[2]} == create ]]; then
+			COMPREPLY=($(compgen -W "$(_sbx_ids)" -- "$cur"))
+		fi
+		;;
+	fork | restore)
+		((nargs == 0)) && COMPREPLY=($(compgen -W "$(_sbx_ids)" -- "$cur"))
+		;;
 	cp)
 		if [[ $cur == *:* ]]; then
 			COMPREPLY=()

@@ -39,6 +39,10 @@ static const char help_main[] =
     "  logs [-f] ID PROC      a background process's output\n"
     "  kill ID PROC           end a background process and its children\n"
     "  run-code ID FILE       run code in a Python/JavaScript interpreter\n"
+    "  snapshot create|ls|info|rm   snapshots of a sandbox's files\n"
+    "  fork ID [NEWID]        a new sandbox starting as a copy of ID\n"
+    "  restore ID SNAP|BACKUP put a sandbox's files back\n"
+    "  backup create|ls|info|rm     archives of a directory, kept apart\n"
     "\n"
     "`sbx COMMAND --help` says more. The daemon is found at --url, else\n"
     "$SBX_URL, else the \"url\" of ~/.config/sbx/config, else\n"
@@ -184,6 +188,7 @@ static const char help_create[] =
     "  --disk MB          disk limit\n"
     "  --sleep-after SEC  stop it after this many idle seconds\n"
     "  --keep-alive       never stop it for being idle\n"
+    "  --from-snapshot S  its files start as snapshot S's\n"
     "  -e, --env K=V      an environment variable (repeatable)\n"
     "  -l, --label K=V    a label (repeatable)\n"
     "  --json             print the sandbox as JSON\n";
@@ -209,6 +214,7 @@ static int cmd_create(struct sbx_client *c, int argc, char **argv)
 	    {"disk", required_argument, NULL, 'd'},
 	    {"sleep-after", required_argument, NULL, 's'},
 	    {"keep-alive", no_argument, NULL, 'k'},
+	    {"from-snapshot", required_argument, NULL, 'F'},
 	    {"env", required_argument, NULL, 'e'},
 	    {"label", required_argument, NULL, 'l'},
 	    {"json", no_argument, NULL, 'j'},
@@ -252,6 +258,9 @@ static int cmd_create(struct sbx_client *c, int argc, char **argv)
 			break;
 		case 'k':
 			o.keep_alive = true;
+			break;
+		case 'F':
+			o.from_snapshot = optarg;
 			break;
 		case 'e':
 			env[ne++] = optarg;
@@ -927,6 +936,10 @@ static const struct command commands[] = {
     {"logs", cmd_logs, help_logs},
     {"kill", cmd_kill, help_kill},
     {"run-code", cmd_run_code, help_run_code},
+    {"snapshot", cmd_snapshot, help_snapshot},
+    {"fork", cmd_fork, help_fork},
+    {"restore", cmd_restore, help_restore},
+    {"backup", cmd_backup, help_backup},
 };
 
 int main(int argc, char **argv)

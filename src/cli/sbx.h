@@ -22,7 +22,12 @@ bool cli_help(int argc, char **argv, const char *text);
 
 int cmd_cp(struct sbx_client *c, int argc, char **argv);
 int cmd_sh(struct sbx_client *c, int argc, char **argv);
+int cmd_snapshot(struct sbx_client *c, int argc, char **argv);
+int cmd_fork(struct sbx_client *c, int argc, char **argv);
+int cmd_restore(struct sbx_client *c, int argc, char **argv);
+int cmd_backup(struct sbx_client *c, int argc, char **argv);
 
-extern const char help_cp[], help_sh[];
+extern const char help_cp[], help_sh[], help_snapshot[], help_fork[],
+    help_restore[], help_backup[];
 
 #endif

@@ -90,6 +90,7 @@ struct sbx_create_opts {
 	bool keep_alive;
 	const char *const *env;    /* "NAME=value", NULL-terminated, or NULL */
 	const char *const *labels; /* "key=value", NULL-terminated, or NULL */
+	const char *from_snapshot; /* "snap_...": files start as its, or NULL */
 };
 
 /* 409 sandbox_exists when the ID is taken. */

@@ -1,0 +1,399 @@
+/* sbx snapshot|fork|restore|backup: the daemon's snapshots and backups
+ * (shared/spec/v1.md "Snapshots and fork", "Backups"), through
+ * sbx_request: JSON in, JSON out, the same errors as every command. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/sbx.h"
+
+const char help_snapshot[] =
+    "Usage: sbx snapshot create [--name NAME] [--json] ID\n"
+    "       sbx snapshot ls [--sandbox ID] [--json]\n"
+    "       sbx snapshot info [--json] SNAP\n"
+    "       sbx snapshot rm SNAP...\n"
+    "\n"
+    "Snapshots of a sandbox's whole writable filesystem, taken\n"
+    "consistently and kept on the daemon's store. `create` prints the\n"
+    "snapshot's ID (snap_...). Start a sandbox from one with\n"
+    "`sbx create --from-snapshot SNAP`, or put a sandbox back with\n"
+    "`sbx restore ID SNAP`.\n";
+
+const char help_fork[] =
+    "Usage: sbx fork [--json] ID [NEWID]\n"
+    "\n"
+    "Makes a new sandbox (NEWID, or one made up) whose files start as\n"
+    "ID's are now, and prints its ID. The two then diverge.\n";
+
+const char help_restore[] =
+    "Usage: sbx restore [--dir DIR] ID SNAP|BACKUP\n"
+    "\n"
+    "Puts a sandbox's files back: a snapshot (snap_...) replaces its whole\n"
+    "filesystem, a backup (bkp_...) the directory it was made of (or DIR).\n"
+    "Its running processes end.\n";
+
+const char help_backup[] =
+    "Usage: sbx backup create [--dir DIR] [--exclude GLOB]... [--ttl SEC]\n"
+    "                         [--json] ID\n"
+    "       sbx backup ls [--json]\n"
+    "       sbx backup info [--json] BACKUP\n"
+    "       sbx backup rm BACKUP...\n"
+    "\n"
+    "Backups: an archive of one directory (default /workspace) kept in the\n"
+    "daemon's backup store, which outlives the sandbox. `create` prints\n"
+    "the backup's ID (bkp_...); `sbx restore ID BACKUP` puts it back, in\n"
+    "any sandbox.\n";
+
+/* One JSON request; *out (may be NULL) the parsed answer. */
+static int api(struct sbx_client *c, const char *method, const char *path,
+               json_t *body, json_t **out, const char *what)
+{
+	char *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *ans = NULL;
+	struct sbx_error err;
+	json_decref(body);
+	int rc = sbx_request(c, method, path, text, NULL, &ans, NULL, &err);
+	free(text);
+	if (rc)
+		return cli_fail(what, &err);
+	if (out) {
+		*out = json_loads(ans, 0, NULL);
+		if (!*out) {
+			free(ans);
+			return cli_say(EXIT_FAIL, "%s: the answer is not JSON",
+			               what);
+		}
+	}
+	free(ans);
+	return 0;
+}
+
+static char *path_of(const char *fmt, const char *a)
+{
+	char *p = NULL;
+	for (const char *q = a; *q; q++)
+		if (*q == '/' || *q == '?' || *q == '#' || *q == '%' ||
+		    *q == ' ')
+			return NULL; /* IDs never hold these */
+	if (asprintf(&p, fmt, a) < 0)
+		return NULL;
+	return p;
+}
+
+static void print_json(json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	printf("%s\n", s ? s : "null");
+	free(s);
+}
+
+static const char *str(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s && *s ? s : "-";
+}
+
+static void size_h(json_t *o, const char *k, char *buf, size_t n)
+{
+	json_t *v = json_object_get(o, k);
+	if (!json_is_integer(v)) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	double b = (double)json_integer_value(v);
+	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+	int i = 0;
+	while (b >= 1024 && i < 4) {
+		b /= 1024;
+		i++;
+	}
+	snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+struct sub {
+	bool json;
+	const char *name, *sandbox, *dir;
+	uint64_t ttl;
+	json_t *excludes;
+};
+
+/* options shared by the subcommands; -1 on a usage error, 1 for --help */
+static int sub_opts(int argc, char **argv, const char *help, struct sub *o)
+{
+	static const struct option opts[] = {
+	    {"json", no_argument, NULL, 'j'},
+	    {"name", required_argument, NULL, 'N'},
+	    {"sandbox", required_argument, NULL, 'S'},
+	    {"dir", required_argument, NULL, 'd'},
+	    {"exclude", required_argument, NULL, 'x'},
+	    {"ttl", required_argument, NULL, 't'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int ch;
+	char *end;
+	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'j':
+			o->json = true;
+			break;
+		case 'N':
+			o->name = optarg;
+			break;
+		case 'S':
+			o->sandbox = optarg;
+			break;
+		case 'd':
+			o->dir = optarg;
+			break;
+		case 'x':
+			if (!o->excludes)
+				o->excludes = json_array();
+			json_array_append_new(o->excludes, json_string(optarg));
+			break;
+		case 't':
+			o->ttl = strtoull(optarg, &end, 10);
+			if (*end || !*optarg)
+				return -1;
+			break;
+		case 'h':
+			fputs(help, stdout);
+			return 1;
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int usage_of(const char *help)
+{
+	fputs(help, stderr);
+	return EXIT_USAGE;
+}
+
+static int print_id(json_t *ans, bool json)
+{
+	if (json)
+		print_json(ans);
+	else
+		printf("%s\n", str(ans, "id"));
+	json_decref(ans);
+	return 0;
+}
+
+/* ls, info and rm of /v1/snapshot and /v1/backup */
+static int listing(struct sbx_client *c, const char *kind, const char *what,
+                   int argc, char **argv, const char *help)
+{
+	struct sub o = {0};
+	int r = sub_opts(argc, argv, help, &o);
+	if (r)
+		return r > 0 ? 0 : usage_of(help);
+	char path[256];
+	json_t *ans = NULL;
+	if (!strcmp(what, "ls")) {
+		if (optind != argc)
+			return usage_of(help);
+		if (o.sandbox && !path_of("%s", o.sandbox))
+			return usage_of(help);
+		snprintf(path, sizeof(path), "/v1/%s%s%s", kind,
+		         o.sandbox ? "?sandbox=" : "",
+		         o.sandbox ? o.sandbox : "");
+		if (api(c, "GET", path, NULL, &ans, kind))
+			return EXIT_FAIL;
+		json_t *arr = json_object_get(
+		    ans, !strcmp(kind, "snapshot") ? "snapshots" : "backups");
+		if (o.json) {
+			print_json(ans);
+		} else if (!strcmp(kind, "snapshot")) {
+			printf("%-22s %-24s %-20s %-24s %10s\n", "ID",
+			       "SANDBOX", "NAME", "CREATED", "SIZE");
+			size_t i;
+			json_t *s;
+			json_array_foreach(arr, i, s)
+			{
+				char sz[32];
+				size_h(s, "sizeBytes", sz, sizeof(sz));
+				printf("%-22s %-24s %-20.20s %-24s %10s\n",
+				       str(s, "id"), str(s, "sandboxId"),
+				       str(s, "name"), str(s, "createdAt"), sz);
+			}
+		} else {
+			printf("%-22s %-20s %10s %-24s %-24s\n", "ID", "DIR",
+			       "SIZE", "CREATED", "EXPIRES");
+			size_t i;
+			json_t *b;
+			json_array_foreach(arr, i, b)
+			{
+				char sz[32];
+				size_h(b, "sizeBytes", sz, sizeof(sz));
+				printf("%-22s %-20s %10s %-24s %-24s\n",
+				       str(b, "id"), str(b, "dir"), sz,
+				       str(b, "createdAt"),
+				       str(b, "expiresAt"));
+			}
+		}
+		json_decref(ans);
+		return 0;
+	}
+	if (optind >= argc)
+		return usage_of(help);
+	int rc = 0;
+	for (int i = optind; i < argc; i++) {
+		char *p = path_of(!strcmp(kind, "snapshot") ? "/v1/snapshot/%s"
+		                                            : "/v1/backup/%s",
+		                  argv[i]);
+		if (!p)
+			return cli_say(EXIT_USAGE, "%s: not an ID", argv[i]);
+		if (!strcmp(what, "info")) {
+			if (api(c, "GET", p, NULL, &ans, argv[i]) == 0) {
+				if (o.json)
+					print_json(ans);
+				else {
+					const char *k;
+					json_t *v;
+					json_object_foreach(ans, k, v)
+					{
+						char *s =
+						    json_is_string(v)
+						        ? strdup(
+						              json_string_value(
+						                  v))
+						        : json_dumps(
+						              v,
+						              JSON_ENCODE_ANY |
+						                  JSON_COMPACT);
+						printf("%-14s %s\n", k,
+						       s ? s : "");
+						free(s);
+					}
+				}
+				json_decref(ans);
+			} else {
+				rc = EXIT_FAIL;
+			}
+		} else if (api(c, "DELETE", p, NULL, NULL, argv[i])) {
+			rc = EXIT_FAIL;
+		}
+		free(p);
+	}
+	return rc;
+}
+
+int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_of(help_snapshot);
+	const char *what = argv[1];
+	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
+		return listing(c, "snapshot", what, argc - 1, argv + 1,
+		               help_snapshot);
+	if (strcmp(what, "create"))
+		return usage_of(help_snapshot);
+	struct sub o = {0};
+	int r = sub_opts(argc - 1, argv + 1, help_snapshot, &o);
+	if (r)
+		return r > 0 ? 0 : usage_of(help_snapshot);
+	if (argc - 1 - optind != 1)
+		return usage_of(help_snapshot);
+	const char *id = argv[1 + optind];
+	char *p = path_of("/v1/sandbox/%s/snapshot", id);
+	if (!p)
+		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
+	json_t *body = json_object(), *ans = NULL;
+	if (o.name)
+		json_object_set_new(body, "name", json_string(o.name));
+	int rc = api(c, "POST", p, body, &ans, id);
+	free(p);
+	return rc ? rc : print_id(ans, o.json);
+}
+
+int cmd_fork(struct sbx_client *c, int argc, char **argv)
+{
+	struct sub o = {0};
+	int r = sub_opts(argc, argv, help_fork, &o);
+	if (r)
+		return r > 0 ? 0 : usage_of(help_fork);
+	if (argc - optind < 1 || argc - optind > 2)
+		return usage_of(help_fork);
+	const char *id = argv[optind];
+	char *p = path_of("/v1/sandbox/%s/fork", id);
+	if (!p)
+		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
+	json_t *body = json_object(), *ans = NULL;
+	if (optind + 1 < argc)
+		json_object_set_new(body, "id", json_string(argv[optind + 1]));
+	int rc = api(c, "POST", p, body, &ans, id);
+	free(p);
+	return rc ? rc : print_id(ans, o.json);
+}
+
+int cmd_restore(struct sbx_client *c, int argc, char **argv)
+{
+	struct sub o = {0};
+	int r = sub_opts(argc, argv, help_restore, &o);
+	if (r)
+		return r > 0 ? 0 : usage_of(help_restore);
+	if (argc - optind != 2)
+		return usage_of(help_restore);
+	const char *id = argv[optind], *from = argv[optind + 1];
+	bool snap = !strncmp(from, "snap_", 5);
+	if (!snap && strncmp(from, "bkp_", 4))
+		return cli_say(
+		    EXIT_USAGE,
+		    "restore: %s is neither a snapshot (snap_...) nor "
+		    "a backup (bkp_...)",
+		    from);
+	char *p = path_of("/v1/sandbox/%s/restore", id);
+	if (!p)
+		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
+	json_t *body = json_object();
+	json_object_set_new(body, snap ? "snapshot" : "backup",
+	                    json_string(from));
+	if (o.dir)
+		json_object_set_new(body, "dir", json_string(o.dir));
+	int rc = api(c, "POST", p, body, NULL, id);
+	free(p);
+	return rc;
+}
+
+int cmd_backup(struct sbx_client *c, int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_of(help_backup);
+	const char *what = argv[1];
+	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
+		return listing(c, "backup", what, argc - 1, argv + 1,
+		               help_backup);
+	if (strcmp(what, "create"))
+		return usage_of(help_backup);
+	struct sub o = {0};
+	int r = sub_opts(argc - 1, argv + 1, help_backup, &o);
+	if (r) {
+		json_decref(o.excludes);
+		return r > 0 ? 0 : usage_of(help_backup);
+	}
+	if (argc - 1 - optind != 1) {
+		json_decref(o.excludes);
+		return usage_of(help_backup);
+	}
+	const char *id = argv[1 + optind];
+	char *p = path_of("/v1/sandbox/%s/backup", id);
+	if (!p) {
+		json_decref(o.excludes);
+		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
+	}
+	json_t *body = json_object(), *ans = NULL;
+	if (o.dir)
+		json_object_set_new(body, "dir", json_string(o.dir));
+	if (o.excludes)
+		json_object_set_new(body, "excludes", o.excludes);
+	if (o.ttl)
+		json_object_set_new(body, "ttlSeconds",
+		                    json_integer((json_int_t)o.ttl));
+	int rc = api(c, "POST", p, body, &ans, id);
+	free(p);
+	return rc ? rc : print_id(ans, o.json);
+}
