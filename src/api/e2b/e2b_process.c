@@ -456,6 +456,9 @@ static void send_signal(struct e2b_req *q)
 		connect_error(q->r, "not_found", "process not found");
 		return;
 	}
+	/* the main process by its pid too: a command that was just started
+	 * may not have joined its cgroup yet, and then has no tree either */
+	exec_signal(p->job, signo);
 	exec_signal_tree(p->job, signo);
 	connect_ok(q->r, NULL);
 }
