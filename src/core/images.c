@@ -550,7 +550,7 @@ static int image_lookup(int layers, struct job *j, const char *path,
  * passwd field 3 (the primary group) in *gid. */
 static int lookup_id(int fd, const char *name, unsigned *id, unsigned *gid)
 {
-	FILE *f = fdopen(dup(fd), "r");
+	FILE *f = fdopen(fcntl(fd, F_DUPFD_CLOEXEC, 0), "r");
 	if (!f)
 		return -errno;
 	char line[1024];
@@ -603,7 +603,7 @@ static int resolve_user(int layers, struct job *j, const char *user,
 		    image_lookup(layers, j, "etc/passwd", false);
 		if (pw >= 0) {
 			/* the primary group of that uid, if listed */
-			FILE *f = fdopen(dup(pw), "r");
+			FILE *f = fdopen(fcntl(pw, F_DUPFD_CLOEXEC, 0), "r");
 			char line[1024];
 			while (f && fgets(line, sizeof(line), f)) {
 				char *p = line, *fl[4] = {0};
@@ -1500,7 +1500,7 @@ int images_open(struct loop *loop, const char *state_dir, const char *trash_dir,
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
 			continue;
 		char buf[128], name[IMAGE_NAME_MAX + 1];
-		_cleanup_close_ int dfd = dirfd(d) >= 0 ? dup(dirfd(d)) : -1;
+		_cleanup_close_ int dfd = dirfd(d) >= 0 ? fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0) : -1;
 		ssize_t n = fs_read_small(dfd, de->d_name, buf, sizeof(buf));
 		if (n <= 0)
 			continue;
