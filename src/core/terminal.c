@@ -1,6 +1,7 @@
 /* Terminals: see terminal.h for the theory of operation. */
 #include "core/terminal.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,13 @@ struct terminal {
 	struct loop_timer wait;
 	char *shell;
 	unsigned cols, rows;
+	/* own terminals (terminal_opts.own) */
+	bool own, as_user;
+	char **argv, **env, *cwd, *note;
+	size_t envc;
+	int pid;
+	void (*started)(void *ctx, int pid, const char *why);
+	void *started_ctx;
 	struct terminal *next; /* in sb->terms */
 };
 
@@ -176,6 +184,40 @@ static void on_master(struct loop_watch *w, uint32_t events)
 	update_watch(t);
 }
 
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+static char **strv_dup(const char *const *v, size_t n, bool *oom)
+{
+	if (!v)
+		return NULL;
+	if (n == SIZE_MAX)
+		for (n = 0; v[n]; n++)
+			;
+	char **d = calloc(n + 1, sizeof(*d));
+	for (size_t i = 0; d && i < n; i++)
+		if (!(d[i] = strdup(v[i]))) {
+			strv_free(d);
+			d = NULL;
+		}
+	if (!d)
+		*oom = true;
+	return d;
+}
+
+/* An own terminal's starter hears once: pid, or why not. */
+static void report_started(struct terminal *t, int pid, const char *why)
+{
+	void (*cb)(void *, int, const char *) = t->started;
+	t->started = NULL;
+	if (cb)
+		cb(t->started_ctx, pid, why);
+}
+
 static void terminal_free(struct terminal *t)
 {
 	for (struct terminal **p = &t->sb->terms; *p; p = &(*p)->next)
@@ -186,6 +228,10 @@ static void terminal_free(struct terminal *t)
 	loop_timer_stop(loop_of(t), &t->idle);
 	loop_timer_stop(loop_of(t), &t->wait);
 	free(t->shell);
+	strv_free(t->argv);
+	strv_free(t->env);
+	free(t->cwd);
+	free(t->note);
 	if (t->w.fd >= 0) {
 		loop_del(loop_of(t), &t->w);
 		close(t->w.fd);
@@ -209,6 +255,7 @@ static void terminal_end(struct terminal *t, int code, const char *why)
 	log_info("sandbox=%s event=terminal-ended session=%s code=%d%s%s",
 	         t->sb->id, t->session, code, why ? " why=" : "",
 	         why ? why : "");
+	report_started(t, 0, why ? why : "the program ended at once");
 	while (t->clients) {
 		struct terminal_client *c = t->clients;
 		/* client_free fixes nbehind; the face may free its side */
@@ -258,6 +305,24 @@ static void on_idle(struct loop_timer *tm)
 		terminal_end(t, -1, "no client");
 }
 
+static void on_started(void *ctx, int pid)
+{
+	struct terminal *t = ctx;
+	t->pid = pid;
+	report_started(t, pid, NULL);
+}
+
+/* No client: the shell ends after the sandbox's sleep-after (own
+ * terminals run on). */
+static void start_idle(struct terminal *t)
+{
+	if (!t->clients && t->job && !t->own)
+		loop_timer_start(loop_of(t), &t->idle,
+		                 t->sb->sleep_after_ms
+		                     ? t->sb->sleep_after_ms
+		                     : t->sb->m->cfg->sleep_after_ms);
+}
+
 static void on_stall(struct loop_timer *tm)
 {
 	struct terminal_client *c = tm->data;
@@ -270,11 +335,7 @@ static void on_stall(struct loop_timer *tm)
 	client_free(c);
 	update_watch(t);
 	ops->dropped(ctx);
-	if (!t->clients && t->job)
-		loop_timer_start(loop_of(t), &t->idle,
-		                 t->sb->sleep_after_ms
-		                     ? t->sb->sleep_after_ms
-		                     : t->sb->m->cfg->sleep_after_ms);
+	start_idle(t);
 }
 
 /* The sandbox is set up (its devpts is mounted: a pty opened before
@@ -294,7 +355,7 @@ static int start_shell(struct terminal *t, struct sbx_err *err)
 	 * on the default session, which outlives any other), and a TERM
 	 * that xterm.js and most clients speak */
 	size_t envc = 0;
-	const char **env = calloc(sess->envc + 2, sizeof(char *));
+	const char **env = calloc(sess->envc + t->envc + 2, sizeof(char *));
 	if (!env) {
 		close(slave);
 		return sbx_err_set(err, ENOMEM, "out of memory");
@@ -303,13 +364,17 @@ static int start_shell(struct terminal *t, struct sbx_err *err)
 		if (strncmp(sess->env[i], "TERM=", 5))
 			env[envc++] = sess->env[i];
 	env[envc++] = "TERM=xterm-256color";
+	for (size_t i = 0; i < t->envc; i++) /* later ones win */
+		env[envc++] = t->env[i];
 	const char *argv[] = {t->shell ? t->shell : "/bin/bash", NULL};
 	struct exec_params p = {
-	    .argv = argv,
+	    .argv = t->argv ? (const char *const *)t->argv : argv,
+	    .as_user = t->as_user,
+	    .on_started = t->own ? on_started : NULL,
 	    .detached = true,
 	    .env = env,
 	    .envc = envc,
-	    .cwd = sess->cwd,
+	    .cwd = t->cwd ? t->cwd : sess->cwd,
 	    .timeout_ms = EXEC_NO_TIMEOUT,
 	    .pty = true,
 	    .pty_slave = slave,
@@ -357,8 +422,8 @@ int terminal_open(struct sandbox *sb, const char *session_id,
 	struct session *sess = sandbox_session(sb, session_id);
 	if (!sess)
 		return sbx_err_set(err, ENOENT, "no session %s", session_id);
-	for (struct terminal *t = sb->terms; t; t = t->next)
-		if (!t->ending && !strcmp(t->session, sess->id)) {
+	for (struct terminal *t = sb->terms; t && !o->own; t = t->next)
+		if (!t->ending && !t->own && !strcmp(t->session, sess->id)) {
 			*out = t;
 			return 0;
 		}
@@ -366,12 +431,26 @@ int terminal_open(struct sandbox *sb, const char *session_id,
 	if (r < 0)
 		return r;
 	struct terminal *t = calloc(1, sizeof(*t));
-	if (!t || !(t->ring = malloc(TERMINAL_REPLAY)) ||
+	bool oom = false;
+	if (t && o->own) {
+		t->own = true;
+		t->as_user = o->as_user;
+		t->argv = strv_dup(o->argv, SIZE_MAX, &oom);
+		t->env = strv_dup(o->env, o->envc, &oom);
+		t->envc = t->env ? o->envc : 0;
+		if (o->cwd && !(t->cwd = strdup(o->cwd)))
+			oom = true;
+	}
+	if (!t || oom || !(t->ring = malloc(TERMINAL_REPLAY)) ||
 	    !(t->session = strdup(sess->id)) ||
 	    (o->shell && !(t->shell = strdup(o->shell)))) {
 		if (t) {
 			free(t->ring);
 			free(t->session);
+			free(t->shell);
+			strv_free(t->argv);
+			strv_free(t->env);
+			free(t->cwd);
 		}
 		free(t);
 		return sbx_err_set(err, ENOMEM, "out of memory");
@@ -391,7 +470,14 @@ int terminal_open(struct sandbox *sb, const char *session_id,
 			terminal_free(t);
 			return r;
 		}
+		/* from here on, started runs once (it may have already) */
+		t->started = o->started;
+		t->started_ctx = o->ctx;
+		if (t->pid)
+			report_started(t, t->pid, NULL);
 	} else {
+		t->started = o->started;
+		t->started_ctx = o->ctx;
 		loop_timer_start(loop_of(t), &t->wait, 1);
 	}
 	*out = t;
@@ -431,11 +517,7 @@ void terminal_detach(struct terminal_client *c)
 	struct terminal *t = c->t;
 	client_free(c);
 	update_watch(t);
-	if (!t->clients && t->job)
-		loop_timer_start(loop_of(t), &t->idle,
-		                 t->sb->sleep_after_ms
-		                     ? t->sb->sleep_after_ms
-		                     : t->sb->m->cfg->sleep_after_ms);
+	start_idle(t);
 }
 
 void terminal_client_resume(struct terminal_client *c)
@@ -446,7 +528,11 @@ void terminal_client_resume(struct terminal_client *c)
 
 int terminal_input(struct terminal_client *c, const char *data, size_t len)
 {
-	struct terminal *t = c->t;
+	return terminal_write(c->t, data, len);
+}
+
+int terminal_write(struct terminal *t, const char *data, size_t len)
+{
 	if (t->ending)
 		return -EPIPE;
 	if (t->in.len + len > TERMINAL_INPUT_MAX)
@@ -461,10 +547,62 @@ int terminal_input(struct terminal_client *c, const char *data, size_t len)
 
 int terminal_resize(struct terminal_client *c, unsigned cols, unsigned rows)
 {
-	struct terminal *t = c->t;
+	return terminal_set_size(c->t, cols, rows);
+}
+
+int terminal_set_size(struct terminal *t, unsigned cols, unsigned rows)
+{
 	t->cols = cols;
 	t->rows = rows;
 	if (t->w.fd < 0)
 		return t->ending ? -EPIPE : 0; /* taken when the shell starts */
 	return pty_resize(t->w.fd, cols, rows);
+}
+
+struct terminal *terminal_find(struct sandbox *sb, int pid)
+{
+	for (struct terminal *t = sb->terms; t && pid > 0; t = t->next)
+		if (t->own && !t->ending && t->job && t->pid == pid)
+			return t;
+	return NULL;
+}
+
+struct terminal *terminal_next(struct sandbox *sb, struct terminal *prev)
+{
+	for (struct terminal *t = prev ? prev->next : sb->terms; t;
+	     t = t->next)
+		if (t->own && !t->ending && t->job && t->pid > 0)
+			return t;
+	return NULL;
+}
+
+int terminal_pid(const struct terminal *t)
+{
+	return t->pid;
+}
+
+int terminal_signal(struct terminal *t, int signo)
+{
+	if (!t->job)
+		return -ESRCH;
+	/* the main process by its pid too (it may not have joined its
+	 * cgroup yet) */
+	exec_signal(t->job, signo);
+	exec_signal_tree(t->job, signo);
+	return 0;
+}
+
+int terminal_set_note(struct terminal *t, const char *note)
+{
+	char *n = note ? strdup(note) : NULL;
+	if (note && !n)
+		return -ENOMEM;
+	free(t->note);
+	t->note = n;
+	return 0;
+}
+
+const char *terminal_note(const struct terminal *t)
+{
+	return t->note;
 }

@@ -41,6 +41,20 @@ struct terminal_client;
 struct terminal_opts {
 	const char *shell;   /* argv[0] (searched in PATH); NULL: /bin/bash */
 	unsigned cols, rows; /* 0: 80x24 (only when the terminal starts) */
+	/* A terminal of its own (E2B's PTY processes): never joined by
+	 * terminal_open, found by its pid (terminal_find), and not ended
+	 * when no client is there (only by its end, a signal or the
+	 * sandbox's stop). The fields below are for it only. */
+	bool own;
+	const char *const *argv;     /* NULL-terminated; NULL: shell */
+	const char *const *env;      /* "KEY=VALUE" over the session's */
+	size_t envc;
+	const char *cwd;             /* NULL: the session's */
+	bool as_user;                /* as the image's unprivileged user */
+	/* Runs exactly once when terminal_open succeeded: pid > 0 when init
+	 * forked it, or pid 0 with why when it could not start. */
+	void (*started)(void *ctx, int pid, const char *why);
+	void *ctx;
 };
 
 struct terminal_client_ops {
@@ -78,5 +92,19 @@ void terminal_client_resume(struct terminal_client *c);
 int terminal_input(struct terminal_client *c, const char *data, size_t len);
 /* The window size; the shell's foreground job gets SIGWINCH. */
 int terminal_resize(struct terminal_client *c, unsigned cols, unsigned rows);
+
+/* Keystrokes and window size without a client (as terminal_input and
+ * terminal_resize). */
+int terminal_write(struct terminal *t, const char *data, size_t len);
+int terminal_set_size(struct terminal *t, unsigned cols, unsigned rows);
+/* Own terminals: the one of pid that runs (NULL: none); the next one of
+ * sb after prev (NULL: the first); its shell's pid; signal its program
+ * (and its tree); a note the face keeps with it (copied; NULL clears). */
+struct terminal *terminal_find(struct sandbox *sb, int pid);
+struct terminal *terminal_next(struct sandbox *sb, struct terminal *prev);
+int terminal_pid(const struct terminal *t);
+int terminal_signal(struct terminal *t, int signo);
+int terminal_set_note(struct terminal *t, const char *note);
+const char *terminal_note(const struct terminal *t);
 
 #endif

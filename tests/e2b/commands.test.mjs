@@ -131,10 +131,87 @@ describe("background", () => {
 });
 
 describe("pty", () => {
-	// the terminal engine is not in this build: the SDK reports it
-	it("pty.create answers Connect's unimplemented, never a fake terminal", async () => {
-		const err = await rejection(sbx.pty.create({ cols: 80, rows: 24, onData: () => {} }));
+	// a terminal of its own per pty.create, on the engine of /v1's pty
+	const dec = new TextDecoder();
+	const reader = () => {
+		const chunks = [];
+		return {
+			onData: (d) => chunks.push(dec.decode(d, { stream: true })),
+			text: () => chunks.join(""),
+		};
+	};
+	// markers are printed by arithmetic so that the echo of the typed
+	// line (the terminal echoes input) never matches them
+	const has = (rd, s) => waitFor(async () => rd.text().includes(s));
+	const typed = (pid, line) => sbx.pty.sendInput(pid, new TextEncoder().encode(line));
+
+	it("create runs an interactive login shell on a terminal: input, output, cwd, envs, user, resize, exit code", async () => {
+		const rd = reader();
+		const h = await sbx.pty.create({ cols: 80, rows: 24, cwd: "/tmp", envs: { FOO: "bar" }, onData: rd.onData });
+		assert.ok(h.pid > 0);
+		await typed(h.pid, "echo M$((40+1)) $FOO $(pwd) $(whoami) $(stty size) $TERM; tty\n");
+		assert.ok(await has(rd, "M41 bar /tmp user 24 80 xterm-256color"), rd.text());
+		assert.match(rd.text(), /\/dev\/pts\/\d+/); // a real terminal
+		await sbx.pty.resize(h.pid, { cols: 100, rows: 30 });
+		await typed(h.pid, "echo S$((1+1)) $(stty size)\n");
+		assert.ok(await has(rd, "S2 30 100"), rd.text());
+		await typed(h.pid, "exit 3\n");
+		const err = await rejection(h.wait());
+		assert.ok(err instanceof CommandExitError, err.stack);
+		assert.equal(err.exitCode, 3);
+		// stdout and stderr stay empty: everything came as pty data
+		assert.equal(err.stdout, "");
+		assert.equal(err.stderr, "");
+	});
+
+	it("runs as root when asked; two terminals are separate", async () => {
+		const a = reader(), b = reader();
+		const ha = await sbx.pty.create({ cols: 80, rows: 24, user: "root", onData: a.onData });
+		const hb = await sbx.pty.create({ cols: 80, rows: 24, onData: b.onData });
+		assert.notEqual(ha.pid, hb.pid);
+		await typed(ha.pid, "echo A$((5*5)) $(id -u)\n");
+		assert.ok(await has(a, "A25 0"), a.text());
+		assert.equal(b.text().includes("A25"), false);
+		await typed(hb.pid, "exit 0\n");
+		const r = await hb.wait();
+		assert.equal(r.exitCode, 0);
+		await typed(ha.pid, "exit\n");
+		assert.equal((await ha.wait()).exitCode, 0);
+	});
+
+	it("kill ends the terminal's program; the pid is gone afterwards", async () => {
+		const h = await sbx.pty.create({ cols: 80, rows: 24, onData: () => {} });
+		assert.ok((await sbx.commands.list()).some((p) => p.pid === h.pid));
+		assert.equal(await sbx.pty.kill(h.pid), true);
+		const err = await rejection(h.wait());
+		assert.ok(err instanceof CommandExitError, err.stack);
+		assert.match(err.error ?? err.message, /killed/);
+		assert.equal(await sbx.pty.kill(h.pid), false);
+		assert.ok(await rejection(typed(h.pid, "echo\n")) instanceof SandboxError);
+		assert.ok(await rejection(sbx.pty.resize(h.pid, { cols: 90, rows: 20 })) instanceof SandboxError);
+		assert.equal((await sbx.commands.list()).some((p) => p.pid === h.pid), false);
+	});
+
+	it("connect follows a running terminal; it runs on when a client leaves", async () => {
+		const first = reader();
+		const h = await sbx.pty.create({ cols: 80, rows: 24, onData: first.onData });
+		await h.disconnect();
+		const rd = reader();
+		const again = await sbx.pty.connect(h.pid, { onData: rd.onData });
+		assert.equal(again.pid, h.pid);
+		await typed(h.pid, "echo C$((6*7))\n");
+		assert.ok(await has(rd, "C42"), rd.text());
+		assert.equal(first.text().includes("C42"), false);
+		assert.equal(await sbx.pty.kill(h.pid), true);
+		await rejection(again.wait());
+	});
+
+	it("a pty with a cwd that does not exist is refused; resize of a non-pty process is refused", async () => {
+		const err = await rejection(sbx.pty.create({ cols: 80, rows: 24, cwd: "/nonexistent/dir", onData: () => {} }));
 		assert.ok(err instanceof SandboxError, err.stack);
-		assert.match(err.message, /unimplemented.*PTY/);
+		const bg = await sbx.commands.run("sleep 30", { background: true });
+		assert.ok(await rejection(sbx.pty.resize(bg.pid, { cols: 90, rows: 20 })) instanceof SandboxError);
+		assert.ok(await rejection(sbx.pty.resize(999999, { cols: 90, rows: 20 })) instanceof SandboxError);
+		await bg.kill();
 	});
 });

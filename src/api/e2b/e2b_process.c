@@ -5,10 +5,10 @@
  * List, SendInput, CloseStdin and SendSignal act on the same records, so a
  * process started here is also one of /v1's.
  *
- * The PTY source plugs in at three places, each marked "PTY:" below:
- * Start with a "pty" field (start it on the terminal engine, follow its
- * output as "pty" data events), SendInput with input.pty, and Update
- * (resize). Until then they answer Connect's "unimplemented". */
+ * A Start with a "pty" field runs its program on a terminal of its own
+ * (core/terminal.h, the engine of /v1's pty) and follows its output as
+ * "pty" data events; SendInput with input.pty, Update (resize),
+ * SendSignal, Connect and List find it by its pid. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@
 #include "api/source.h"
 #include "core/env.h"
 #include "core/process.h"
+#include "core/terminal.h"
 #include "lib/base64.h"
 
 #define KEEPALIVE_MSG "{\"event\":{\"keepalive\":{}}}"
@@ -66,31 +67,35 @@ static void on_dropped(void *ctx)
 }
 
 /* Go's os.ProcessState as envd reports it. */
-static json_t *end_json(const struct process *p)
+static json_t *end_json_of(int signo, int exit_code)
 {
 	char status[64];
 	json_t *e = json_object();
-	if (p->signo) {
-		const char *name = p->signo == SIGKILL   ? "killed"
-		                   : p->signo == SIGTERM ? "terminated"
-		                   : p->signo == SIGINT  ? "interrupt"
-		                                         : strsignal(p->signo);
+	if (signo) {
+		const char *name = signo == SIGKILL   ? "killed"
+		                   : signo == SIGTERM ? "terminated"
+		                   : signo == SIGINT  ? "interrupt"
+		                                      : strsignal(signo);
 		snprintf(status, sizeof(status), "signal: %s", name);
 		json_object_set_new(e, "exitCode", json_integer(-1));
 		json_object_set_new(e, "exited", json_false());
 		json_object_set_new(e, "error", json_string(status));
 	} else {
-		snprintf(status, sizeof(status), "exit status %d",
-		         p->exit_code);
-		if (p->exit_code)
+		snprintf(status, sizeof(status), "exit status %d", exit_code);
+		if (exit_code)
 			json_object_set_new(e, "exitCode",
-			                    json_integer(p->exit_code));
+			                    json_integer(exit_code));
 		json_object_set_new(e, "exited", json_true());
-		if (p->exit_code)
+		if (exit_code)
 			json_object_set_new(e, "error", json_string(status));
 	}
 	json_object_set_new(e, "status", json_string(status));
 	return json_pack("{s:{s:o}}", "event", "end", e);
+}
+
+static json_t *end_json(const struct process *p)
+{
+	return end_json_of(p->signo, p->exit_code);
 }
 
 static void on_ended(void *ctx, const struct process *p, bool gone)
@@ -178,6 +183,228 @@ static void started(struct process *p, void *ctx)
 	stream_open(s, p);
 }
 
+/* ---- PTY processes: a terminal of their own, one stream per client ---- */
+
+struct e2b_pty {
+	struct http_req *r; /* Start: until the program runs */
+	struct api *a;
+	unsigned keepalive_ms;
+	struct terminal *t;
+	struct terminal_client *c;
+	struct relay *rl;
+	bool skip; /* Connect: the replay is not news */
+};
+
+static int pty_output(void *ctx, const char *data, size_t len)
+{
+	struct e2b_pty *s = ctx;
+	if (s->skip || !s->rl)
+		return 0;
+	char *b64 = malloc(base64_encoded_len(len) + 1);
+	if (!b64)
+		return 0;
+	base64_encode(data, len, b64);
+	struct buf b;
+	buf_init(&b, 0);
+	int r = connect_envelope(&b, 0,
+	                         json_pack("{s:{s:{s:s}}}", "event", "data",
+	                                   "pty", b64)) < 0
+	            ? 0
+	            : relay_write(s->rl, b.data, b.len);
+	buf_free(&b);
+	free(b64);
+	return r;
+}
+
+/* The terminal's exited code is an exit status or 128 + signal; the only
+ * signals sent here are SIGKILL and SIGTERM (SendSignal), so 137 and 143
+ * are reported as those, as envd's os.ProcessState does. */
+static void pty_exited(void *ctx, int code, const char *why)
+{
+	struct e2b_pty *s = ctx;
+	struct buf b;
+	buf_init(&b, 0);
+	if (code < 0) {
+		connect_end(&b, "unavailable", why ? why : "it was ended");
+	} else {
+		int signo = code == 128 + SIGKILL   ? SIGKILL
+		            : code == 128 + SIGTERM ? SIGTERM
+		                                    : 0;
+		connect_envelope(&b, 0, end_json_of(signo, signo ? 0 : code));
+		connect_end(&b, NULL, NULL);
+	}
+	relay_write(s->rl, b.data, b.len);
+	buf_free(&b);
+	relay_end(s->rl);
+	free(s);
+}
+
+static void pty_dropped(void *ctx)
+{
+	struct e2b_pty *s = ctx;
+	relay_abort(s->rl); /* behind too long: cut short, not ended */
+	free(s);
+}
+
+static const struct terminal_client_ops pty_term_ops = {
+    pty_output, pty_exited, pty_dropped};
+
+static void pty_resume(void *ctx)
+{
+	struct e2b_pty *s = ctx;
+	if (s->c)
+		terminal_client_resume(s->c);
+}
+
+static void pty_cancel(void *ctx)
+{
+	struct e2b_pty *s = ctx; /* the client left: the program runs on */
+	if (s->c)
+		terminal_detach(s->c);
+	relay_end(s->rl);
+	free(s);
+}
+
+static const struct relay_ops pty_relay_ops = {pty_resume, pty_cancel};
+
+/* Answer r with the stream: start{pid}, then the terminal's output (from
+ * its first byte on Start, from now on with Connect). */
+static void pty_open(struct e2b_pty *s, struct http_req *r, int pid,
+                     bool from_start)
+{
+	struct relay_opts o = {.content_type = "application/connect+json",
+	                       .size = HTTP_SIZE_UNKNOWN,
+	                       .keepalive_ms = s->keepalive_ms,
+	                       .keepalive = keepalive_env,
+	                       .keepalive_len = sizeof(keepalive_env) - 1};
+	if (!(s->rl = relay_open(r, s->a->m->loop, &o, &pty_relay_ops, s))) {
+		free(s);
+		return;
+	}
+	struct buf b;
+	buf_init(&b, 0);
+	if (connect_envelope(&b, 0,
+	                     json_pack("{s:{s:{s:i}}}", "event", "start",
+	                               "pid", pid)) == 0)
+		relay_write(s->rl, b.data, b.len);
+	buf_free(&b);
+	s->skip = !from_start;
+	s->c = terminal_attach(s->t, &pty_term_ops, s);
+	s->skip = false;
+	if (!s->c) {
+		buf_init(&b, 0);
+		connect_end(&b, "internal", "out of memory");
+		relay_write(s->rl, b.data, b.len);
+		buf_free(&b);
+		relay_end(s->rl);
+		free(s);
+	}
+}
+
+static void pty_start_gone(struct http_req *r)
+{
+	struct e2b_pty *s = r->ctx;
+	s->r = NULL; /* the program runs on; pty_started frees s */
+}
+
+static void pty_started(void *ctx, int pid, const char *why)
+{
+	struct e2b_pty *s = ctx;
+	struct http_req *r = s->r;
+	if (!r) {
+		free(s);
+		return;
+	}
+	r->on_close = NULL;
+	s->r = NULL;
+	if (pid <= 0) {
+		free(s);
+		/* envd: a cwd that does not exist, a program that cannot run */
+		connect_stream_error(r, "invalid_argument", "%s",
+		                     why ? why : "it did not start");
+		return;
+	}
+	pty_open(s, r, pid, true);
+}
+
+/* The PTY a request's "process" selector names: {pid} or {tag}. */
+static struct terminal *selected_pty(struct e2b_req *q)
+{
+	json_t *sel = json_object_get(q->body, "process");
+	json_t *pid = json_object_get(sel, "pid");
+	const char *tag = json_string_value(json_object_get(sel, "tag"));
+	if (json_is_integer(pid))
+		return terminal_find(q->sb, (int)json_integer_value(pid));
+	if (json_is_string(pid))
+		return terminal_find(q->sb, atoi(json_string_value(pid)));
+	if (!tag)
+		return NULL;
+	for (struct terminal *t = terminal_next(q->sb, NULL); t;
+	     t = terminal_next(q->sb, t)) {
+		const char *n = terminal_note(t);
+		json_t *j = n ? json_loads(n, 0, NULL) : NULL;
+		const char *tt = json_string_value(json_object_get(j, "tag"));
+		bool hit = tt && !strcmp(tt, tag);
+		json_decref(j);
+		if (hit)
+			return t;
+	}
+	return NULL;
+}
+
+static unsigned size_field(json_t *pty, const char *k)
+{
+	json_t *v = json_object_get(json_object_get(pty, "size"), k);
+	long long n = json_is_integer(v) ? json_integer_value(v) : 0;
+	return n > 0 && n <= 4096 ? (unsigned)n : 0;
+}
+
+/* Start with a "pty" field: the program runs on a terminal of its own. */
+static void start_pty(struct e2b_req *q, const char *const *argv,
+                      char **all, size_t allc, const char *cwd,
+                      json_t *note)
+{
+	struct http_req *r = q->r;
+	json_t *pty = json_object_get(q->body, "pty");
+	struct e2b_pty *s = calloc(1, sizeof(*s));
+	if (!s) {
+		connect_stream_error(r, "internal", "out of memory");
+		return;
+	}
+	s->a = q->a;
+	s->r = r;
+	s->keepalive_ms = connect_keepalive_ms(r);
+	struct terminal_opts o = {.cols = size_field(pty, "cols"),
+	                          .rows = size_field(pty, "rows"),
+	                          .own = true,
+	                          .argv = argv,
+	                          .env = (const char *const *)all,
+	                          .envc = allc,
+	                          .cwd = cwd,
+	                          .as_user = !q->root,
+	                          .started = pty_started,
+	                          .ctx = s};
+	struct sbx_err err = {0};
+	r->ctx = s;
+	r->on_close = pty_start_gone;
+	http_suspend(r);
+	int rc = terminal_open(q->sb, NULL, &o, &s->t, &err);
+	if (rc < 0) {
+		r->on_close = NULL;
+		free(s);
+		connect_stream_error(r,
+		                     rc == -ENOSPC ? "resource_exhausted"
+		                     : rc == -EIO  ? "invalid_argument"
+		                                   : "internal",
+		                     "%s", err.msg);
+		return;
+	}
+	char *n = json_dumps(note, JSON_COMPACT);
+	if (n)
+		terminal_set_note(s->t, n);
+	free(n);
+}
+
 static json_t *process_config(const struct process *p)
 {
 	json_t *n = p->note ? json_loads(p->note, 0, NULL) : NULL;
@@ -193,14 +420,8 @@ static void start(struct e2b_req *q)
 {
 	struct http_req *r = q->r;
 	json_t *proc = json_object_get(q->body, "process");
-	if (json_object_get(q->body, "pty") &&
-	    !json_is_null(json_object_get(q->body, "pty"))) {
-		/* PTY: start on the terminal engine here */
-		connect_stream_error(r, "unimplemented",
-		                     "PTY processes are not supported by "
-		                     "sandboxd yet");
-		return;
-	}
+	bool pty = json_object_get(q->body, "pty") &&
+	           !json_is_null(json_object_get(q->body, "pty"));
 	const char *cmd = json_string_value(json_object_get(proc, "cmd"));
 	json_t *args = json_object_get(proc, "args");
 	if (!json_is_object(proc) || !cmd || !*cmd ||
@@ -239,6 +460,22 @@ static void start(struct e2b_req *q)
 	if (e2b_path(q, c, &cwd) < 0) {
 		connect_stream_error(r, "invalid_argument",
 		                     "cwd '%s' is not a valid path", c);
+		goto out;
+	}
+	if (pty) {
+		json_t *note = json_pack(
+		    "{s:{s:s, s:O, s:O, s:s}}", "config", "cmd", cmd, "args",
+		    args ? args : json_array(), "envs",
+		    json_is_object(json_object_get(proc, "envs"))
+		        ? json_object_get(proc, "envs")
+		        : json_object(),
+		    "cwd", cwd);
+		const char *tag =
+		    json_string_value(json_object_get(q->body, "tag"));
+		if (tag)
+			json_object_set_new(note, "tag", json_string(tag));
+		start_pty(q, argv, all, allc, cwd, note);
+		json_decref(note);
 		goto out;
 	}
 	json_t *st = json_object_get(q->body, "stdin");
@@ -336,6 +573,20 @@ static struct process *selected(struct e2b_req *q)
 
 static void connect_rpc(struct e2b_req *q)
 {
+	struct terminal *t = selected_pty(q);
+	if (t) {
+		struct e2b_pty *s = calloc(1, sizeof(*s));
+		if (!s) {
+			connect_stream_error(q->r, "internal",
+			                     "out of memory");
+			return;
+		}
+		s->a = q->a;
+		s->t = t;
+		s->keepalive_ms = connect_keepalive_ms(q->r);
+		pty_open(s, q->r, terminal_pid(t), false);
+		return;
+	}
 	struct process *p = selected(q);
 	if (!p) {
 		connect_stream_error(q->r, "not_found", "process not found");
@@ -359,6 +610,18 @@ static void list(struct e2b_req *q)
 		json_object_set_new(j, "pid", json_integer(p->pid));
 		json_array_append_new(arr, j);
 	}
+	for (struct terminal *t = terminal_next(q->sb, NULL); t;
+	     t = terminal_next(q->sb, t)) {
+		const char *n = terminal_note(t);
+		json_t *j = n ? json_loads(n, 0, NULL) : NULL;
+		if (!json_is_object(j)) {
+			json_decref(j);
+			j = json_pack("{s:{s:s, s:[], s:{}}}", "config", "cmd",
+			              "/bin/bash", "args", "envs");
+		}
+		json_object_set_new(j, "pid", json_integer(terminal_pid(t)));
+		json_array_append_new(arr, j);
+	}
 	connect_ok(q->r, json_pack("{s:o}", "processes", arr));
 }
 
@@ -379,18 +642,51 @@ static void stdin_gone(struct http_req *r)
 	process_stdin_forget(r->ctx);
 }
 
+static void send_input_pty(struct e2b_req *q, struct terminal *t,
+                           const char *b64)
+{
+	size_t n = strlen(b64);
+	char *data = malloc(n / 4 * 3 + 3);
+	ssize_t len = data ? base64_decode(b64, n, data) : -1;
+	if (len < 0) {
+		free(data);
+		connect_error(q->r, "invalid_argument",
+		              "input.pty: base64 bytes");
+		return;
+	}
+	int rc = terminal_write(t, data, (size_t)len);
+	free(data);
+	if (rc == -ENOBUFS)
+		connect_error(q->r, "resource_exhausted",
+		              "the terminal is not reading its input");
+	else if (rc == -EPIPE)
+		connect_error(q->r, "not_found", "the process has ended");
+	else if (rc < 0)
+		connect_error(q->r, "internal", "input: %s", strerror(-rc));
+	else
+		connect_ok(q->r, NULL);
+}
+
 static void send_input(struct e2b_req *q)
 {
-	struct process *p = selected(q);
 	json_t *in = json_object_get(q->body, "input");
+	struct terminal *t = selected_pty(q);
+	if (t) {
+		const char *b64 =
+		    json_string_value(json_object_get(in, "pty"));
+		if (!b64) /* stdin of a PTY process is its terminal too */
+			b64 = json_string_value(json_object_get(in, "stdin"));
+		send_input_pty(q, t, b64 ? b64 : "");
+		return;
+	}
+	struct process *p = selected(q);
 	if (!p || p->ended) {
 		connect_error(q->r, "not_found", "process not found");
 		return;
 	}
 	if (json_object_get(in, "pty")) {
-		/* PTY: write to the terminal here */
-		connect_error(q->r, "unimplemented",
-		              "PTY input is not supported by sandboxd yet");
+		connect_error(q->r, "invalid_argument",
+		              "input.pty: this process has no terminal");
 		return;
 	}
 	const char *b64 = json_string_value(json_object_get(in, "stdin"));
@@ -426,6 +722,12 @@ static void send_input(struct e2b_req *q)
 
 static void close_stdin(struct e2b_req *q)
 {
+	if (selected_pty(q)) {
+		connect_error(q->r, "invalid_argument",
+		              "a PTY process has no stdin to close: send "
+		              "Ctrl-D (0x04) as input");
+		return;
+	}
 	struct process *p = selected(q);
 	if (!p || process_stdin_close(p) < 0)
 		connect_error(q->r, "not_found", "process not found");
@@ -452,6 +754,12 @@ static void send_signal(struct e2b_req *q)
 		              "signal: SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 		return;
 	}
+	struct terminal *t = selected_pty(q);
+	if (t) {
+		terminal_signal(t, signo);
+		connect_ok(q->r, NULL);
+		return;
+	}
 	if (!p || p->ended || !p->job) {
 		connect_error(q->r, "not_found", "process not found");
 		return;
@@ -461,6 +769,30 @@ static void send_signal(struct e2b_req *q)
 	exec_signal(p->job, signo);
 	exec_signal_tree(p->job, signo);
 	connect_ok(q->r, NULL);
+}
+
+/* Update: a PTY's window size. */
+static void update(struct e2b_req *q)
+{
+	struct terminal *t = selected_pty(q);
+	json_t *pty = json_object_get(q->body, "pty");
+	unsigned cols = size_field(pty, "cols"), rows = size_field(pty, "rows");
+	if (!t) {
+		connect_error(q->r, "not_found",
+		              selected(q) ? "the process has no terminal"
+		                          : "process not found");
+		return;
+	}
+	if (!cols || !rows) {
+		connect_error(q->r, "invalid_argument",
+		              "pty.size: cols and rows from 1 to 4096");
+		return;
+	}
+	int rc = terminal_set_size(t, cols, rows);
+	if (rc < 0)
+		connect_error(q->r, "internal", "resize: %s", strerror(-rc));
+	else
+		connect_ok(q->r, NULL);
 }
 
 void e2b_process(struct e2b_req *q, const char *method)
@@ -478,16 +810,9 @@ void e2b_process(struct e2b_req *q, const char *method)
 		close_stdin(q);
 	else if (!strcmp(method, "SendSignal"))
 		send_signal(q);
-	else if (!strcmp(method, "Update")) {
-		/* PTY: resize the terminal here */
-		struct process *p = selected(q);
-		if (!p)
-			connect_error(q->r, "not_found", "process not found");
-		else
-			connect_error(q->r, "unimplemented",
-			              "PTY resize is not supported by sandboxd "
-			              "yet");
-	} else if (stream)
+	else if (!strcmp(method, "Update"))
+		update(q);
+	else if (stream)
 		connect_stream_error(q->r, "unimplemented",
 		                     "process.Process/%s is not supported",
 		                     method);
