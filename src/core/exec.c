@@ -539,6 +539,8 @@ static void start_pty_job(struct exec_job *j)
 		.nstdio = 3,
 		.targets = {0, 1, 2},
 	};
+	if (j->p.as_user) /* E2B's "user" (its PTY processes) */
+		req.uid = req.gid = EXEC_USER_ID;
 	int fds[3] = {j->p.pty_slave, j->p.pty_slave, j->p.pty_slave};
 	for (req.argc = 0; req.argv[req.argc]; req.argc++)
 		;

@@ -149,9 +149,10 @@ describe("pty", () => {
 		const rd = reader();
 		const h = await sbx.pty.create({ cols: 80, rows: 24, cwd: "/tmp", envs: { FOO: "bar" }, onData: rd.onData });
 		assert.ok(h.pid > 0);
-		await typed(h.pid, "echo M$((40+1)) $FOO $(pwd) $(whoami) $(stty size) $TERM; tty\n");
-		assert.ok(await has(rd, "M41 bar /tmp user 24 80 xterm-256color"), rd.text());
-		assert.match(rd.text(), /\/dev\/pts\/\d+/); // a real terminal
+		// tty: a real terminal
+		await typed(h.pid, "echo M$((40+1)) $FOO $(pwd) $(whoami) $(stty size) $TERM $(tty) E$((2+2))\n");
+		assert.ok(await has(rd, "E4"), rd.text());
+		assert.match(rd.text(), /M41 bar \/tmp user 24 80 xterm-256color \/dev\/pts\/\d+ E4/);
 		await sbx.pty.resize(h.pid, { cols: 100, rows: 30 });
 		await typed(h.pid, "echo S$((1+1)) $(stty size)\n");
 		assert.ok(await has(rd, "S2 30 100"), rd.text());
@@ -206,9 +207,12 @@ describe("pty", () => {
 		await rejection(again.wait());
 	});
 
-	it("a pty with a cwd that does not exist is refused; resize of a non-pty process is refused", async () => {
-		const err = await rejection(sbx.pty.create({ cols: 80, rows: 24, cwd: "/nonexistent/dir", onData: () => {} }));
+	it("a pty with a cwd that does not exist ends in an error; resize of a non-pty process is refused", async () => {
+		// as commands.run: the start event, then the failure
+		const h = await sbx.pty.create({ cols: 80, rows: 24, cwd: "/nonexistent/dir", onData: () => {} });
+		const err = await rejection(h.wait());
 		assert.ok(err instanceof SandboxError, err.stack);
+		assert.match(err.message, /chdir/);
 		const bg = await sbx.commands.run("sleep 30", { background: true });
 		assert.ok(await rejection(sbx.pty.resize(bg.pid, { cols: 90, rows: 20 })) instanceof SandboxError);
 		assert.ok(await rejection(sbx.pty.resize(999999, { cols: 90, rows: 20 })) instanceof SandboxError);
