@@ -28,7 +28,7 @@ def e2b(make_daemon_module):
 def make_daemon_module(tmp_path_factory):
     from helpers import Daemon
     tokens = tmp_path_factory.mktemp("e2b") / "tokens"
-    tokens.write_text(f"{KEY} alice\n{OTHER} bob\n")
+    tokens.write_text(f"{KEY} alice operator\n{OTHER} bob\n")
     tokens.chmod(0o600)
     d = Daemon(["--tokens", str(tokens)])
     yield d
@@ -266,4 +266,30 @@ def test_streams_end_without_leaking_and_commands_outlive_them(e2b):
              headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["code"] == "invalid_argument"
     assert wait_until(lambda: e2b.fd_count() <= before, 10), (before, e2b.fd_count())
+    api(e2b, "DELETE", f"/sandboxes/{sbx['sandboxID']}")
+
+
+def test_a_template_can_be_an_image(e2b, tmp_path):
+    """templateID names an image imported through /v1 (by an operator's
+    key): the sandbox runs it; a name that is nothing is 400."""
+    import oci
+    path = str(tmp_path / "bb")
+    oci.oci_layout(path, [oci.busybox_layer()],
+                   oci.config(env=["PATH=/usr/bin:/bin"], cmd=["sh"]))
+    auth = {"Authorization": "Bearer " + KEY}
+    r = requests.post(e2b.url + "/v1/image", headers=auth, timeout=300,
+                      json={"name": "bb-e2b", "source": f"oci-layout:{path}"})
+    assert r.status_code == 201, r.text
+    sbx = create(e2b, templateID="bb-e2b")
+    assert sbx["templateID"] == "bb-e2b"
+    info = requests.get(e2b.url + f"/v1/sandbox/{sbx['sandboxID']}",
+                        headers=auth, timeout=60).json()
+    assert info["image"]["name"] == "bb-e2b", info
+    r = requests.post(e2b.url + f"/v1/sandbox/{sbx['sandboxID']}/exec",
+                      headers={**auth, "Accept": "application/json"}, timeout=60,
+                      json={"argv": ["busybox", "echo", "from the image"]})
+    assert r.status_code == 200 and r.json()["stdout"] == "from the image\n", r.text
+    bad = api(e2b, "POST", "/sandboxes",
+              json={"templateID": "no-such-image", "timeout": 300})
+    assert bad.status_code == 400 and "no-such-image" in bad.text, bad.text
     api(e2b, "DELETE", f"/sandboxes/{sbx['sandboxID']}")

@@ -33,6 +33,7 @@
 
 #include "api/e2b/e2b.h"
 #include "core/env.h"
+#include "core/images.h"
 #include "core/snapshot.h"
 #include "lib/log.h"
 #include "lib/path.h"
@@ -337,11 +338,16 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 	const char *tpl =
 	    json_string_value(json_object_get(body, "templateID"));
 	struct snapshot *from = tpl ? snapshot_find(a->m, tenant, tpl) : NULL;
-	if (!from && !template_ok(tpl)) {
+	/* a template is the default system, a snapshot, or an image (by
+	 * name or digest, as /v1's "image") */
+	struct image *img = !from && !template_ok(tpl)
+	                        ? images_find(a->m->images, tpl)
+	                        : NULL;
+	if (!from && !img && !template_ok(tpl)) {
 		e2b_error(r, 400,
-		          "template '%s' is not supported: sandboxd has its "
-		          "default image only (templates base, "
-		          "code-interpreter-v1)",
+		          "template '%s' is not supported: it is neither the "
+		          "default (base, code-interpreter-v1), an image "
+		          "(GET /v1/image) nor a snapshot",
 		          tpl);
 		goto out;
 	}
@@ -409,6 +415,7 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 	struct sandbox_opts o = {.env = (const char *const *)env,
 	                         .envc = envc,
 	                         .labels = labels,
+	                         .image = img,
 	                         .keep_alive = true};
 	char id[40];
 	struct sandbox *sb = NULL;
