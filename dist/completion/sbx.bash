@@ -15,7 +15,7 @@ _sbx()
 		words=("${COMP_WORDS[@]}")
 		cword=$COMP_CWORD
 	fi
-	local cmds="create ls info stop rm exec sh cp ps logs kill run-code snapshot fork restore backup help"
+	local cmds="create ls info stop rm exec sh cp ps logs kill run-code snapshot fork restore backup image help"
 	local i cmd="" nargs=0
 	for ((i = 1; i < cword; i++)); do
 		case ${words[i]} in
@@ -39,6 +39,7 @@ _sbx()
 	create) opts="--memory --cpus --pids --disk --sleep-after --keep-alive --from-snapshot --env --label --json --help" ;;
 	snapshot) opts="--name --sandbox --json --help" ;;
 	backup) opts="--dir --exclude --ttl --json --help" ;;
+	image) opts="--json --help" ;;
 	fork) opts="--json --help" ;;
 	restore) opts="--dir --help" ;;
 	ls) opts="--json -q --help" ;;
@@ -61,6 +62,9 @@ _sbx()
 	esac
 	case $cmd in
 	help) COMPREPLY=($(compgen -W "$cmds" -- "$cur")) ;;
+	image)
+		((nargs == 0)) && COMPREPLY=($(compgen -W "import ls info rm" -- "$cur"))
+		;;
 	snapshot | backup)
 		if ((nargs == 0)); then
 			COMPREPLY=($(compgen -W "create ls info rm" -- "$cur"))

@@ -40,6 +40,7 @@ static const char help_main[] =
     "  kill ID PROC           end a background process and its children\n"
     "  run-code ID FILE       run code in a Python/JavaScript interpreter\n"
     "  snapshot create|ls|info|rm   snapshots of a sandbox's files\n"
+    "  image import|ls|info|rm      OCI images sandboxes can run\n"
     "  fork ID [NEWID]        a new sandbox starting as a copy of ID\n"
     "  restore ID SNAP|BACKUP put a sandbox's files back\n"
     "  backup create|ls|info|rm     archives of a directory, kept apart\n"
@@ -189,6 +190,8 @@ static const char help_create[] =
     "  --sleep-after SEC  stop it after this many idle seconds\n"
     "  --keep-alive       never stop it for being idle\n"
     "  --from-snapshot S  its files start as snapshot S's\n"
+    "  --image NAME       run an image (sbx image ls) instead of the\n"
+    "                     host's system\n"
     "  -e, --env K=V      an environment variable (repeatable)\n"
     "  -l, --label K=V    a label (repeatable)\n"
     "  --json             print the sandbox as JSON\n";
@@ -215,6 +218,7 @@ static int cmd_create(struct sbx_client *c, int argc, char **argv)
 	    {"sleep-after", required_argument, NULL, 's'},
 	    {"keep-alive", no_argument, NULL, 'k'},
 	    {"from-snapshot", required_argument, NULL, 'F'},
+	    {"image", required_argument, NULL, 'I'},
 	    {"env", required_argument, NULL, 'e'},
 	    {"label", required_argument, NULL, 'l'},
 	    {"json", no_argument, NULL, 'j'},
@@ -261,6 +265,9 @@ static int cmd_create(struct sbx_client *c, int argc, char **argv)
 			break;
 		case 'F':
 			o.from_snapshot = optarg;
+			break;
+		case 'I':
+			o.image = optarg;
 			break;
 		case 'e':
 			env[ne++] = optarg;
@@ -940,6 +947,7 @@ static const struct command commands[] = {
     {"fork", cmd_fork, help_fork},
     {"restore", cmd_restore, help_restore},
     {"backup", cmd_backup, help_backup},
+    {"image", cmd_image, help_image},
 };
 
 int main(int argc, char **argv)

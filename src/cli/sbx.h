@@ -26,8 +26,9 @@ int cmd_snapshot(struct sbx_client *c, int argc, char **argv);
 int cmd_fork(struct sbx_client *c, int argc, char **argv);
 int cmd_restore(struct sbx_client *c, int argc, char **argv);
 int cmd_backup(struct sbx_client *c, int argc, char **argv);
+int cmd_image(struct sbx_client *c, int argc, char **argv);
 
 extern const char help_cp[], help_sh[], help_snapshot[], help_fork[],
-    help_restore[], help_backup[];
+    help_restore[], help_backup[], help_image[];
 
 #endif

@@ -1,5 +1,6 @@
-/* sbx snapshot|fork|restore|backup: the daemon's snapshots and backups
- * (shared/spec/v1.md "Snapshots and fork", "Backups"), through
+/* sbx snapshot|fork|restore|backup|image: the daemon's snapshots, backups
+ * and images (shared/spec/v1.md "Snapshots and fork", "Backups",
+ * "Images"), through
  * sbx_request: JSON in, JSON out, the same errors as every command. */
 #include <getopt.h>
 #include <jansson.h>
@@ -45,6 +46,18 @@ const char help_backup[] =
     "daemon's backup store, which outlives the sandbox. `create` prints\n"
     "the backup's ID (bkp_...); `sbx restore ID BACKUP` puts it back, in\n"
     "any sandbox.\n";
+
+const char help_image[] =
+    "Usage: sbx image import [--json] NAME SOURCE\n"
+    "       sbx image ls [--json]\n"
+    "       sbx image info [--json] NAME\n"
+    "       sbx image rm NAME...\n"
+    "\n"
+    "OCI images sandboxes can run instead of the host's system\n"
+    "(`sbx create --image NAME`). SOURCE is a path on the daemon's\n"
+    "machine: oci-layout:DIR[:TAG], oci-archive:FILE[:TAG],\n"
+    "docker-archive:FILE[:TAG] or dir:DIR. Importing and removing need\n"
+    "an operator's token.\n";
 
 /* One JSON request; *out (may be NULL) the parsed answer. */
 static int api(struct sbx_client *c, const char *method, const char *path,
@@ -183,7 +196,7 @@ static int print_id(json_t *ans, bool json)
 	return 0;
 }
 
-/* ls, info and rm of /v1/snapshot and /v1/backup */
+/* ls, info and rm of /v1/snapshot, /v1/backup and /v1/image */
 static int listing(struct sbx_client *c, const char *kind, const char *what,
                    int argc, char **argv, const char *help)
 {
@@ -204,9 +217,25 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 		if (api(c, "GET", path, NULL, &ans, kind))
 			return EXIT_FAIL;
 		json_t *arr = json_object_get(
-		    ans, !strcmp(kind, "snapshot") ? "snapshots" : "backups");
+		    ans, !strcmp(kind, "snapshot") ? "snapshots"
+		         : !strcmp(kind, "image")  ? "images"
+		                                   : "backups");
 		if (o.json) {
 			print_json(ans);
+		} else if (!strcmp(kind, "image")) {
+			printf("%-24s %-20s %10s %9s\n", "NAME", "DIGEST",
+			       "SIZE", "SANDBOXES");
+			size_t i;
+			json_t *m;
+			json_array_foreach(arr, i, m)
+			{
+				char sz[32];
+				size_h(m, "sizeBytes", sz, sizeof(sz));
+				printf("%-24s %-20.19s %10s %9d\n",
+				       str(m, "name"), str(m, "digest"), sz,
+				       (int)json_integer_value(
+				           json_object_get(m, "sandboxes")));
+			}
 		} else if (!strcmp(kind, "snapshot")) {
 			printf("%-22s %-24s %-20s %-24s %10s\n", "ID",
 			       "SANDBOX", "NAME", "CREATED", "SIZE");
@@ -243,6 +272,7 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 	int rc = 0;
 	for (int i = optind; i < argc; i++) {
 		char *p = path_of(!strcmp(kind, "snapshot") ? "/v1/snapshot/%s"
+		                  : !strcmp(kind, "image")  ? "/v1/image/%s"
 		                                            : "/v1/backup/%s",
 		                  argv[i]);
 		if (!p)
@@ -396,4 +426,33 @@ int cmd_backup(struct sbx_client *c, int argc, char **argv)
 	int rc = api(c, "POST", p, body, &ans, id);
 	free(p);
 	return rc ? rc : print_id(ans, o.json);
+}
+
+int cmd_image(struct sbx_client *c, int argc, char **argv)
+{
+	if (argc < 2)
+		return usage_of(help_image);
+	const char *what = argv[1];
+	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
+		return listing(c, "image", what, argc - 1, argv + 1, help_image);
+	if (strcmp(what, "import"))
+		return usage_of(help_image);
+	struct sub o = {0};
+	int r = sub_opts(argc - 1, argv + 1, help_image, &o);
+	if (r)
+		return r > 0 ? 0 : usage_of(help_image);
+	if (argc - 1 - optind != 2)
+		return usage_of(help_image);
+	const char *name = argv[1 + optind], *source = argv[2 + optind];
+	json_t *ans = NULL;
+	if (api(c, "POST", "/v1/image",
+	        json_pack("{s:s, s:s}", "name", name, "source", source), &ans,
+	        name))
+		return EXIT_FAIL;
+	if (o.json)
+		print_json(ans);
+	else
+		printf("%s %s\n", str(ans, "name"), str(ans, "digest"));
+	json_decref(ans);
+	return 0;
 }

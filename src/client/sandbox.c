@@ -151,6 +151,8 @@ int sbx_sandbox_create(struct sbx_client *c, const struct sbx_create_opts *o,
 	if (o->from_snapshot)
 		json_object_set_new(b, "fromSnapshot",
 		                    json_string(o->from_snapshot));
+	if (o->image)
+		json_object_set_new(b, "image", json_string(o->image));
 	if (o->env)
 		json_object_set_new(b, "env", kv_object(o->env));
 	if (o->labels)

@@ -524,3 +524,26 @@ def test_sh_without_a_terminal_route_says_so(daemon, home, sid):
     if r.returncode == 3:
         pytest.skip("the daemon serves terminals: covered by the interactive test")
     assert r.returncode == 1 and b"404" in r.stderr
+
+
+def test_image_import_ls_info_create_rm(sbx, new_sid, tmp_path):
+    import oci
+    path = str(tmp_path / "bb")
+    oci.oci_layout(path, [oci.busybox_layer()],
+                   oci.config(env=["PATH=/usr/bin:/bin"], cmd=["sh"]))
+    out = ok(sbx("image", "import", "bb-cli", f"oci-layout:{path}")).stdout.decode()
+    assert re.match(r"^bb-cli sha256:[0-9a-f]{64}$", out.strip()), out
+    assert re.search(r"^bb-cli\s+sha256:", ok(sbx("image", "ls")).stdout.decode(), re.M)
+    info = json.loads(ok(sbx("image", "info", "--json", "bb-cli")).stdout)
+    assert info["name"] == "bb-cli" and info["sandboxes"] == 0
+    sid = new_sid()
+    ok(sbx("create", "--image", "bb-cli", sid))
+    r = ok(sbx("exec", sid, "--", "busybox", "echo", "in the image"))
+    assert r.stdout == b"in the image\n"
+    r = sbx("image", "rm", "bb-cli")  # in use
+    assert r.returncode != 0 and b"image_in_use" in r.stderr, r
+    ok(sbx("rm", sid))
+    ok(sbx("image", "rm", "bb-cli"))
+    r = sbx("image", "info", "bb-cli")
+    assert r.returncode != 0 and b"image_not_found" in r.stderr, r
+    assert sbx("image", "frob").returncode == 2
