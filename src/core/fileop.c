@@ -151,8 +151,8 @@ static void on_done(const struct exec_result *er, void *ctx)
 		res.what = op->err.len ? buf_cstr(&op->err)
 				       : "the file operation failed";
 	} else if (op->state == S_HEAD) {
-		/* a raw operation with no output is whole; else the
-		 * builtin ended without a word */
+		/* the builtin ended without a word (a raw operation never
+		 * waits for a head: no output is a whole answer there) */
 		res.status = FILEOP_FAILED;
 		res.what = "the file operation ended without an answer";
 	} else if (op->state == S_LISTING && op->head.len) {
