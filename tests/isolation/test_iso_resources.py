@@ -231,8 +231,10 @@ def test_39_cpu_spin_throttled(sandbox):
     assert used <= 1.3 * wall, f"2 spinners got {used} ms CPU in {wall} ms: not throttled to 1 CPU"
     with open(os.path.join(cpu, "cpu.stat")) as f:
         st = dict(l.split() for l in f)
-    # (on a busy host the spinners may not even reach their quota)
-    assert int(st["nr_throttled"]) > 0 or used < 0.9 * wall, st
+    # Spinners that got a whole CPU's worth must have met the quota; on a
+    # busy host they may get less than that and never reach it at all.
+    if used >= wall:
+        assert int(st["nr_throttled"]) > 0, (r, st)
     # spinning on: killed at the time limit (wall clock: sandboxd has no
     # separate CPU-time limit, and a spinner uses at most its quota)
     t0 = time.monotonic()
