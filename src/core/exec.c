@@ -520,6 +520,20 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
+/* Who a command runs as: the image's User (a terminal's shell too), but
+ * the daemon's builtins as root; E2B's "user" for everything it starts,
+ * builtins included (their file rights are that user's). */
+static void set_user(const struct exec_job *j, struct spawn_req *req)
+{
+	const struct image *img = j->sb->image;
+	if (img && !j->p.builtin) {
+		req->uid = (uint32_t)img->uid;
+		req->gid = (uint32_t)img->gid;
+	}
+	if (j->p.as_user)
+		req->uid = req->gid = EXEC_USER_ID;
+}
+
 /* A terminal's shell: the pty slave is its stdio, no pipes, no session
  * state record (an interactive shell's cd is its own). */
 static void start_pty_job(struct exec_job *j)
@@ -539,8 +553,7 @@ static void start_pty_job(struct exec_job *j)
 		.nstdio = 3,
 		.targets = {0, 1, 2},
 	};
-	if (j->p.as_user) /* E2B's "user" (its PTY processes) */
-		req.uid = req.gid = EXEC_USER_ID;
+	set_user(j, &req);
 	int fds[3] = {j->p.pty_slave, j->p.pty_slave, j->p.pty_slave};
 	for (req.argc = 0; req.argv[req.argc]; req.argc++)
 		;
@@ -622,13 +635,7 @@ static void start_job(struct exec_job *j)
 		.envp = env,
 		.envc = (uint32_t)envc,
 	};
-	/* the image's User, but the daemon's builtins run as root */
-	if (sb->image && !j->p.builtin) {
-		req.uid = (uint32_t)sb->image->uid;
-		req.gid = (uint32_t)sb->image->gid;
-	}
-	if (j->p.as_user) /* E2B's "user", builtins too (its file rights) */
-		req.uid = req.gid = EXEC_USER_ID;
+	set_user(j, &req);
 	int fds[4], n = 0;
 	fds[n] = p_out[1];
 	req.targets[n++] = 1;

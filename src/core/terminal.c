@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/exec.h"
+#include "core/images.h"
 #include "lib/log.h"
 #include "runtime/pty.h"
 
@@ -347,6 +348,13 @@ static int start_shell(struct terminal *t, struct sbx_err *err)
 	struct session *sess = sandbox_session(sb, t->session);
 	if (!sess)
 		return sbx_err_set(err, ENOENT, "no session %s", t->session);
+	/* an image's own shell: bash may not be there (busybox) */
+	const char *shell = t->shell		? t->shell
+			    : sb->image		? sb->image->shell
+						: "/bin/bash";
+	if (!shell && !t->argv)
+		return sbx_err_set(err, ENOENT, "image %s has no /bin/sh",
+				   sb->image_id);
 	if ((r = pty_open(&sb->proc, sb->base, t->cols, t->rows, &master,
 	                  &slave, err)) < 0)
 		return r;
@@ -366,7 +374,7 @@ static int start_shell(struct terminal *t, struct sbx_err *err)
 	env[envc++] = "TERM=xterm-256color";
 	for (size_t i = 0; i < t->envc; i++) /* later ones win */
 		env[envc++] = t->env[i];
-	const char *argv[] = {t->shell ? t->shell : "/bin/bash", NULL};
+	const char *argv[] = {shell, NULL};
 	struct exec_params p = {
 	    .argv = t->argv ? (const char *const *)t->argv : argv,
 	    .as_user = t->as_user,

@@ -18,6 +18,7 @@ import pytest
 
 import oci
 from helpers import Daemon, V1, assert_error, wait_until
+from wsclient import Term
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +157,22 @@ def test_image_user_runs_commands_builtins_stay_root(v1, sid, work):
     r = v1.put(f"/v1/sandbox/{sid}/file/x.txt", data=b"abc")
     assert r.status_code in (200, 201, 204), r.text
     assert run(v1, sid, "cat /workspace/x.txt")["stdout"] == "abc"
+
+
+def test_terminal_runs_the_images_shell_as_its_user(daemon, v1, sid, work):
+    # busybox has no bash: the terminal's shell is the image's sh
+    path = os.path.join(work, "user-term")
+    oci.oci_layout(path, [oci.busybox_layer()],
+                   oci.config(user="app", workdir="/home/app"))
+    ok_import(v1, "bb-term", f"oci-layout:{path}")
+    v1.create(sid, image="bb-term")
+    t = Term(f"ws://127.0.0.1:{daemon.port}/v1/sandbox/{sid}/pty")
+    try:
+        t.wait_msg("ready")
+        # the marker is printed by the shell, never in what was typed
+        t.run('echo "u=$(id -u):$(id -g) $((6*7))"', b"u=1000:1000 42")
+    finally:
+        t.close()
 
 
 def test_unknown_user_fails_the_import(v1, work):
