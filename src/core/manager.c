@@ -190,9 +190,15 @@ unsigned manager_image_refs(struct manager *m, const struct image *img)
 	return n;
 }
 
+/* by a sandbox, or by a snapshot (restoring it needs the image's layers,
+ * even after its name was deleted) */
 static bool image_in_use(void *data, const struct image *img)
 {
-	return manager_image_refs(data, img) > 0;
+	struct manager *m = data;
+	for (struct snapshot *s = m->snaps; s; s = s->next)
+		if (!strcmp(s->image_id, img->digest))
+			return true;
+	return manager_image_refs(m, img) > 0;
 }
 
 void manager_images_gc(struct manager *m)

@@ -105,6 +105,9 @@ static int load_row(const struct registry_snapshot *row, void *data)
 	s->created_ms = row->created_ms;
 	s->size_bytes = row->size_bytes;
 	s->copied = row->copied != 0;
+	char path[128];
+	snap_path(s, path, sizeof(path));
+	runtime_files_image(m->rt, path, s->image_id, sizeof(s->image_id));
 	/* kept in creation order: the list is what GET /v1/snapshot shows */
 	struct snapshot **p = &m->snaps;
 	while (*p)
@@ -210,7 +213,10 @@ int snapshot_delete(struct manager *m, struct snapshot *snap,
 		}
 	log_info("sandbox=%s event=snapshot-deleted id=%s", snap->sandbox,
 		 snap->id);
+	bool had_image = snap->image_id[0];
 	snap_free(snap);
+	if (had_image) /* maybe the last that kept an unnamed image */
+		manager_images_gc(m);
 	return 0;
 }
 
@@ -467,6 +473,7 @@ int snapshot_take(struct sandbox *sb, const char *name, snapshot_done_cb done,
 	id_random(s->id, sizeof(s->id), "snap_");
 	s->created_ms = now_wall_ms();
 	s->copied = !m->rt->store->quotas;
+	snprintf(s->image_id, sizeof(s->image_id), "%s", sb->image_id);
 	op->snap = s;
 	op->from = sb;
 	sb->snap_op = op;

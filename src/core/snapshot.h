@@ -42,6 +42,9 @@ struct snapshot {
 	uint64_t created_ms, size_bytes;
 	uid_t owner;             /* host uid base owning its files */
 	bool copied;             /* a copy (plain store), not CoW */
+	/* the image its files sit on ("": the host's system); kept by the
+	 * image store while the snapshot is (manager_images_gc) */
+	char image_id[72];
 	struct snapshot *next;
 };
 

@@ -175,6 +175,36 @@ def test_terminal_runs_the_images_shell_as_its_user(daemon, v1, sid, work):
         t.close()
 
 
+def test_a_snapshot_keeps_its_image(daemon, v1, new_sid, work):
+    # an image of its own (no other name may keep it)
+    path = os.path.join(work, "snap-image")
+    oci.oci_layout(path, [oci.busybox_layer(),
+                          oci.layer([dict(name="mark", data=b"snap-image\n")])],
+                   oci.config(env=["PATH=/usr/bin:/bin", "GREETING=hi there"]))
+    img = ok_import(v1, "bb-snap", f"oci-layout:{path}")
+    meta = store(daemon, "meta", img["digest"][7:] + ".json")
+    a, b = new_sid(), new_sid()
+    v1.create(a, image="bb-snap")
+    run(v1, a, "echo saved > /workspace/f")
+    r = v1.post(f"/v1/sandbox/{a}/snapshot", json={})
+    assert r.status_code == 201, r.text
+    snap = r.json()["id"]
+    assert v1.delete(f"/v1/sandbox/{a}").status_code in (200, 204)
+    # the name goes; the image stays while a snapshot needs it, also
+    # after a restart (the snapshot's files say which image)
+    assert v1.delete("/v1/image/bb-snap").status_code == 204
+    daemon.restart()
+    assert os.path.exists(meta)
+    r = v1.post("/v1/sandbox", json={"id": b, "fromSnapshot": snap})
+    assert r.status_code == 201, r.text
+    res = run(v1, b, "cat /workspace/f /mark; echo $GREETING")
+    assert res["stdout"] == "saved\nsnap-image\nhi there\n", res
+    # the last user gone, so is the image
+    assert v1.delete(f"/v1/sandbox/{b}").status_code in (200, 204)
+    assert v1.delete(f"/v1/snapshot/{snap}").status_code in (200, 204)
+    assert wait_until(lambda: not os.path.exists(meta), 30), "image kept"
+
+
 def test_unknown_user_fails_the_import(v1, work):
     path = os.path.join(work, "nouser")
     oci.oci_layout(path, [oci.busybox_layer(user=False)], oci.config(user="ghost"))
