@@ -369,35 +369,21 @@ struct e2b_watch {
 #define WATCH_KEEPALIVE "{\"keepalive\":{}}"
 static const char watch_keepalive[] = "\0\0\0\0\x10" WATCH_KEEPALIVE;
 
-static int watch_send(struct e2b_watch *w, json_t *msg, unsigned flags)
-{
-	struct buf b;
-	buf_init(&b, 0);
-	int r = connect_envelope(&b, flags, msg) < 0
-	            ? 0
-	            : relay_write(w->x.rl, b.data, b.len);
-	buf_free(&b);
-	return r;
-}
-
 static void stream_ready(void *ctx)
 {
 	struct e2b_watch *w = ctx;
 	struct http_req *r = w->r;
 	w->r = NULL;
 	r->on_close = NULL;
-	struct relay_opts o = {.content_type = "application/connect+json",
-	                       .size = HTTP_SIZE_UNKNOWN,
-	                       .keepalive_ms = w->keepalive_ms,
-	                       .keepalive = watch_keepalive,
-	                       .keepalive_len = sizeof(watch_keepalive) - 1};
+	struct relay_opts o = connect_stream_opts(
+	    w->keepalive_ms, watch_keepalive, sizeof(watch_keepalive) - 1);
 	w->x.rl = relay_open(r, w->a->m->loop, &o, &api_watch_relay, w);
 	if (!w->x.rl) {
 		watch_stop(w->x.w);
 		free(w);
 		return;
 	}
-	watch_send(w, json_pack("{s:{}}", "start"), 0);
+	connect_send(w->x.rl, 0, json_pack("{s:{}}", "start"));
 }
 
 static int stream_event(void *ctx, enum watch_event t, const char *path,
@@ -409,7 +395,7 @@ static int stream_event(void *ctx, enum watch_event t, const char *path,
 		json_decref(e);
 		return 0;
 	}
-	return watch_send(w, json_pack("{s:o}", "filesystem", e), 0);
+	return connect_send(w->x.rl, 0, json_pack("{s:o}", "filesystem", e));
 }
 
 static void stream_ended(void *ctx, int err, const char *msg)
@@ -453,6 +439,28 @@ static void stream_gone_early(struct http_req *r)
 	free(w);
 }
 
+/* Watch abs (recursive as the request's body says) for ops with ctx, the
+ * request suspended meanwhile (gone: its on_close); -1 with err, on_close
+ * cleared, when it could not start. */
+static int watch_begin(struct e2b_req *q, const char *abs,
+                       const struct watch_ops *ops, void *ctx,
+                       void (*gone)(struct http_req *r), struct watch **wt,
+                       struct sbx_err *err)
+{
+	struct watch_opts o = {
+	    .base = "/",
+	    .path = rel_of(abs),
+	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
+	    .as_user = !q->root};
+	q->r->ctx = ctx;
+	q->r->on_close = gone;
+	http_suspend(q->r);
+	int rc = watch_start(q->sb, &o, ops, ctx, wt, err);
+	if (rc < 0)
+		q->r->on_close = NULL;
+	return rc;
+}
+
 static void watch_dir(struct e2b_req *q)
 {
 	const char *p = json_string_value(json_object_get(q->body, "path"));
@@ -477,20 +485,12 @@ static void watch_dir(struct e2b_req *q)
 	w->r = q->r;
 	w->keepalive_ms = connect_keepalive_ms(q->r);
 	snprintf(w->path, sizeof(w->path), "%s", abs);
-	struct watch_opts o = {
-	    .base = "/",
-	    .path = rel_of(abs),
-	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
-	    .as_user = !q->root};
-	q->r->ctx = w;
-	q->r->on_close = stream_gone_early;
-	http_suspend(q->r);
 	struct sbx_err err = {0};
 	struct watch *wt;
-	int rc = watch_start(q->sb, &o, &stream_ops, w, &wt, &err);
+	int rc =
+	    watch_begin(q, abs, &stream_ops, w, stream_gone_early, &wt, &err);
 	free(abs);
 	if (rc < 0) {
-		q->r->on_close = NULL;
 		connect_stream_error(q->r, "internal", "%s", err.msg);
 		free(w);
 		return;
@@ -635,20 +635,12 @@ static void create_watcher(struct e2b_req *q)
 	pl->next = pollers;
 	pollers = pl;
 	pl->waiting = q->r;
-	struct watch_opts o = {
-	    .base = "/",
-	    .path = rel_of(abs),
-	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
-	    .as_user = !q->root};
-	q->r->ctx = pl;
-	q->r->on_close = poll_create_gone;
-	http_suspend(q->r);
 	struct sbx_err err = {0};
 	struct watch *wt;
-	int rc = watch_start(q->sb, &o, &poll_ops, pl, &wt, &err);
+	int rc =
+	    watch_begin(q, abs, &poll_ops, pl, poll_create_gone, &wt, &err);
 	free(abs);
 	if (rc < 0) {
-		q->r->on_close = NULL;
 		pl->waiting = NULL;
 		connect_error(q->r, "internal", "%s", err.msg);
 		poller_unlink(pl);
