@@ -997,8 +997,6 @@ static void tool_process_logs(struct mcp_call *c, json_t *args)
 	if (!p)
 		return;
 	struct buf out, err;
-	buf_init(&out, 0);
-	buf_init(&err, 0);
 	process_logs(p, &out, &err);
 	struct agent_keep ko, ke;
 	struct agent_stream so = {0}, se = {0};
