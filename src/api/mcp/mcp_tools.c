@@ -208,6 +208,23 @@ static bool unknown_args(struct mcp_call *c, json_t *args,
 	return false;
 }
 
+/* The one argument a tool takes, a non-empty string; NULL after answering
+ * (with what, when it is missing or not such a string). */
+static const char *sole_arg(struct mcp_call *c, json_t *args, const char *name,
+                            const char *what)
+{
+	const char *const known[] = {name, NULL};
+	bool bad = false;
+	const char *v = arg_str(args, name, &bad);
+	if (unknown_args(c, args, known))
+		return NULL;
+	if (bad || !v || !*v) {
+		mcp_call_done(c, mcp_tool_error("%s", what));
+		return NULL;
+	}
+	return v;
+}
+
 /* path (absolute, or relative to /workspace) as the builtins take it
  * beneath "/": *abs allocated; NULL after answering. */
 static const char *sandbox_path(struct mcp_call *c, const char *path,
@@ -562,16 +579,10 @@ static struct file_op *file_new(struct mcp_call *c, const char *path,
 
 static void tool_read_file(struct mcp_call *c, json_t *args)
 {
-	static const char *const known[] = {"path", NULL};
-	bool bad = false;
-	const char *path = arg_str(args, "path", &bad);
-	if (unknown_args(c, args, known))
+	const char *path =
+	    sole_arg(c, args, "path", "path must be a non-empty string");
+	if (!path)
 		return;
-	if (bad || !path || !*path) {
-		mcp_call_done(
-		    c, mcp_tool_error("path must be a non-empty string"));
-		return;
-	}
 	const char *rel;
 	struct sandbox *sb;
 	struct file_op *f = file_new(c, path, read_finish, &rel, &sb);
@@ -947,16 +958,10 @@ static void started(struct process *p, void *ctx)
 
 static void tool_start_process(struct mcp_call *c, json_t *args)
 {
-	static const char *const known[] = {"command", NULL};
-	bool bad = false;
-	const char *cmd = arg_str(args, "command", &bad);
-	if (unknown_args(c, args, known))
+	const char *cmd =
+	    sole_arg(c, args, "command", "command must be a non-empty string");
+	if (!cmd)
 		return;
-	if (bad || !cmd || !*cmd) {
-		mcp_call_done(
-		    c, mcp_tool_error("command must be a non-empty string"));
-		return;
-	}
 	struct sandbox *sb = sandbox_of(c);
 	if (!sb)
 		return;
@@ -969,16 +974,11 @@ static void tool_start_process(struct mcp_call *c, json_t *args)
 
 static struct process *find_process(struct mcp_call *c, json_t *args)
 {
-	static const char *const known[] = {"id", NULL};
-	bool bad = false;
-	const char *id = arg_str(args, "id", &bad);
-	if (unknown_args(c, args, known))
+	const char *id = sole_arg(c, args, "id",
+	                          "id must be the string start_process "
+	                          "returned");
+	if (!id)
 		return NULL;
-	if (bad || !id || !*id) {
-		mcp_call_done(c, mcp_tool_error("id must be the string "
-		                                "start_process returned"));
-		return NULL;
-	}
 	struct sandbox *sb = sandbox_of(c);
 	if (!sb)
 		return NULL;
