@@ -55,8 +55,9 @@ void e2b_verror(struct http_req *r, unsigned status, const char *code,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	http_respond_json(
 	    r, status,
-	    code ? json_pack("{s:s, s:s}", "code", code, "message", msg)
-	         : json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+	    code
+	        ? json_pack("{s:s, s:s}", "code", code, "message", msg)
+	        : json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
 }
 
 void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
@@ -469,58 +470,38 @@ static json_t *body_object(struct http_req *r)
 	return b;
 }
 
-/* A request that sets a sandbox's end ({"timeout": seconds}, or
- * "duration"): the sandbox, its state, and the end asked for; NULL after
- * answering. */
-static struct sandbox *timeout_req(struct api *a, struct http_req *r,
-                                   const char *tenant, const char *id,
-                                   struct e2b_state *st, uint64_t *end_ms)
+/* A sandbox's end set from now + {"timeout": seconds} (or "duration"):
+ * /timeout and /refreshes (204); /connect and /resume (connect: the end
+ * only moves later unless it was paused, which it is no more: 201 when it
+ * resumed, else 200, with the sandbox). */
+static void set_end(struct api *a, struct http_req *r, const char *tenant,
+                    const char *id, bool connect)
 {
+	struct sbx_err err = {0};
 	struct sandbox *sb = find_own(a, r, tenant, id);
 	json_t *b = sb ? body_object(r) : NULL;
 	uint64_t secs;
 	int rc = b ? timeout_of(r, b, &secs) : -1;
 	json_decref(b);
 	if (rc < 0)
-		return NULL;
-	state_of(sb, st);
-	*end_ms = now_wall_ms() + secs * 1000;
-	return sb;
-}
-
-static void set_timeout(struct api *a, struct http_req *r, const char *tenant,
-                        const char *id)
-{
-	struct sbx_err err = {0};
-	struct e2b_state st;
-	uint64_t end;
-	struct sandbox *sb = timeout_req(a, r, tenant, id, &st, &end);
-	if (!sb)
 		return;
-	st.end_ms = end;
-	if (state_save(sb, &st, &err) < 0)
-		e2b_error(r, 500, "%s", err.msg);
-	else
-		http_respond_empty(r, 204);
-}
-
-static void connect_sb(struct api *a, struct http_req *r, const char *tenant,
-                       const char *id)
-{
-	struct sbx_err err = {0};
 	struct e2b_state st;
-	uint64_t end;
-	struct sandbox *sb = timeout_req(a, r, tenant, id, &st, &end);
-	if (!sb)
-		return;
-	bool resumed = st.paused;
-	if (resumed || end > st.end_ms)
+	state_of(sb, &st);
+	uint64_t end = now_wall_ms() + secs * 1000;
+	bool resumed = connect && st.paused;
+	if (!connect || resumed || end > st.end_ms)
 		st.end_ms = end;
-	st.paused = false;
-	if (!st.ours)
-		st.start_ms = sb->created_ms;
+	if (connect) {
+		st.paused = false;
+		if (!st.ours)
+			st.start_ms = sb->created_ms;
+	}
 	if (state_save(sb, &st, &err) < 0) {
 		e2b_error(r, 500, "%s", err.msg);
+		return;
+	}
+	if (!connect) {
+		http_respond_empty(r, 204);
 		return;
 	}
 	if (resumed && sandbox_ensure_started(sb, &err) < 0) {
@@ -1394,13 +1375,13 @@ static void control(struct api *a, struct http_req *r)
 		} else if (!*rest && !strcmp(m, "DELETE")) {
 			kill_sb(a, r, tenant, id);
 		} else if (!strcmp(rest, "/timeout") && !strcmp(m, "POST")) {
-			set_timeout(a, r, tenant, id);
+			set_end(a, r, tenant, id, false);
 		} else if (!strcmp(rest, "/refreshes") && !strcmp(m, "POST")) {
-			set_timeout(a, r, tenant, id);
+			set_end(a, r, tenant, id, false);
 		} else if (!strcmp(rest, "/connect") && !strcmp(m, "POST")) {
-			connect_sb(a, r, tenant, id);
+			set_end(a, r, tenant, id, true);
 		} else if (!strcmp(rest, "/resume") && !strcmp(m, "POST")) {
-			connect_sb(a, r, tenant, id);
+			set_end(a, r, tenant, id, true);
 		} else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
 			pause_sb(a, r, tenant, id);
 		} else if (!strcmp(rest, "/metrics") && !strcmp(m, "GET")) {

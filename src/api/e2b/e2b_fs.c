@@ -358,6 +358,23 @@ static json_t *event_json(enum watch_event t, const char *path, size_t len)
 	return json_pack("{s:s%, s:s}", "name", path, len, "type", names[t]);
 }
 
+/* Why a watch of path ended before it was ready, as a Connect code and a
+ * message in buf. */
+static const char *watch_end_why(int err, const char *msg, const char *path,
+                                 char *buf, size_t cap)
+{
+	if (err == ENOENT) {
+		snprintf(buf, cap, "path '%s' does not exist", path);
+		return "not_found";
+	}
+	if (err == ENOTDIR) {
+		snprintf(buf, cap, "path '%s' is not a directory", path);
+		return "invalid_argument";
+	}
+	snprintf(buf, cap, "watch: %s", *msg ? msg : "it ended");
+	return "internal";
+}
+
 struct e2b_watch {
 	struct api_watch x; /* first: api_watch_relay frees the context */
 	struct api *a;
@@ -405,17 +422,10 @@ static void stream_ended(void *ctx, int err, const char *msg)
 	if (w->r) {
 		struct http_req *r = w->r;
 		r->on_close = NULL;
-		if (err == ENOENT)
-			connect_stream_error(r, "not_found",
-			                     "path '%s' does not exist",
-			                     w->path);
-		else if (err == ENOTDIR)
-			connect_stream_error(r, "invalid_argument",
-			                     "path '%s' is not a directory",
-			                     w->path);
-		else
-			connect_stream_error(r, "internal", "watch: %s",
-			                     *msg ? msg : "it ended");
+		char why[1024];
+		const char *code =
+		    watch_end_why(err, msg, w->path, why, sizeof(why));
+		connect_stream_error(r, code, "%s", why);
 		free(w);
 		return;
 	}
@@ -461,16 +471,27 @@ static int watch_begin(struct e2b_req *q, const char *abs,
 	return rc;
 }
 
-static void watch_dir(struct e2b_req *q)
+/* The body's "path" to watch, absolute (free it); NULL when it is not a
+ * valid path. */
+static char *watch_path(struct e2b_req *q)
 {
 	const char *p = json_string_value(json_object_get(q->body, "path"));
 	char *abs = NULL;
+	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
+		free(abs);
+		return NULL;
+	}
+	return abs;
+}
+
+static void watch_dir(struct e2b_req *q)
+{
 	if (!connect_streaming(q->r)) {
 		connect_error(q->r, "invalid_argument", "WatchDir is a stream");
 		return;
 	}
-	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
-		free(abs);
+	char *abs = watch_path(q);
+	if (!abs) {
 		connect_stream_error(q->r, "invalid_argument",
 		                     "path: not a valid path");
 		return;
@@ -560,15 +581,10 @@ static void poll_ended(void *ctx, int err, const char *msg)
 		struct http_req *r = pl->waiting;
 		pl->waiting = NULL;
 		r->on_close = NULL;
-		if (err == ENOENT)
-			connect_error(r, "not_found",
-			              "path '%s' does not exist", pl->path);
-		else if (err == ENOTDIR)
-			connect_error(r, "invalid_argument",
-			              "path '%s' is not a directory", pl->path);
-		else
-			connect_error(r, "internal", "watch: %s",
-			              *msg ? msg : "it ended");
+		char why[1024];
+		const char *code =
+		    watch_end_why(err, msg, pl->path, why, sizeof(why));
+		connect_error(r, code, "%s", why);
 		poller_unlink(pl);
 	} else if (!json_array_size(pl->events)) {
 		poller_unlink(pl); /* nothing left to fetch */
@@ -600,8 +616,6 @@ static struct poller *poller_find(struct e2b_req *q)
 
 static void create_watcher(struct e2b_req *q)
 {
-	const char *p = json_string_value(json_object_get(q->body, "path"));
-	char *abs = NULL;
 	unsigned n = 0;
 	for (struct poller *pl = pollers; pl; pl = pl->next)
 		n += !strcmp(pl->sandbox, q->sb->id) &&
@@ -611,8 +625,8 @@ static void create_watcher(struct e2b_req *q)
 		              "at most %d watchers per sandbox", MAX_WATCHERS);
 		return;
 	}
-	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
-		free(abs);
+	char *abs = watch_path(q);
+	if (!abs) {
 		connect_error(q->r, "invalid_argument",
 		              "path: not a valid path");
 		return;
