@@ -157,7 +157,10 @@ describe("files", () => {
 	});
 
 	test("a file over 1 MiB is refused with its size; a listing stops at 2000 entries", async () => {
-		let r = await run("head -c 2000000 /dev/zero > big.bin && mkdir many && cd many && seq -w 1 2100 | xargs touch");
+		let r = await run(
+			"head -c 2000000 /dev/zero > /workspace/big.bin && mkdir /workspace/many && " +
+				"(cd /workspace/many && seq -w 1 2100 | xargs touch)",
+		);
 		assert.equal(r.structuredContent.exitCode, 0, text(r));
 		r = await client.callTool({ name: "read_file", arguments: { path: "big.bin" } });
 		assert.equal(r.isError, true);
