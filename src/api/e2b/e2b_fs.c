@@ -82,15 +82,22 @@ static json_t *entry_json(char type, uint64_t size, unsigned mode,
 	return j;
 }
 
-/* "S <type> <size> <mode> <mtime>" of the stat builtin, as an entry. */
+static char type_char(enum file_type t)
+{
+	static const char types[] = {[FILE_REGULAR] = 'f',
+	                             [FILE_DIR] = 'd',
+	                             [FILE_SYMLINK] = 'l',
+	                             [FILE_OTHER] = 'o'};
+	return types[t];
+}
+
+/* The stat builtin's answer, as an entry. */
 static json_t *stat_entry(const char *answer, const char *abs)
 {
-	char t;
-	unsigned long long size, mtime;
-	unsigned mode;
-	if (sscanf(answer, "S %c %llu %o %llu", &t, &size, &mode, &mtime) != 4)
+	struct file_entry e;
+	if (file_stat_parse(answer, &e) < 0)
 		return NULL;
-	return entry_json(t, size, mode, mtime, abs);
+	return entry_json(type_char(e.type), e.size, e.mode, e.mtime_ms, abs);
 }
 
 /* ---- one operation: builtins in a row ----------------------------------- */
@@ -137,11 +144,7 @@ static int op_dir(void *ctx)
 static int op_entry(void *ctx, const struct file_entry *e)
 {
 	struct fs_op *o = ctx;
-	static const char types[] = {[FILE_REGULAR] = 'f',
-	                             [FILE_DIR] = 'd',
-	                             [FILE_SYMLINK] = 'l',
-	                             [FILE_OTHER] = 'o'};
-	char t = types[e->type];
+	char t = type_char(e->type);
 	if (!o->entries || o->too_big)
 		return 0;
 	/* as many bytes as the builtin wrote for it: "D\n", then

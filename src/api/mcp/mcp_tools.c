@@ -598,10 +598,12 @@ static void write_finish(struct file_op *f, const struct fileop_result *res)
 {
 	if (file_failed(f, res, "write_file"))
 		return;
-	const char *o = res->answer;
+	uint64_t n = 0;
+	bool created;
+	file_write_parse(res->answer, &n, &created);
 	char msg[4400];
 	snprintf(msg, sizeof(msg), "wrote %llu bytes to %s",
-	         strtoull(o + (strlen(o) > 3 ? 3 : 0), NULL, 10), f->abs);
+	         (unsigned long long)n, f->abs);
 	mcp_call_done(f->c, text_result(json_string(msg)));
 }
 
