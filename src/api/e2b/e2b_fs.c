@@ -1,16 +1,17 @@
-/* envd's filesystem.Filesystem and /files, over the builtins
- * (runtime/builtin.c) and the core's watches (core/watch.h): every path is
- * resolved inside the sandbox, as the request's user (root, or the
- * unprivileged "user"), with the sandbox's root as the boundary.
+/* envd's filesystem.Filesystem and /files, over the core's file
+ * operations (core/fileop.h: a builtin run inside the sandbox) and watches
+ * (core/watch.h): every path is resolved inside the sandbox, as the
+ * request's user (root, or the unprivileged "user"), with the sandbox's
+ * root as the boundary.
  *
- * An operation is one builtin, or a few in a row (MakeDir: stat, then
- * mkdir -p; Move: rename, then stat of the result), each collected whole
- * (a stat line, an "OK", a listing) and then answered. GET /files streams
- * the file as the builtin reads it; POST /files streams the body into a
- * write builtin per file: multipart (each part's filename is its path) or
- * raw bytes (gzip inflated here), a file only replacing its target once it
- * is whole. WatchDir streams a watch; the polling watcher calls keep one
- * per watcher id with its events queued until fetched. */
+ * An operation is one file operation, or a few in a row (MakeDir: stat,
+ * then mkdir -p; Move: rename, then stat of the result), each collected
+ * whole (a stat answer, an "OK", a listing's entries) and then answered.
+ * GET /files streams the file as the builtin reads it; POST /files streams
+ * the body into a write builtin per file: multipart (each part's filename
+ * is its path) or raw bytes (gzip inflated here), a file only replacing its
+ * target once it is whole. WatchDir streams a watch; the polling watcher
+ * calls keep one per watcher id with its events queued until fetched. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
