@@ -1,5 +1,6 @@
 #include "core/fileop.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@ struct fileop {
 	struct buf err;        /* stderr, heartbeats left out */
 	enum state state;
 	bool began;
+	bool interrupt;        /* fileop_interrupt before the builtin ran */
 };
 
 static int emit_file(struct fileop *op, uint64_t size)
@@ -115,6 +117,16 @@ static void on_stdin_drain(void *ctx)
 		op->ops->on_stdin_drain(op->ctx);
 }
 
+static void on_started(void *ctx, int pid)
+{
+	struct fileop *op = ctx;
+	(void)pid;
+	if (op->interrupt && op->job) {
+		op->interrupt = false;
+		exec_signal(op->job, SIGTERM);
+	}
+}
+
 static void finish(struct fileop *op, struct fileop_result *res)
 {
 	res->began = op->began;
@@ -132,7 +144,8 @@ static void finish(struct fileop *op, struct fileop_result *res)
 static void on_done(const struct exec_result *er, void *ctx)
 {
 	struct fileop *op = ctx;
-	struct fileop_result res = {.what = er->msg};
+	struct fileop_result res = {.what = er->msg,
+				    .exit_code = er->exit_code};
 	char *h = (char *)buf_cstr(&op->head);
 	if (er->failure == EXEC_CANCELLED) {
 		res.status = FILEOP_CANCELLED;
@@ -204,8 +217,10 @@ void fileop_start(struct sandbox *sb, const struct fileop_params *p,
 				 .stdin_data = p->stdin_data,
 				 .stdin_len = p->stdin_len,
 				 .stdin_stream = p->stdin_stream,
+				 .as_user = p->as_user,
 				 .on_output = on_output,
-				 .on_stdin_drain = on_stdin_drain};
+				 .on_stdin_drain = on_stdin_drain,
+				 .on_started = on_started};
 	struct sbx_err err = {0};
 	if (exec_submit(sb, NULL, &ep, on_done, op, &op->job, &err) < 0) {
 		struct exec_result er = {.failure = EXEC_NOT_STARTED};
@@ -225,6 +240,16 @@ void fileop_cancel(struct fileop *op)
 {
 	if (op->job)
 		loop_timer_start(op->loop, &op->cancel, 0);
+}
+
+void fileop_interrupt(struct fileop *op)
+{
+	if (!op->job)
+		return;
+	if (exec_pid(op->job) > 0)
+		exec_signal(op->job, SIGTERM);
+	else
+		op->interrupt = true;
 }
 
 size_t fileop_stdin_write(struct fileop *op, const char *data, size_t len)

@@ -45,6 +45,7 @@ struct fileop_result {
 	const char *stderr_text; /* a raw operation's complaints, or "" */
 	bool began;         /* on_file / on_dir / raw data came first: the
 			       face's answer has started */
+	int exit_code;      /* the builtin's, once it ran to its end */
 };
 
 struct fileop_ops {
@@ -62,6 +63,8 @@ struct fileop_params {
 	const char *stdin_data;   /* written, then stdin closes */
 	size_t stdin_len;
 	bool stdin_stream;        /* fed with fileop_stdin_write */
+	bool as_user;             /* as the image's unprivileged "user"
+				     (exec_params.as_user), not root */
 };
 
 struct fileop;
@@ -72,6 +75,10 @@ void fileop_start(struct sandbox *sb, const struct fileop_params *p,
 		  const struct fileop_ops *ops, void *ctx, struct fileop **out);
 void fileop_resume(struct fileop *op);
 void fileop_cancel(struct fileop *op);
+/* SIGTERM to the builtin (one not started yet gets it as it starts): a
+ * write of unknown length ("-") drops its temp file and answers
+ * ECANCELED, where fileop_cancel's SIGKILL would leave the file behind. */
+void fileop_interrupt(struct fileop *op);
 /* Feed stdin without blocking; returns bytes taken (fewer: on_stdin_drain
  * follows when more fits). */
 size_t fileop_stdin_write(struct fileop *op, const char *data, size_t len);

@@ -11,6 +11,14 @@ const char *file_type_name(enum file_type t)
 	return names[t];
 }
 
+static enum file_type type_of(char t)
+{
+	return t == 'f'   ? FILE_REGULAR
+	       : t == 'd' ? FILE_DIR
+	       : t == 'l' ? FILE_SYMLINK
+			  : FILE_OTHER;
+}
+
 int file_entry_parse(const char *p, size_t len, struct file_entry *e)
 {
 	char type;
@@ -22,15 +30,37 @@ int file_entry_parse(const char *p, size_t len, struct file_entry *e)
 	    sscanf(p, "%c %llu %o %llu %n", &type, &size, &mode, &mtime,
 		   &off) != 4 || off <= 0 || (size_t)off >= len)
 		return -EINVAL;
-	e->type = type == 'f'   ? FILE_REGULAR
-		  : type == 'd' ? FILE_DIR
-		  : type == 'l' ? FILE_SYMLINK
-				: FILE_OTHER;
+	e->type = type_of(type);
 	e->size = size;
 	e->mode = mode & 07777;
 	e->mtime_ms = mtime;
 	e->path = p + off;
 	e->path_len = len - (size_t)off;
+	return 0;
+}
+
+int file_stat_parse(const char *answer, struct file_entry *e)
+{
+	char type;
+	unsigned long long size, mtime;
+	unsigned mode;
+	if (sscanf(answer, "S %c %llu %o %llu", &type, &size, &mode,
+		   &mtime) != 4)
+		return -EINVAL;
+	*e = (struct file_entry){.type = type_of(type), .size = size,
+				 .mode = mode & 07777, .mtime_ms = mtime,
+				 .path = ""};
+	return 0;
+}
+
+int file_write_parse(const char *answer, uint64_t *bytes, bool *created)
+{
+	unsigned long long n;
+	int off = 0;
+	if (sscanf(answer, "OK %llu %n", &n, &off) != 1 || !off)
+		return -EINVAL;
+	*bytes = n;
+	*created = !strcmp(answer + off, "created");
 	return 0;
 }
 

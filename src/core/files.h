@@ -7,6 +7,7 @@
 #ifndef SBX_FILES_H
 #define SBX_FILES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,14 @@ const char *file_type_name(enum file_type t);
 /* One entry's text (len bytes, without its NUL) into e (path points into
  * it); -EINVAL when it is not an entry. */
 int file_entry_parse(const char *p, size_t len, struct file_entry *e);
+
+/* The stat builtin's answer line "S <type> <size> <mode> <mtime_ms>"
+ * into e (no path); -EINVAL when it is not one. */
+int file_stat_parse(const char *answer, struct file_entry *e);
+
+/* A write builtin's answer line "OK <bytes> created|replaced": the bytes
+ * written and whether the file is new; -EINVAL when it is not one. */
+int file_write_parse(const char *answer, uint64_t *bytes, bool *created);
 
 /* Feed listing bytes that follow the "D\n" line: each whole entry goes to
  * on_entry (a malformed one is skipped); a cut one waits in partial. The

@@ -327,6 +327,8 @@ int process_kill(struct process *p, uint64_t grace_ms)
 
 void process_logs(const struct process *p, struct buf *out, struct buf *err)
 {
+	buf_init(out, 0);
+	buf_init(err, 0);
 	for (const struct log_chunk *c = p->head; c; c = c->next)
 		buf_append(c->fd == 1 ? out : err, c->data, c->len);
 }

@@ -83,7 +83,8 @@ struct process *process_find(struct sandbox *sb, const char *id_or_pid);
 const char *process_status_name(enum process_status s);
 /* TERM the tree now, KILL it after grace_ms. */
 int process_kill(struct process *p, uint64_t grace_ms);
-/* stdout and stderr as retained. */
+/* stdout and stderr as retained, into out and err (initialised here; the
+ * caller frees them). */
 void process_logs(const struct process *p, struct buf *out, struct buf *err);
 
 struct process_follow_ops {

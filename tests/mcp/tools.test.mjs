@@ -155,6 +155,25 @@ describe("files", () => {
 		r = await client.callTool({ name: "read_file", arguments: { path: "b.bin" } });
 		assert.ok(text(r).endsWith(bin.toString("base64")), text(r));
 	});
+
+	test("a file over 1 MiB is refused with its size; a listing stops at 2000 entries", async () => {
+		let r = await run(
+			"head -c 2000000 /dev/zero > /workspace/big.bin && mkdir /workspace/many && " +
+				"(cd /workspace/many && seq -w 1 2100 | xargs touch)",
+		);
+		assert.equal(r.structuredContent.exitCode, 0, text(r));
+		r = await client.callTool({ name: "read_file", arguments: { path: "big.bin" } });
+		assert.equal(r.isError, true);
+		assert.match(text(r), /the file is 2000000 bytes, more than read_file returns/);
+		r = await client.callTool({ name: "list_files", arguments: { path: "many" } });
+		assert.equal(r.isError, undefined, text(r));
+		const lines = text(r).trimEnd().split("\n");
+		assert.equal(lines.length, 2001);
+		assert.match(lines[0], /^file 0 \d{4}$/);
+		assert.equal(lines[2000], "... (more entries: list a subdirectory)");
+		r = await client.callTool({ name: "read_file", arguments: { path: "big.bin" } });
+		assert.equal(r.isError, true, "the daemon still answers after the stopped builtins");
+	});
 });
 
 describe("run_code", () => {

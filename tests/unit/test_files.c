@@ -82,9 +82,37 @@ static void test_feed_any_cut(void **state)
 	}
 }
 
+static void test_stat_and_write_answers(void **state)
+{
+	(void)state;
+	struct file_entry e;
+	assert_int_equal(file_stat_parse("S d 4096 755 1700000000123", &e), 0);
+	assert_int_equal(e.type, FILE_DIR);
+	assert_int_equal(e.size, 4096);
+	assert_int_equal(e.mode, 0755);
+	assert_int_equal(e.mtime_ms, 1700000000123ull);
+	assert_int_equal(e.path_len, 0);
+	assert_int_equal(file_stat_parse("S l 7 777 1", &e), 0);
+	assert_int_equal(e.type, FILE_SYMLINK);
+	assert_true(file_stat_parse("OK created", &e) < 0);
+	assert_true(file_stat_parse("S f 12", &e) < 0);
+
+	uint64_t n;
+	bool created;
+	assert_int_equal(file_write_parse("OK 12 created", &n, &created), 0);
+	assert_int_equal(n, 12);
+	assert_true(created);
+	assert_int_equal(file_write_parse("OK 0 replaced", &n, &created), 0);
+	assert_int_equal(n, 0);
+	assert_false(created);
+	assert_true(file_write_parse("OK created", &n, &created) < 0);
+	assert_true(file_write_parse("S f 1 644 1", &n, &created) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stat_and_write_answers),
 		cmocka_unit_test(test_entry_fields),
 		cmocka_unit_test(test_bad_entries_refused),
 		cmocka_unit_test(test_feed_any_cut),

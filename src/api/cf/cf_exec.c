@@ -742,8 +742,6 @@ void cf_process_logs(struct cf_req *q, const char *id)
 	struct buf out, err;
 	if (!p)
 		return;
-	buf_init(&out, 0);
-	buf_init(&err, 0);
 	process_logs(p, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);

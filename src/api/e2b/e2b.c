@@ -48,16 +48,24 @@ static char secret[65];
 static struct loop_timer deadline_timer;
 static struct api *the_api;
 
-void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
+void e2b_verror(struct http_req *r, unsigned status, const char *code,
+                const char *fmt, va_list ap)
 {
 	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	http_respond_json(
 	    r, status,
-	    json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+	    code
+	        ? json_pack("{s:s, s:s}", "code", code, "message", msg)
+	        : json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
+}
+
+void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	e2b_verror(r, status, NULL, fmt, ap);
+	va_end(ap);
 }
 
 /* ---- E2B's state, in the labels ------------------------------------------ */
@@ -462,56 +470,46 @@ static json_t *body_object(struct http_req *r)
 	return b;
 }
 
-static void set_timeout(struct api *a, struct http_req *r, const char *tenant,
-                        const char *id)
+/* A sandbox's end set from now + {"timeout": seconds} (or "duration"):
+ * /timeout and /refreshes (204); /connect and /resume (connect: the end
+ * only moves later unless it was paused, which it is no more: 201 when it
+ * resumed, else 200, with the sandbox). */
+static void set_end(struct api *a, struct http_req *r, const char *tenant,
+                    const char *id, bool connect)
 {
 	struct sbx_err err = {0};
 	struct sandbox *sb = find_own(a, r, tenant, id);
 	json_t *b = sb ? body_object(r) : NULL;
 	uint64_t secs;
-	if (!b || timeout_of(r, b, &secs) < 0)
-		goto out;
-	struct e2b_state st;
-	state_of(sb, &st);
-	st.end_ms = now_wall_ms() + secs * 1000;
-	if (state_save(sb, &st, &err) < 0)
-		e2b_error(r, 500, "%s", err.msg);
-	else
-		http_respond_empty(r, 204);
-out:
+	int rc = b ? timeout_of(r, b, &secs) : -1;
 	json_decref(b);
-}
-
-static void connect_sb(struct api *a, struct http_req *r, const char *tenant,
-                       const char *id)
-{
-	struct sbx_err err = {0};
-	struct sandbox *sb = find_own(a, r, tenant, id);
-	json_t *b = sb ? body_object(r) : NULL;
-	uint64_t secs;
-	if (!b || timeout_of(r, b, &secs) < 0)
-		goto out;
+	if (rc < 0)
+		return;
 	struct e2b_state st;
 	state_of(sb, &st);
-	bool resumed = st.paused;
 	uint64_t end = now_wall_ms() + secs * 1000;
-	if (resumed || end > st.end_ms)
+	bool resumed = connect && st.paused;
+	if (!connect || resumed || end > st.end_ms)
 		st.end_ms = end;
-	st.paused = false;
-	if (!st.ours)
-		st.start_ms = sb->created_ms;
+	if (connect) {
+		st.paused = false;
+		if (!st.ours)
+			st.start_ms = sb->created_ms;
+	}
 	if (state_save(sb, &st, &err) < 0) {
 		e2b_error(r, 500, "%s", err.msg);
-		goto out;
+		return;
+	}
+	if (!connect) {
+		http_respond_empty(r, 204);
+		return;
 	}
 	if (resumed && sandbox_ensure_started(sb, &err) < 0) {
 		e2b_error(r, err.code == EDQUOT ? 429 : 500, "%s", err.msg);
-		goto out;
+		return;
 	}
 	http_respond_json(r, resumed ? 201 : 200,
 	                  sandbox_json(a, sb, false, false));
-out:
-	json_decref(b);
 }
 
 static void pause_sb(struct api *a, struct http_req *r, const char *tenant,
@@ -598,6 +596,22 @@ static void pct_decode(char *s)
 	*o = '\0';
 }
 
+/* sb appended to *v (*n of them, room for *cap), grown as needed; left
+ * out when it cannot grow. */
+static void push_sandbox(struct sandbox ***v, size_t *n, size_t *cap,
+                         struct sandbox *sb)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 16;
+		struct sandbox **nv = realloc(*v, c * sizeof(*nv));
+		if (!nv)
+			return;
+		*v = nv;
+		*cap = c;
+	}
+	(*v)[(*n)++] = sb;
+}
+
 struct list_ctx {
 	struct api *a;
 	const char *tenant;
@@ -638,15 +652,7 @@ static void list_one(struct sandbox *sb, void *data)
 		if (!ok)
 			return;
 	}
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? c->cap * 2 : 64;
-		struct sandbox **v = realloc(c->v, cap * sizeof(*v));
-		if (!v)
-			return;
-		c->v = v;
-		c->cap = cap;
-	}
-	c->v[c->n++] = sb;
+	push_sandbox(&c->v, &c->n, &c->cap, sb);
 }
 
 static int by_start(const void *x, const void *y)
@@ -1045,15 +1051,7 @@ static void collect(struct sandbox *sb, void *data)
 	state_of(sb, &st);
 	if (!st.ours || st.paused || !st.end_ms || st.end_ms > x->now)
 		return;
-	if (x->n == x->cap) {
-		size_t cap = x->cap ? x->cap * 2 : 16;
-		struct sandbox **v = realloc(x->v, cap * sizeof(*v));
-		if (!v)
-			return;
-		x->v = v;
-		x->cap = cap;
-	}
-	x->v[x->n++] = sb;
+	push_sandbox(&x->v, &x->n, &x->cap, sb);
 }
 
 static void on_deadline(struct loop_timer *t)
@@ -1377,13 +1375,13 @@ static void control(struct api *a, struct http_req *r)
 		} else if (!*rest && !strcmp(m, "DELETE")) {
 			kill_sb(a, r, tenant, id);
 		} else if (!strcmp(rest, "/timeout") && !strcmp(m, "POST")) {
-			set_timeout(a, r, tenant, id);
+			set_end(a, r, tenant, id, false);
 		} else if (!strcmp(rest, "/refreshes") && !strcmp(m, "POST")) {
-			set_timeout(a, r, tenant, id);
+			set_end(a, r, tenant, id, false);
 		} else if (!strcmp(rest, "/connect") && !strcmp(m, "POST")) {
-			connect_sb(a, r, tenant, id);
+			set_end(a, r, tenant, id, true);
 		} else if (!strcmp(rest, "/resume") && !strcmp(m, "POST")) {
-			connect_sb(a, r, tenant, id);
+			set_end(a, r, tenant, id, true);
 		} else if (!strcmp(rest, "/pause") && !strcmp(m, "POST")) {
 			pause_sb(a, r, tenant, id);
 		} else if (!strcmp(rest, "/metrics") && !strcmp(m, "GET")) {

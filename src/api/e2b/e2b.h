@@ -10,9 +10,11 @@
 #ifndef SBX_API_E2B_H
 #define SBX_API_E2B_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 
 #include "api/api.h"
+#include "http/relay.h"
 
 /* What an envd (and code interpreter) we are answers as; the SDK gates
  * features on it (shared/spec/e2b.md 3.5): 0.5.7 takes octet-stream and
@@ -37,6 +39,11 @@ struct e2b_req {
 /* The control plane's error: {"code": status, "message": ...}. */
 void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* An error answer: {"code": code, "message": ...} (Connect's), or with
+ * code NULL the control plane's {"code": status, ...}. */
+void e2b_verror(struct http_req *r, unsigned status, const char *code,
+                const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
 /* Whether the sandbox is paused (E2B's state, kept in its labels). */
 bool e2b_paused(const struct sandbox *sb);
 /* p (absolute, or relative to the user's home) as an absolute, normalized
@@ -63,12 +70,19 @@ bool connect_streaming(struct http_req *r);
 json_t *connect_unwrap(struct http_req *r, const char **why);
 /* A message (taken) as one envelope appended to b. */
 int connect_envelope(struct buf *b, unsigned flags, json_t *msg);
+/* A message (taken) as one envelope written to a stream: relay_write's
+ * answer (1: the client is behind), 0 when it could not be encoded. */
+int connect_send(struct relay *rl, unsigned flags, json_t *msg);
 /* The end-of-stream envelope: {} or {"error": {code, message}}. */
 int connect_end(struct buf *b, const char *code, const char *msg);
 /* The Connect-Timeout-Ms header in ms (0: none). */
 uint64_t connect_timeout_ms(struct http_req *r);
 /* The keepalive interval (Keepalive-Ping-Interval, seconds) in ms. */
 unsigned connect_keepalive_ms(struct http_req *r);
+/* A server stream's relay options (application/connect+json, its length
+ * unknown), with ka (ka_len bytes: an envelope) sent every keepalive_ms. */
+struct relay_opts connect_stream_opts(unsigned keepalive_ms, const char *ka,
+                                      size_t ka_len);
 /* A stream answer opened with no source yet: a streaming call that
  * fails before it starts is still HTTP 200 with an end-stream error. */
 void connect_stream_error(struct http_req *r, const char *code, const char *fmt,

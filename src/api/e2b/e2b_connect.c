@@ -51,14 +51,10 @@ void connect_ok(struct http_req *r, json_t *msg)
 
 void connect_error(struct http_req *r, const char *code, const char *fmt, ...)
 {
-	char msg[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	e2b_verror(r, connect_status(code), code, fmt, ap);
 	va_end(ap);
-	http_respond_json(
-	    r, connect_status(code),
-	    json_pack("{s:s, s:s}", "code", code, "message", msg));
 }
 
 const char *connect_code_of_errno(int e)
@@ -135,6 +131,17 @@ int connect_envelope(struct buf *b, unsigned flags, json_t *msg)
 	return r;
 }
 
+int connect_send(struct relay *rl, unsigned flags, json_t *msg)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	int r = connect_envelope(&b, flags, msg) < 0
+	            ? 0
+	            : relay_write(rl, b.data, b.len);
+	buf_free(&b);
+	return r;
+}
+
 int connect_end(struct buf *b, const char *code, const char *msg)
 {
 	json_t *j = code ? json_pack("{s:{s:s, s:s}}", "error", "code", code,
@@ -159,6 +166,16 @@ unsigned connect_keepalive_ms(struct http_req *r)
 	if (!t || *end || !v || v > 3600)
 		v = 50; /* what the SDKs ask for */
 	return (unsigned)v * 1000u;
+}
+
+struct relay_opts connect_stream_opts(unsigned keepalive_ms, const char *ka,
+                                      size_t ka_len)
+{
+	return (struct relay_opts){.content_type = "application/connect+json",
+	                           .size = HTTP_SIZE_UNKNOWN,
+	                           .keepalive_ms = keepalive_ms,
+	                           .keepalive = ka,
+	                           .keepalive_len = ka_len};
 }
 
 void connect_stream_error(struct http_req *r, const char *code, const char *fmt,

@@ -1,18 +1,18 @@
-/* envd's filesystem.Filesystem and /files, over the builtins
- * (runtime/builtin.c) and the core's watches (core/watch.h): every path is
- * resolved inside the sandbox, as the request's user (root, or the
- * unprivileged "user"), with the sandbox's root as the boundary.
+/* envd's filesystem.Filesystem and /files, over the core's file
+ * operations (core/fileop.h: a builtin run inside the sandbox) and watches
+ * (core/watch.h): every path is resolved inside the sandbox, as the
+ * request's user (root, or the unprivileged "user"), with the sandbox's
+ * root as the boundary.
  *
- * An operation is one builtin, or a few in a row (MakeDir: stat, then
- * mkdir -p; Move: rename, then stat of the result), each collected whole
- * (a stat line, an "OK", a listing) and then answered. GET /files streams
- * the file as the builtin reads it; POST /files streams the body into a
- * write builtin per file: multipart (each part's filename is its path) or
- * raw bytes (gzip inflated here), a file only replacing its target once it
- * is whole. WatchDir streams a watch; the polling watcher calls keep one
- * per watcher id with its events queued until fetched. */
+ * An operation is one file operation, or a few in a row (MakeDir: stat,
+ * then mkdir -p; Move: rename, then stat of the result), each collected
+ * whole (a stat answer, an "OK", a listing's entries) and then answered.
+ * GET /files streams the file as the builtin reads it; POST /files streams
+ * the body into a write builtin per file: multipart (each part's filename
+ * is its path) or raw bytes (gzip inflated here), a file only replacing its
+ * target once it is whole. WatchDir streams a watch; the polling watcher
+ * calls keep one per watcher id with its events queued until fetched. */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,23 +41,6 @@ static const char *name_of(const char *abs)
 {
 	const char *s = strrchr(abs, '/');
 	return s && s[1] ? s + 1 : abs;
-}
-
-static int parse_error(const struct buf *out, int *e, char *what, size_t cap)
-{
-	if (out->len < 2 || out->data[0] != 'E' || out->data[1] != ' ')
-		return 0;
-	char line[512];
-	size_t n = strcspn(out->data, "\n");
-	if (n >= sizeof(line))
-		n = sizeof(line) - 1;
-	memcpy(line, out->data, n);
-	line[n] = '\0';
-	int off = 0;
-	if (sscanf(line, "E %d %n", e, &off) != 1)
-		return 0;
-	snprintf(what, cap, "%s", line + off);
-	return 1;
 }
 
 /* ---- entries --------------------------------------------------------------
@@ -100,16 +83,22 @@ static json_t *entry_json(char type, uint64_t size, unsigned mode,
 	return j;
 }
 
-/* "S <type> <size> <mode> <mtime>" of the stat builtin, as an entry. */
-static json_t *stat_entry(const struct buf *out, const char *abs)
+static char type_char(enum file_type t)
 {
-	char t;
-	unsigned long long size, mtime;
-	unsigned mode;
-	if (!out->data || sscanf(out->data, "S %c %llu %o %llu", &t, &size,
-	                         &mode, &mtime) != 4)
+	static const char types[] = {[FILE_REGULAR] = 'f',
+	                             [FILE_DIR] = 'd',
+	                             [FILE_SYMLINK] = 'l',
+	                             [FILE_OTHER] = 'o'};
+	return types[t];
+}
+
+/* The stat builtin's answer, as an entry. */
+static json_t *stat_entry(const char *answer, const char *abs)
+{
+	struct file_entry e;
+	if (file_stat_parse(answer, &e) < 0)
 		return NULL;
-	return entry_json(t, size, mode, mtime, abs);
+	return entry_json(type_char(e.type), e.size, e.mode, e.mtime_ms, abs);
 }
 
 /* ---- one operation: builtins in a row ----------------------------------- */
@@ -122,16 +111,20 @@ struct fs_op {
 	int step;
 	char *path, *path2;
 	unsigned depth;
-	struct buf out;
+	struct fileop *fop; /* the builtin running */
+	bool dir;           /* its answer is a listing */
+	json_t *entries;    /* ListDir: the listing's entries */
+	size_t listed;      /* ListDir: the listing's bytes */
+	bool too_big;       /* ListDir: more than LIST_CAP of them */
 	/* the next step; NULL: done */
-	void (*next)(struct fs_op *o, const struct exec_result *res);
+	void (*next)(struct fs_op *o, const struct fileop_result *res);
 };
 
 static void op_free(struct fs_op *o)
 {
 	free(o->path);
 	free(o->path2);
-	buf_free(&o->out);
+	json_decref(o->entries);
 	free(o);
 }
 
@@ -141,19 +134,50 @@ static void op_gone(struct http_req *r)
 	o->r = NULL; /* the builtin finishes; nobody is told */
 }
 
-static int op_output(void *ctx, int fd, const char *data, size_t len)
+static int op_dir(void *ctx)
 {
 	struct fs_op *o = ctx;
-	if (fd == 1)
-		buf_append(&o->out, data, len);
+	o->dir = true;
 	return 0;
 }
 
-static void op_run(struct fs_op *o, const char *const *argv);
-
-static void op_done(const struct exec_result *res, void *ctx)
+/* A listing's entry, kept when it is within the depth asked for. */
+static int op_entry(void *ctx, const struct file_entry *e)
 {
 	struct fs_op *o = ctx;
+	char t = type_char(e->type);
+	if (!o->entries || o->too_big)
+		return 0;
+	/* as many bytes as the builtin wrote for it: "D\n", then
+	 * "<type> <size> <mode> <mtime> <path>\0" each */
+	o->listed += (size_t)snprintf(NULL, 0, "%c %llu %o %llu ", t,
+	                              (unsigned long long)e->size, e->mode,
+	                              (unsigned long long)e->mtime_ms) +
+	             e->path_len + 1;
+	if (2 + o->listed > LIST_CAP) {
+		o->too_big = true;
+		fileop_cancel(o->fop);
+		return 0;
+	}
+	unsigned depth = 1;
+	for (size_t i = 0; i < e->path_len; i++)
+		depth += e->path[i] == '/';
+	if (depth > o->depth || t == 'o')
+		return 0;
+	char *abs = NULL;
+	if (asprintf(&abs, "%s%s%.*s", o->path, strcmp(o->path, "/") ? "/" : "",
+	             (int)e->path_len, e->path) < 0)
+		return 0;
+	json_array_append_new(
+	    o->entries, entry_json(t, e->size, e->mode, e->mtime_ms, abs));
+	free(abs);
+	return 0;
+}
+
+static void op_done(void *ctx, const struct fileop_result *res)
+{
+	struct fs_op *o = ctx;
+	o->fop = NULL;
 	if (!o->r) {
 		op_free(o);
 		return;
@@ -162,21 +186,14 @@ static void op_done(const struct exec_result *res, void *ctx)
 	o->next(o, res);
 }
 
+static const struct fileop_ops op_ops = {
+    .on_dir = op_dir, .on_entry = op_entry, .on_done = op_done};
+
 static void op_run(struct fs_op *o, const char *const *argv)
 {
-	struct sbx_err err = {0};
-	buf_reset(&o->out);
-	struct exec_params p = {.argv = argv,
-	                        .builtin = true,
-	                        .detached = true,
-	                        .as_user = !o->root,
-	                        .timeout_ms = EXEC_NO_TIMEOUT,
-	                        .on_output = op_output};
-	if (exec_submit(o->sb, NULL, &p, op_done, o, NULL, &err) < 0) {
-		struct exec_result res = {.failure = EXEC_NOT_STARTED};
-		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
-		op_done(&res, o);
-	}
+	struct fileop_params p = {.argv = argv, .as_user = !o->root};
+	o->dir = false;
+	fileop_start(o->sb, &p, &op_ops, o, &o->fop);
 }
 
 /* Answer and free. */
@@ -203,12 +220,11 @@ static void op_answer(struct fs_op *o, json_t *msg)
 }
 
 /* The builtin's failure as an answer; 0 when it succeeded. */
-static int op_failed(struct fs_op *o, const struct exec_result *res,
+static int op_failed(struct fs_op *o, const struct fileop_result *res,
                      const char *path)
 {
-	int e;
-	char what[256];
-	if (parse_error(&o->out, &e, what, sizeof(what))) {
+	if (res->status == FILEOP_ERRNO) {
+		int e = res->error;
 		const char *code = connect_code_of_errno(e);
 		if (e == ENOENT)
 			op_answer_error(o, code, "path '%s' does not exist",
@@ -216,14 +232,15 @@ static int op_failed(struct fs_op *o, const struct exec_result *res,
 		else if (e == EACCES || e == EPERM)
 			op_answer_error(o, code, "permission denied: %s", path);
 		else
-			op_answer_error(o, code, "%s: %s (%s)", path,
-			                strerror(e), what);
+			op_answer_error(o, code, "%s: %s (%.255s)", path,
+			                strerror(e), res->what);
 		return 1;
 	}
-	if (res->failure != EXEC_OK || res->exit_code) {
+	if (res->status != FILEOP_OK) {
 		op_answer_error(o, "internal", "%s: %s", path,
-		                res->msg[0] ? res->msg
-		                            : "the operation failed");
+		                res->what && res->what[0]
+		                    ? res->what
+		                    : "the operation failed");
 		return 1;
 	}
 	return 0;
@@ -241,7 +258,6 @@ static struct fs_op *op_new(struct e2b_req *q, const char *key, bool required)
 	o->r = q->r;
 	o->sb = q->sb;
 	o->root = q->root;
-	buf_init(&o->out, LIST_CAP);
 	if ((required && (!p || !*p)) || e2b_path(q, p, &o->path) < 0) {
 		connect_error(q->r, "invalid_argument", "%s: not a valid path",
 		              key);
@@ -257,11 +273,11 @@ static struct fs_op *op_new(struct e2b_req *q, const char *key, bool required)
 /* ---- Stat, MakeDir, Move, Remove, ListDir ---------------------------------
  */
 
-static void stat_next(struct fs_op *o, const struct exec_result *res)
+static void stat_next(struct fs_op *o, const struct fileop_result *res)
 {
 	if (op_failed(o, res, o->path))
 		return;
-	json_t *e = stat_entry(&o->out, o->path);
+	json_t *e = stat_entry(res->answer, o->path);
 	if (!e)
 		op_answer_error(o, "internal",
 		                "stat: an answer it did not expect");
@@ -269,18 +285,15 @@ static void stat_next(struct fs_op *o, const struct exec_result *res)
 		op_answer(o, json_pack("{s:o}", "entry", e));
 }
 
-static void mkdir_next(struct fs_op *o, const struct exec_result *res)
+static void mkdir_next(struct fs_op *o, const struct fileop_result *res)
 {
 	if (o->step == 1) {
-		int e;
-		char what[256];
-		if (res->failure == EXEC_OK && !res->exit_code) {
+		if (res->status == FILEOP_OK) {
 			op_answer_error(o, "already_exists",
 			                "path '%s' already exists", o->path);
 			return;
 		}
-		if (!parse_error(&o->out, &e, what, sizeof(what)) ||
-		    e != ENOENT) {
+		if (res->status != FILEOP_ERRNO || res->error != ENOENT) {
 			op_failed(o, res, o->path);
 			return;
 		}
@@ -293,7 +306,7 @@ static void mkdir_next(struct fs_op *o, const struct exec_result *res)
 		op_answer(o, NULL);
 }
 
-static void move_next(struct fs_op *o, const struct exec_result *res)
+static void move_next(struct fs_op *o, const struct fileop_result *res)
 {
 	if (o->step == 1) {
 		if (op_failed(o, res, o->path))
@@ -304,69 +317,32 @@ static void move_next(struct fs_op *o, const struct exec_result *res)
 	}
 	if (op_failed(o, res, o->path2))
 		return;
-	json_t *e = stat_entry(&o->out, o->path2);
+	json_t *e = stat_entry(res->answer, o->path2);
 	op_answer(o, json_pack("{s:o?}", "entry", e));
 }
 
-static void remove_next(struct fs_op *o, const struct exec_result *res)
+static void remove_next(struct fs_op *o, const struct fileop_result *res)
 {
 	if (!op_failed(o, res, o->path))
 		op_answer(o, NULL);
 }
 
-struct list_ctx {
-	struct fs_op *o;
-	json_t *arr;
-};
-
-static int list_entry(void *ctx, const struct file_entry *e)
+static void list_next(struct fs_op *o, const struct fileop_result *res)
 {
-	struct list_ctx *c = ctx;
-	unsigned depth = 1;
-	for (size_t i = 0; i < e->path_len; i++)
-		depth += e->path[i] == '/';
-	if (depth > c->o->depth)
-		return 0;
-	char *abs = NULL;
-	if (asprintf(&abs, "%s%s%.*s", c->o->path,
-	             strcmp(c->o->path, "/") ? "/" : "", (int)e->path_len,
-	             e->path) < 0)
-		return 0;
-	char t = e->type == FILE_REGULAR   ? 'f'
-	         : e->type == FILE_DIR     ? 'd'
-	         : e->type == FILE_SYMLINK ? 'l'
-	                                   : 'o';
-	json_t *j = entry_json(t, e->size, e->mode, e->mtime_ms, abs);
-	free(abs);
-	if (t != 'o')
-		json_array_append_new(c->arr, j);
-	else
-		json_decref(j);
-	return 0;
-}
-
-static void list_next(struct fs_op *o, const struct exec_result *res)
-{
-	if (op_failed(o, res, o->path))
-		return;
-	if (o->out.dropped) {
+	if (o->too_big) {
 		op_answer_error(o, "resource_exhausted",
 		                "the listing is larger than %u MiB",
 		                LIST_CAP >> 20);
 		return;
 	}
-	if (o->out.len < 2 || memcmp(o->out.data, "D\n", 2)) {
+	if (op_failed(o, res, o->path))
+		return;
+	if (!o->dir) {
 		op_answer_error(o, "invalid_argument",
 		                "path '%s' is not a directory", o->path);
 		return;
 	}
-	struct list_ctx c = {o, json_array()};
-	struct buf partial;
-	buf_init(&partial, 0);
-	file_listing_feed(&partial, o->out.data + 2, o->out.len - 2, list_entry,
-	                  &c);
-	buf_free(&partial);
-	op_answer(o, json_pack("{s:o}", "entries", c.arr));
+	op_answer(o, json_pack("{s:O}", "entries", o->entries));
 }
 
 /* ---- WatchDir and the polling watchers ------------------------------------
@@ -386,6 +362,23 @@ static json_t *event_json(enum watch_event t, const char *path, size_t len)
 	return json_pack("{s:s%, s:s}", "name", path, len, "type", names[t]);
 }
 
+/* Why a watch of path ended before it was ready, as a Connect code and a
+ * message in buf. */
+static const char *watch_end_why(int err, const char *msg, const char *path,
+                                 char *buf, size_t cap)
+{
+	if (err == ENOENT) {
+		snprintf(buf, cap, "path '%s' does not exist", path);
+		return "not_found";
+	}
+	if (err == ENOTDIR) {
+		snprintf(buf, cap, "path '%s' is not a directory", path);
+		return "invalid_argument";
+	}
+	snprintf(buf, cap, "watch: %s", *msg ? msg : "it ended");
+	return "internal";
+}
+
 struct e2b_watch {
 	struct api_watch x; /* first: api_watch_relay frees the context */
 	struct api *a;
@@ -397,35 +390,21 @@ struct e2b_watch {
 #define WATCH_KEEPALIVE "{\"keepalive\":{}}"
 static const char watch_keepalive[] = "\0\0\0\0\x10" WATCH_KEEPALIVE;
 
-static int watch_send(struct e2b_watch *w, json_t *msg, unsigned flags)
-{
-	struct buf b;
-	buf_init(&b, 0);
-	int r = connect_envelope(&b, flags, msg) < 0
-	            ? 0
-	            : relay_write(w->x.rl, b.data, b.len);
-	buf_free(&b);
-	return r;
-}
-
 static void stream_ready(void *ctx)
 {
 	struct e2b_watch *w = ctx;
 	struct http_req *r = w->r;
 	w->r = NULL;
 	r->on_close = NULL;
-	struct relay_opts o = {.content_type = "application/connect+json",
-	                       .size = HTTP_SIZE_UNKNOWN,
-	                       .keepalive_ms = w->keepalive_ms,
-	                       .keepalive = watch_keepalive,
-	                       .keepalive_len = sizeof(watch_keepalive) - 1};
+	struct relay_opts o = connect_stream_opts(
+	    w->keepalive_ms, watch_keepalive, sizeof(watch_keepalive) - 1);
 	w->x.rl = relay_open(r, w->a->m->loop, &o, &api_watch_relay, w);
 	if (!w->x.rl) {
 		watch_stop(w->x.w);
 		free(w);
 		return;
 	}
-	watch_send(w, json_pack("{s:{}}", "start"), 0);
+	connect_send(w->x.rl, 0, json_pack("{s:{}}", "start"));
 }
 
 static int stream_event(void *ctx, enum watch_event t, const char *path,
@@ -437,7 +416,7 @@ static int stream_event(void *ctx, enum watch_event t, const char *path,
 		json_decref(e);
 		return 0;
 	}
-	return watch_send(w, json_pack("{s:o}", "filesystem", e), 0);
+	return connect_send(w->x.rl, 0, json_pack("{s:o}", "filesystem", e));
 }
 
 static void stream_ended(void *ctx, int err, const char *msg)
@@ -447,17 +426,10 @@ static void stream_ended(void *ctx, int err, const char *msg)
 	if (w->r) {
 		struct http_req *r = w->r;
 		r->on_close = NULL;
-		if (err == ENOENT)
-			connect_stream_error(r, "not_found",
-			                     "path '%s' does not exist",
-			                     w->path);
-		else if (err == ENOTDIR)
-			connect_stream_error(r, "invalid_argument",
-			                     "path '%s' is not a directory",
-			                     w->path);
-		else
-			connect_stream_error(r, "internal", "watch: %s",
-			                     *msg ? msg : "it ended");
+		char why[1024];
+		const char *code =
+		    watch_end_why(err, msg, w->path, why, sizeof(why));
+		connect_stream_error(r, code, "%s", why);
 		free(w);
 		return;
 	}
@@ -481,16 +453,49 @@ static void stream_gone_early(struct http_req *r)
 	free(w);
 }
 
-static void watch_dir(struct e2b_req *q)
+/* Watch abs (recursive as the request's body says) for ops with ctx, the
+ * request suspended meanwhile (gone: its on_close); -1 with err, on_close
+ * cleared, when it could not start. */
+static int watch_begin(struct e2b_req *q, const char *abs,
+                       const struct watch_ops *ops, void *ctx,
+                       void (*gone)(struct http_req *r), struct watch **wt,
+                       struct sbx_err *err)
+{
+	struct watch_opts o = {
+	    .base = "/",
+	    .path = rel_of(abs),
+	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
+	    .as_user = !q->root};
+	q->r->ctx = ctx;
+	q->r->on_close = gone;
+	http_suspend(q->r);
+	int rc = watch_start(q->sb, &o, ops, ctx, wt, err);
+	if (rc < 0)
+		q->r->on_close = NULL;
+	return rc;
+}
+
+/* The body's "path" to watch, absolute (free it); NULL when it is not a
+ * valid path. */
+static char *watch_path(struct e2b_req *q)
 {
 	const char *p = json_string_value(json_object_get(q->body, "path"));
 	char *abs = NULL;
+	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
+		free(abs);
+		return NULL;
+	}
+	return abs;
+}
+
+static void watch_dir(struct e2b_req *q)
+{
 	if (!connect_streaming(q->r)) {
 		connect_error(q->r, "invalid_argument", "WatchDir is a stream");
 		return;
 	}
-	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
-		free(abs);
+	char *abs = watch_path(q);
+	if (!abs) {
 		connect_stream_error(q->r, "invalid_argument",
 		                     "path: not a valid path");
 		return;
@@ -505,20 +510,12 @@ static void watch_dir(struct e2b_req *q)
 	w->r = q->r;
 	w->keepalive_ms = connect_keepalive_ms(q->r);
 	snprintf(w->path, sizeof(w->path), "%s", abs);
-	struct watch_opts o = {
-	    .base = "/",
-	    .path = rel_of(abs),
-	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
-	    .as_user = !q->root};
-	q->r->ctx = w;
-	q->r->on_close = stream_gone_early;
-	http_suspend(q->r);
 	struct sbx_err err = {0};
 	struct watch *wt;
-	int rc = watch_start(q->sb, &o, &stream_ops, w, &wt, &err);
+	int rc =
+	    watch_begin(q, abs, &stream_ops, w, stream_gone_early, &wt, &err);
 	free(abs);
 	if (rc < 0) {
-		q->r->on_close = NULL;
 		connect_stream_error(q->r, "internal", "%s", err.msg);
 		free(w);
 		return;
@@ -588,15 +585,10 @@ static void poll_ended(void *ctx, int err, const char *msg)
 		struct http_req *r = pl->waiting;
 		pl->waiting = NULL;
 		r->on_close = NULL;
-		if (err == ENOENT)
-			connect_error(r, "not_found",
-			              "path '%s' does not exist", pl->path);
-		else if (err == ENOTDIR)
-			connect_error(r, "invalid_argument",
-			              "path '%s' is not a directory", pl->path);
-		else
-			connect_error(r, "internal", "watch: %s",
-			              *msg ? msg : "it ended");
+		char why[1024];
+		const char *code =
+		    watch_end_why(err, msg, pl->path, why, sizeof(why));
+		connect_error(r, code, "%s", why);
 		poller_unlink(pl);
 	} else if (!json_array_size(pl->events)) {
 		poller_unlink(pl); /* nothing left to fetch */
@@ -628,8 +620,6 @@ static struct poller *poller_find(struct e2b_req *q)
 
 static void create_watcher(struct e2b_req *q)
 {
-	const char *p = json_string_value(json_object_get(q->body, "path"));
-	char *abs = NULL;
 	unsigned n = 0;
 	for (struct poller *pl = pollers; pl; pl = pl->next)
 		n += !strcmp(pl->sandbox, q->sb->id) &&
@@ -639,8 +629,8 @@ static void create_watcher(struct e2b_req *q)
 		              "at most %d watchers per sandbox", MAX_WATCHERS);
 		return;
 	}
-	if (e2b_path(q, p, &abs) < 0 || strlen(abs) >= 4200) {
-		free(abs);
+	char *abs = watch_path(q);
+	if (!abs) {
 		connect_error(q->r, "invalid_argument",
 		              "path: not a valid path");
 		return;
@@ -663,20 +653,12 @@ static void create_watcher(struct e2b_req *q)
 	pl->next = pollers;
 	pollers = pl;
 	pl->waiting = q->r;
-	struct watch_opts o = {
-	    .base = "/",
-	    .path = rel_of(abs),
-	    .recursive = json_is_true(json_object_get(q->body, "recursive")),
-	    .as_user = !q->root};
-	q->r->ctx = pl;
-	q->r->on_close = poll_create_gone;
-	http_suspend(q->r);
 	struct sbx_err err = {0};
 	struct watch *wt;
-	int rc = watch_start(q->sb, &o, &poll_ops, pl, &wt, &err);
+	int rc =
+	    watch_begin(q, abs, &poll_ops, pl, poll_create_gone, &wt, &err);
 	free(abs);
 	if (rc < 0) {
-		q->r->on_close = NULL;
 		pl->waiting = NULL;
 		connect_error(q->r, "internal", "%s", err.msg);
 		poller_unlink(pl);
@@ -792,6 +774,7 @@ void e2b_filesystem(struct e2b_req *q, const char *method)
 		if (!(o = op_new(q, "path", false)))
 			return;
 		o->depth = depth < 1 ? 1 : depth > 64 ? 64 : (unsigned)depth;
+		o->entries = json_array();
 		o->next = list_next;
 		const char *argv[] = {"list",
 		                      "/",
@@ -811,11 +794,10 @@ void e2b_filesystem(struct e2b_req *q, const char *method)
  */
 
 struct download {
-	struct api_exec x; /* first: the relay's glue */
+	struct api_fileop x; /* first: the relay's glue */
 	struct api *a;
-	struct http_req *r; /* until the head line is in */
-	struct buf head;
-	bool headed;
+	struct http_req *r; /* until the file's bytes begin */
+	bool dir;
 	char path[4200];
 };
 
@@ -823,67 +805,55 @@ static void download_gone(struct http_req *r)
 {
 	struct download *d = r->ctx;
 	d->r = NULL;
-	if (d->x.job)
-		exec_cancel(d->x.job); /* done frees it */
+	if (d->x.op)
+		fileop_cancel(d->x.op); /* done frees it */
 }
 
-static int download_output(void *ctx, int fd, const char *data, size_t len)
+static int download_file(void *ctx, uint64_t size)
 {
 	struct download *d = ctx;
-	if (fd != 1)
+	if (!d->r)
 		return 0;
-	if (!d->headed) {
-		const char *nl = memchr(data, '\n', len);
-		size_t n = nl ? (size_t)(nl - data) + 1 : len;
-		buf_append(&d->head, data, n);
-		data += n;
-		len -= n;
-		if (!nl || d->head.dropped)
-			return 0;
-		d->headed = true;
-		unsigned long long size;
-		const char *line = buf_cstr(&d->head);
-		if (!d->r)
-			return 0;
-		if (sscanf(line, "F %llu", &size) == 1) {
-			struct http_req *r = d->r;
-			d->r = NULL;
-			r->on_close = NULL;
-			char disp[4400];
-			snprintf(disp, sizeof(disp), "inline; filename=\"%s\"",
-			         name_of(d->path));
-			const char *hdrs[] = {"Content-Disposition", disp,
-			                      NULL};
-			struct relay_opts o = {.content_type =
-			                           "application/octet-stream",
-			                       .size = size,
-			                       .headers = hdrs};
-			d->x.rl = relay_open(r, d->a->m->loop, &o,
-			                     &api_exec_relay, d);
-			if (!d->x.rl && d->x.job)
-				exec_cancel(d->x.job);
-		} else {
-			return 0; /* an error or a directory: done answers */
-		}
-	}
-	if (!len || !d->x.rl)
-		return 0;
-	return relay_write(d->x.rl, data, len);
+	struct http_req *r = d->r;
+	d->r = NULL;
+	r->on_close = NULL;
+	char disp[4400];
+	snprintf(disp, sizeof(disp), "inline; filename=\"%s\"",
+	         name_of(d->path));
+	const char *hdrs[] = {"Content-Disposition", disp, NULL};
+	struct relay_opts o = {.content_type = "application/octet-stream",
+	                       .size = size,
+	                       .headers = hdrs};
+	d->x.rl = relay_open(r, d->a->m->loop, &o, &api_fileop_relay, d);
+	if (!d->x.rl)
+		fileop_cancel(d->x.op);
+	return 0;
 }
 
-static void download_done(const struct exec_result *res, void *ctx)
+static int download_dir(void *ctx)
 {
 	struct download *d = ctx;
-	d->x.job = NULL;
+	d->dir = true; /* done answers */
+	return 0;
+}
+
+static int download_data(void *ctx, const char *data, size_t len)
+{
+	struct download *d = ctx;
+	return d->x.rl ? relay_write(d->x.rl, data, len) : 0;
+}
+
+static void download_done(void *ctx, const struct fileop_result *res)
+{
+	struct download *d = ctx;
+	d->x.op = NULL;
 	if (d->r) {
 		struct http_req *r = d->r;
 		r->on_close = NULL;
-		int e;
-		char what[256];
-		const char *line = buf_cstr(&d->head);
-		if (!strncmp(line, "D\n", 2) || !strcmp(line, "D"))
+		int e = res->error;
+		if (d->dir)
 			e2b_error(r, 400, "path '%s' is a directory", d->path);
-		else if (parse_error(&d->head, &e, what, sizeof(what)))
+		else if (res->status == FILEOP_ERRNO)
 			e2b_error(r,
 			          e == ENOENT                 ? 404
 			          : e == EACCES || e == EPERM ? 403
@@ -894,13 +864,19 @@ static void download_done(const struct exec_result *res, void *ctx)
 			          d->path);
 		else
 			e2b_error(r, 500, "%s: %s", d->path,
-			          res->msg[0] ? res->msg : "read failed");
+			          res->status != FILEOP_OK && res->what[0]
+			              ? res->what
+			              : "read failed");
 	}
 	if (d->x.rl)
 		relay_end(d->x.rl);
-	buf_free(&d->head);
 	free(d);
 }
+
+static const struct fileop_ops download_ops = {.on_file = download_file,
+                                               .on_dir = download_dir,
+                                               .on_data = download_data,
+                                               .on_done = download_done};
 
 void e2b_files_get(struct e2b_req *q)
 {
@@ -919,26 +895,14 @@ void e2b_files_get(struct e2b_req *q)
 	}
 	d->a = q->a;
 	d->r = q->r;
-	buf_init(&d->head, 8192);
 	snprintf(d->path, sizeof(d->path), "%s", abs);
 	free(abs);
 	q->r->ctx = d;
 	q->r->on_close = download_gone;
 	http_suspend(q->r);
 	const char *argv[] = {"read", "/", rel_of(d->path), NULL};
-	struct exec_params ep = {.argv = argv,
-	                         .builtin = true,
-	                         .detached = true,
-	                         .as_user = !q->root,
-	                         .timeout_ms = EXEC_NO_TIMEOUT,
-	                         .on_output = download_output};
-	struct sbx_err err = {0};
-	if (exec_submit(q->sb, NULL, &ep, download_done, d, &d->x.job, &err) <
-	    0) {
-		struct exec_result res = {.failure = EXEC_NOT_STARTED};
-		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
-		download_done(&res, d);
-	}
+	struct fileop_params fp = {.argv = argv, .as_user = !q->root};
+	fileop_start(q->sb, &fp, &download_ops, d, &d->x.op);
 }
 
 /* ---- POST /files ----------------------------------------------------------
@@ -959,12 +923,12 @@ struct upload {
 	                  octet: bytes for the builtin */
 	z_stream z;
 	bool z_on;
-	struct exec_job *job; /* the file being written */
+	struct fileop *job; /* the file being written */
 	bool job_running, closing;
-	bool cancel_pending; /* SIGTERM it once it has a pid */
-	char cur[4200];      /* its path */
-	json_t *written;     /* [{path, name, type}] */
-	unsigned status;     /* an error to answer */
+	bool starting;   /* in fileop_start: a failure is answered there */
+	char cur[4200];  /* its path */
+	json_t *written; /* [{path, name, type}] */
+	unsigned status; /* an error to answer */
 	char msg[512];
 };
 
@@ -974,22 +938,8 @@ static void up_pump(struct upload *u);
  * drop its temp file (once it runs: a queued one hears it at its start). */
 static void up_cancel(struct upload *u)
 {
-	if (!u->job || !u->job_running)
-		return;
-	if (exec_pid(u->job) > 0)
-		exec_signal(u->job, SIGTERM);
-	else
-		u->cancel_pending = true;
-}
-
-static void up_started(void *ctx, int pid)
-{
-	struct upload *u = ctx;
-	(void)pid;
-	if (u->cancel_pending && u->job) {
-		u->cancel_pending = false;
-		exec_signal(u->job, SIGTERM);
-	}
+	if (u->job && u->job_running)
+		fileop_interrupt(u->job);
 }
 
 static void up_fail(struct upload *u, unsigned status, const char *fmt, ...)
@@ -1040,16 +990,18 @@ static void up_finish(struct upload *u)
 	up_free(u);
 }
 
-static void up_job_done(const struct exec_result *res, void *ctx)
+static void up_job_done(void *ctx, const struct fileop_result *res)
 {
 	struct upload *u = ctx;
 	u->job = NULL;
 	u->job_running = false;
 	u->closing = false;
-	u->cancel_pending = false;
-	int e = 0;
-	char what[256];
-	if (parse_error(&res->out, &e, what, sizeof(what))) {
+	int e = res->error;
+	if (u->starting) { /* it did not start: up_start_file goes on */
+		up_fail(u, 500, "%s", res->what);
+		return;
+	}
+	if (res->status == FILEOP_ERRNO) {
 		if (e == ECANCELED)
 			;
 		else if (e == ENOSPC || e == EDQUOT)
@@ -1062,9 +1014,9 @@ static void up_job_done(const struct exec_result *res, void *ctx)
 			up_fail(u, 400, "path '%s': %s", u->cur, strerror(e));
 		else
 			up_fail(u, 500, "%s: %s", u->cur, strerror(e));
-	} else if (res->failure != EXEC_OK || res->exit_code) {
+	} else if (res->status != FILEOP_OK) {
 		up_fail(u, 500, "%s: %s", u->cur,
-		        res->msg[0] ? res->msg : "write failed");
+		        res->what[0] ? res->what : "write failed");
 	} else if (!u->failed) {
 		json_array_append_new(u->written,
 		                      json_pack("{s:s, s:s, s:s}", "path",
@@ -1083,6 +1035,9 @@ static void up_drained(void *ctx)
 		http_resume(u->r);
 }
 
+static const struct fileop_ops up_ops = {.on_done = up_job_done,
+                                         .on_stdin_drain = up_drained};
+
 static int up_start_file(struct upload *u, const char *path)
 {
 	struct e2b_req q = {.a = u->a, .r = u->r, .sb = u->sb, .root = u->root};
@@ -1100,22 +1055,13 @@ static int up_start_file(struct upload *u, const char *path)
 	snprintf(u->cur, sizeof(u->cur), "%s", abs);
 	free(abs);
 	const char *argv[] = {"write", "/", rel_of(u->cur), "-", NULL};
-	struct exec_params p = {.argv = argv,
-	                        .builtin = true,
-	                        .detached = true,
-	                        .as_user = !u->root,
-	                        .stdin_stream = true,
-	                        .on_stdin_drain = up_drained,
-	                        .on_started = up_started,
-	                        .timeout_ms = EXEC_NO_TIMEOUT};
-	struct sbx_err err = {0};
+	struct fileop_params p = {
+	    .argv = argv, .as_user = !u->root, .stdin_stream = true};
 	u->job_running = true;
-	if (exec_submit(u->sb, NULL, &p, up_job_done, u, &u->job, &err) < 0) {
-		u->job_running = false;
-		up_fail(u, 500, "%s", err.msg);
-		return -1;
-	}
-	return 0;
+	u->starting = true;
+	fileop_start(u->sb, &p, &up_ops, u, &u->job);
+	u->starting = false;
+	return u->job_running ? 0 : -1;
 }
 
 /* Feed n bytes to the running file; returns how many it took. */
@@ -1123,14 +1069,14 @@ static size_t up_feed(struct upload *u, const char *data, size_t n)
 {
 	if (!u->job || !u->job_running || u->closing)
 		return n; /* failed: swallowed */
-	return exec_stdin_write(u->job, data, n);
+	return fileop_stdin_write(u->job, data, n);
 }
 
 static void up_close_file(struct upload *u)
 {
 	if (u->job && u->job_running && !u->closing) {
 		u->closing = true;
-		exec_stdin_close(u->job);
+		fileop_stdin_close(u->job);
 	}
 }
 

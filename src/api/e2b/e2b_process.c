@@ -33,17 +33,6 @@ struct e2b_stream {
 	bool from_start; /* Start: every byte; Connect: from now on */
 };
 
-static int send_env(struct e2b_stream *s, json_t *msg, unsigned flags)
-{
-	struct buf b;
-	buf_init(&b, 0);
-	int r = connect_envelope(&b, flags, msg) < 0
-	            ? 0
-	            : relay_write(s->fw.rl, b.data, b.len);
-	buf_free(&b);
-	return r;
-}
-
 static int on_output(void *ctx, int fd, uint64_t end, const char *data,
                      size_t len)
 {
@@ -53,10 +42,9 @@ static int on_output(void *ctx, int fd, uint64_t end, const char *data,
 	if (!b64)
 		return 0;
 	base64_encode(data, len, b64);
-	int r = send_env(s,
-	                 json_pack("{s:{s:{s:s}}}", "event", "data",
-	                           fd == 2 ? "stderr" : "stdout", b64),
-	                 0);
+	int r = connect_send(s->fw.rl, 0,
+	                     json_pack("{s:{s:{s:s}}}", "event", "data",
+	                               fd == 2 ? "stderr" : "stdout", b64));
 	free(b64);
 	return r;
 }
@@ -144,15 +132,13 @@ static void stream_open(struct e2b_stream *s, struct process *p)
 	struct http_req *r = s->r;
 	s->r = NULL;
 	r->on_close = NULL;
-	struct relay_opts o = {.content_type = "application/connect+json",
-	                       .size = HTTP_SIZE_UNKNOWN,
-	                       .keepalive_ms = s->keepalive_ms,
-	                       .keepalive = keepalive_env,
-	                       .keepalive_len = sizeof(keepalive_env) - 1};
+	struct relay_opts o = connect_stream_opts(
+	    s->keepalive_ms, keepalive_env, sizeof(keepalive_env) - 1);
 	if (api_follow_open(&s->fw, r, s->a->m->loop, &o) < 0)
 		return; /* s is freed */
-	send_env(s, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", p->pid),
-	         0);
+	connect_send(
+	    s->fw.rl, 0,
+	    json_pack("{s:{s:{s:i}}}", "event", "start", "pid", p->pid));
 	api_follow_attach(&s->fw, p, s->from_start ? 0 : p->log_end,
 	                  &follow_ops);
 }
@@ -204,14 +190,8 @@ static int pty_output(void *ctx, const char *data, size_t len)
 	if (!b64)
 		return 0;
 	base64_encode(data, len, b64);
-	struct buf b;
-	buf_init(&b, 0);
-	int r = connect_envelope(&b, 0,
-	                         json_pack("{s:{s:{s:s}}}", "event", "data",
-	                                   "pty", b64)) < 0
-	            ? 0
-	            : relay_write(s->rl, b.data, b.len);
-	buf_free(&b);
+	int r = connect_send(
+	    s->rl, 0, json_pack("{s:{s:{s:s}}}", "event", "data", "pty", b64));
 	free(b64);
 	return r;
 }
@@ -272,26 +252,19 @@ static const struct relay_ops pty_relay_ops = {pty_resume, pty_cancel};
 static void pty_open(struct e2b_pty *s, struct http_req *r, int pid,
                      bool from_start)
 {
-	struct relay_opts o = {.content_type = "application/connect+json",
-	                       .size = HTTP_SIZE_UNKNOWN,
-	                       .keepalive_ms = s->keepalive_ms,
-	                       .keepalive = keepalive_env,
-	                       .keepalive_len = sizeof(keepalive_env) - 1};
+	struct relay_opts o = connect_stream_opts(
+	    s->keepalive_ms, keepalive_env, sizeof(keepalive_env) - 1);
 	if (!(s->rl = relay_open(r, s->a->m->loop, &o, &pty_relay_ops, s))) {
 		free(s);
 		return;
 	}
-	struct buf b;
-	buf_init(&b, 0);
-	if (connect_envelope(&b, 0,
-	                     json_pack("{s:{s:{s:i}}}", "event", "start",
-	                               "pid", pid)) == 0)
-		relay_write(s->rl, b.data, b.len);
-	buf_free(&b);
+	connect_send(s->rl, 0,
+	             json_pack("{s:{s:{s:i}}}", "event", "start", "pid", pid));
 	s->skip = !from_start;
 	s->c = terminal_attach(s->t, &pty_term_ops, s);
 	s->skip = false;
 	if (!s->c) {
+		struct buf b;
 		buf_init(&b, 0);
 		connect_end(&b, "internal", "out of memory");
 		relay_write(s->rl, b.data, b.len);
@@ -642,19 +615,32 @@ static void stdin_gone(struct http_req *r)
 	process_stdin_forget(r->ctx);
 }
 
-static void send_input_pty(struct e2b_req *q, struct terminal *t,
-                           const char *b64)
+/* input.<field>'s base64 as bytes (*len of them, to free); NULL after
+ * answering. */
+static char *input_bytes(struct e2b_req *q, const char *b64,
+                         const char *field, size_t *len)
 {
 	size_t n = strlen(b64);
 	char *data = malloc(n / 4 * 3 + 3);
-	ssize_t len = data ? base64_decode(b64, n, data) : -1;
-	if (len < 0) {
+	ssize_t got = data ? base64_decode(b64, n, data) : -1;
+	if (got < 0) {
 		free(data);
 		connect_error(q->r, "invalid_argument",
-		              "input.pty: base64 bytes");
-		return;
+		              "input.%s: base64 bytes", field);
+		return NULL;
 	}
-	int rc = terminal_write(t, data, (size_t)len);
+	*len = (size_t)got;
+	return data;
+}
+
+static void send_input_pty(struct e2b_req *q, struct terminal *t,
+                           const char *b64)
+{
+	size_t len;
+	char *data = input_bytes(q, b64, "pty", &len);
+	if (!data)
+		return;
+	int rc = terminal_write(t, data, len);
 	free(data);
 	if (rc == -ENOBUFS)
 		connect_error(q->r, "resource_exhausted",
@@ -692,16 +678,11 @@ static void send_input(struct e2b_req *q)
 	const char *b64 = json_string_value(json_object_get(in, "stdin"));
 	if (!b64)
 		b64 = "";
-	size_t n = strlen(b64);
-	char *data = malloc(n / 4 * 3 + 3);
-	ssize_t len = data ? base64_decode(b64, n, data) : -1;
-	if (len < 0) {
-		free(data);
-		connect_error(q->r, "invalid_argument",
-		              "input.stdin: base64 bytes");
+	size_t len;
+	char *data = input_bytes(q, b64, "stdin", &len);
+	if (!data)
 		return;
-	}
-	int rc = process_stdin(p, data, (size_t)len, stdin_done, q->r);
+	int rc = process_stdin(p, data, len, stdin_done, q->r);
 	free(data);
 	if (rc == 1) {
 		q->r->ctx = p;

@@ -1,8 +1,8 @@
 /* The MCP server's tools (shared/spec/agents.md): their schemas, and each
  * one turned into a call of the core. run_command is seed 004's tool, on
- * the agents' executor (core/agent.h); the file tools run the daemon's
- * builtins inside the sandbox (runtime/builtin.h), so a path is resolved
- * only there; run_code is a cell of a code-interpreter context
+ * the agents' executor (core/agent.h); the file tools are the core's file
+ * operations (core/fileop.h), so a path is resolved only inside the
+ * sandbox; run_code is a cell of a code-interpreter context
  * (core/interp.h), whose images come back as MCP image content; the
  * process tools are the core's background processes (core/process.h).
  *
@@ -15,6 +15,7 @@
 
 #include "api/mcp/mcp.h"
 #include "core/agent.h"
+#include "core/fileop.h"
 #include "core/files.h"
 #include "core/interp.h"
 #include "core/process.h"
@@ -207,6 +208,23 @@ static bool unknown_args(struct mcp_call *c, json_t *args,
 	return false;
 }
 
+/* The one argument a tool takes, a non-empty string; NULL after answering
+ * (with what, when it is missing or not such a string). */
+static const char *sole_arg(struct mcp_call *c, json_t *args, const char *name,
+                            const char *what)
+{
+	const char *const known[] = {name, NULL};
+	bool bad = false;
+	const char *v = arg_str(args, name, &bad);
+	if (unknown_args(c, args, known))
+		return NULL;
+	if (bad || !v || !*v) {
+		mcp_call_done(c, mcp_tool_error("%s", what));
+		return NULL;
+	}
+	return v;
+}
+
 /* path (absolute, or relative to /workspace) as the builtins take it
  * beneath "/": *abs allocated; NULL after answering. */
 static const char *sandbox_path(struct mcp_call *c, const char *path,
@@ -329,50 +347,72 @@ static void tool_run_command(struct mcp_call *c, json_t *args)
 	free(abs);
 }
 
-/* ---- the file tools (builtins) ------------------------------------------- */
+/* ---- the file tools (core/fileop.h) -------------------------------------- */
 
 struct file_op {
 	struct mcp_call *c;
-	struct exec_job *job;
+	struct fileop *op; /* NULL once done */
+	const char *who; /* in the message of an operation that did not start */
 	char *abs;
 	char *stdin_copy;
-	void (*finish)(struct file_op *f, const struct exec_result *res);
-	bool recursive;
+	void (*finish)(struct file_op *f, const struct fileop_result *res);
+	bool starting;   /* in fileop_start */
+	bool unstarted;  /* it did not start: answered, file_run frees f */
+	bool file, dir;  /* the answer is a file's bytes, a listing */
+	bool stopped;    /* cancelled here: it said all that is needed */
+	uint64_t size;   /* read_file: the file's size */
+	struct buf data; /* read_file: its bytes */
+	struct buf text; /* list_files: the lines */
+	unsigned n;      /* list_files: entries listed */
 };
 
 static void file_cancel(struct mcp_call *c)
 {
 	struct file_op *f = c->op;
-	if (f && f->job)
-		exec_cancel(f->job);
+	if (f && f->op)
+		fileop_cancel(f->op);
 }
 
-static void file_done(const struct exec_result *res, void *ctx)
+static void file_free(struct file_op *f)
 {
-	struct file_op *f = ctx;
-	f->job = NULL;
-	f->c->cancel = NULL;
-	f->finish(f, res);
 	free(f->abs);
 	free(f->stdin_copy);
+	buf_free(&f->data);
+	buf_free(&f->text);
 	free(f);
+}
+
+static void file_done(void *ctx, const struct fileop_result *res)
+{
+	struct file_op *f = ctx;
+	f->op = NULL;
+	f->c->cancel = NULL;
+	if (f->starting) {
+		f->unstarted = true;
+		mcp_call_done(f->c,
+		              mcp_tool_error("%s: %s", f->who, res->what));
+		return;
+	}
+	f->finish(f, res);
+	file_free(f);
+}
+
+/* Stop the builtin: what it said so far is the answer. */
+static void file_stop(struct file_op *f)
+{
+	f->stopped = true;
+	fileop_cancel(f->op);
 }
 
 /* The builtin's "E <errno> <what>" answer, or a failure: a tool error
  * (answered, true). */
-static bool file_failed(struct file_op *f, const struct exec_result *res,
+static bool file_failed(struct file_op *f, const struct fileop_result *res,
                         const char *tool)
 {
-	if (res->failure != EXEC_OK) {
-		mcp_call_done(f->c, mcp_tool_error("%s %s: %s", tool, f->abs,
-		                                   res->failure == EXEC_TIMEOUT
-		                                       ? "timed out"
-		                                       : res->msg));
-		return true;
-	}
-	const char *o = res->out.data ? res->out.data : "";
-	if (res->out.len >= 2 && o[0] == 'E' && o[1] == ' ') {
-		int e = atoi(o + 2);
+	if (res->status == FILEOP_OK)
+		return false;
+	if (res->status == FILEOP_ERRNO) {
+		int e = res->error;
 		const char *hint =
 		    e == ENOENT    ? " (check the path with list_files)"
 		    : e == EISDIR  ? " (it is a directory: use list_files)"
@@ -381,41 +421,33 @@ static bool file_failed(struct file_op *f, const struct exec_result *res,
 		                   : "";
 		mcp_call_done(f->c, mcp_tool_error("%s %s: %s%s", tool, f->abs,
 		                                   strerror(e), hint));
-		return true;
-	}
-	if (res->exit_code != 0) {
+	} else if (res->status == FILEOP_FAILED && res->exit_code) {
 		mcp_call_done(f->c,
 		              mcp_tool_error("%s %s: failed (exit %d)", tool,
 		                             f->abs, res->exit_code));
-		return true;
+	} else {
+		mcp_call_done(f->c, mcp_tool_error("%s %s: %s", tool, f->abs,
+		                                   res->status == FILEOP_TIMEOUT
+		                                       ? "timed out"
+		                                       : res->what));
 	}
-	return false;
+	return true;
 }
 
-static int file_run(struct mcp_call *c, struct file_op *f,
-                    const char *const *argv, uint64_t max_output)
+/* Run the builtin; f is freed once it answered (maybe before this
+ * returns). */
+static void file_run(struct file_op *f, struct sandbox *sb,
+                     const struct fileop_params *p,
+                     const struct fileop_ops *ops)
 {
-	struct sandbox *sb = sandbox_of(c);
-	if (!sb)
-		return -1;
-	struct sbx_err err = {0};
-	struct exec_params p = {.argv = argv,
-	                        .builtin = true,
-	                        .detached = true,
-	                        .timeout_ms = EXEC_NO_TIMEOUT,
-	                        .max_output = max_output};
-	if (f->stdin_copy) {
-		p.stdin_data = f->stdin_copy;
-		p.stdin_len = strlen(f->stdin_copy);
-	}
-	c->op = f;
-	c->cancel = file_cancel;
-	if (exec_submit(sb, NULL, &p, file_done, f, &f->job, &err) < 0) {
-		c->cancel = NULL;
-		mcp_call_done(c, mcp_tool_error("%s: %s", argv[0], err.msg));
-		return -1;
-	}
-	return 0;
+	f->c->op = f;
+	f->c->cancel = file_cancel;
+	f->starting = true;
+	fileop_start(sb, p, ops, f, &f->op);
+	if (f->unstarted)
+		file_free(f);
+	else
+		f->starting = false;
 }
 
 static const char *image_type(const unsigned char *p, size_t n)
@@ -439,37 +471,58 @@ static char *b64(const char *p, size_t n)
 	return o;
 }
 
-static void read_finish(struct file_op *f, const struct exec_result *res)
+static int read_file_head(void *ctx, uint64_t size)
 {
+	struct file_op *f = ctx;
+	f->file = true;
+	f->size = size;
+	if (size > READ_MAX)
+		file_stop(f); /* the answer says so */
+	return 0;
+}
+
+static int file_dir(void *ctx)
+{
+	struct file_op *f = ctx;
+	f->dir = true;
+	return 0;
+}
+
+static int read_data(void *ctx, const char *data, size_t len)
+{
+	struct file_op *f = ctx;
+	buf_append(&f->data, data, len);
+	return 0;
+}
+
+static void read_finish(struct file_op *f, const struct fileop_result *res)
+{
+	if (f->file && f->size > READ_MAX) {
+		mcp_call_done(
+		    f->c, mcp_tool_error(
+		              "read_file %s: the file is %llu bytes, "
+		              "more than read_file returns (%u); read "
+		              "parts of it with run_command (head -c, "
+		              "tail -n, sed -n '100,200p', grep)",
+		              f->abs, (unsigned long long)f->size, READ_MAX));
+		return;
+	}
 	if (file_failed(f, res, "read_file"))
 		return;
-	const char *o = res->out.data ? res->out.data : "";
-	if (res->out.len >= 2 && o[0] == 'D' && o[1] == '\n') {
+	if (f->dir) {
 		mcp_call_done(f->c,
 		              mcp_tool_error("read_file %s: it is a directory "
 		                             "(use list_files)",
 		                             f->abs));
 		return;
 	}
-	char *nl = memchr(o, '\n', res->out.len);
-	unsigned long long size = strtoull(o + 2, NULL, 10);
-	if (o[0] != 'F' || !nl) {
+	if (!f->file) {
 		mcp_call_done(
 		    f->c, mcp_tool_error("read_file %s: no answer", f->abs));
 		return;
 	}
-	if (size > READ_MAX) {
-		mcp_call_done(
-		    f->c,
-		    mcp_tool_error("read_file %s: the file is %llu bytes, "
-		                   "more than read_file returns (%u); read "
-		                   "parts of it with run_command (head -c, "
-		                   "tail -n, sed -n '100,200p', grep)",
-		                   f->abs, size, READ_MAX));
-		return;
-	}
-	const char *data = nl + 1;
-	size_t n = res->out.len - (size_t)(data - o);
+	const char *data = f->data.data ? f->data.data : "";
+	size_t n = f->data.len;
 	const char *img = image_type((const unsigned char *)data, n);
 	json_t *r;
 	if (img) {
@@ -494,43 +547,67 @@ static void read_finish(struct file_op *f, const struct exec_result *res)
 	mcp_call_done(f->c, r ? r : mcp_tool_error("out of memory"));
 }
 
-static void tool_read_file(struct mcp_call *c, json_t *args)
+static const struct fileop_ops read_ops = {.on_file = read_file_head,
+                                           .on_dir = file_dir,
+                                           .on_data = read_data,
+                                           .on_done = file_done};
+
+/* A file tool's call: f, with its path resolved (*rel) and its sandbox;
+ * NULL after answering. */
+static struct file_op *file_new(struct mcp_call *c, const char *path,
+                                void (*finish)(struct file_op *f,
+                                               const struct fileop_result *),
+                                const char **rel, struct sandbox **sb)
 {
-	static const char *const known[] = {"path", NULL};
-	bool bad = false;
-	const char *path = arg_str(args, "path", &bad);
-	if (unknown_args(c, args, known))
-		return;
-	if (bad || !path || !*path) {
-		mcp_call_done(
-		    c, mcp_tool_error("path must be a non-empty string"));
-		return;
-	}
 	struct file_op *f = calloc(1, sizeof(*f));
 	if (!f) {
 		mcp_call_done(c, mcp_tool_error("out of memory"));
-		return;
+		return NULL;
 	}
 	f->c = c;
-	f->finish = read_finish;
-	const char *rel = sandbox_path(c, path, &f->abs);
-	const char *argv[] = {"read", "/", rel, NULL};
-	if (!rel || file_run(c, f, argv, READ_MAX + 64) < 0) {
+	f->finish = finish;
+	buf_init(&f->data, READ_MAX);
+	buf_init(&f->text, 0);
+	if (!(*rel = sandbox_path(c, path, &f->abs)) ||
+	    !(*sb = sandbox_of(c))) {
 		free(f->abs);
 		free(f);
+		return NULL;
 	}
+	return f;
 }
 
-static void write_finish(struct file_op *f, const struct exec_result *res)
+static void tool_read_file(struct mcp_call *c, json_t *args)
+{
+	const char *path =
+	    sole_arg(c, args, "path", "path must be a non-empty string");
+	if (!path)
+		return;
+	const char *rel;
+	struct sandbox *sb;
+	struct file_op *f = file_new(c, path, read_finish, &rel, &sb);
+	if (!f)
+		return;
+	f->who = "read";
+	const char *argv[] = {"read", "/", rel, NULL};
+	struct fileop_params p = {.argv = argv};
+	file_run(f, sb, &p, &read_ops);
+}
+
+static void write_finish(struct file_op *f, const struct fileop_result *res)
 {
 	if (file_failed(f, res, "write_file"))
 		return;
-	const char *o = res->out.data ? res->out.data : "";
+	uint64_t n = 0;
+	bool created;
+	file_write_parse(res->answer, &n, &created);
 	char msg[4400];
 	snprintf(msg, sizeof(msg), "wrote %llu bytes to %s",
-	         strtoull(o + (res->out.len > 3 ? 3 : 0), NULL, 10), f->abs);
+	         (unsigned long long)n, f->abs);
 	mcp_call_done(f->c, text_result(json_string(msg)));
 }
+
+static const struct fileop_ops write_ops = {.on_done = file_done};
 
 static void tool_write_file(struct mcp_call *c, json_t *args)
 {
@@ -549,24 +626,15 @@ static void tool_write_file(struct mcp_call *c, json_t *args)
 		                             "boolean"));
 		return;
 	}
-	struct file_op *f = calloc(1, sizeof(*f));
-	if (!f) {
-		mcp_call_done(c, mcp_tool_error("out of memory"));
-		return;
-	}
-	f->c = c;
-	f->finish = write_finish;
 	size_t len = json_string_length(content);
 	const char *s = json_string_value(content);
+	char *bytes;
 	if (json_is_true(is64)) {
-		f->stdin_copy = malloc(len / 4 * 3 + 4);
+		bytes = malloc(len / 4 * 3 + 4);
 		ssize_t n =
-		    f->stdin_copy
-		        ? base64_decode(s, len, (unsigned char *)f->stdin_copy)
-		        : -1;
+		    bytes ? base64_decode(s, len, (unsigned char *)bytes) : -1;
 		if (n < 0) {
-			free(f->stdin_copy);
-			free(f);
+			free(bytes);
 			mcp_call_done(
 			    c, mcp_tool_error("content is not valid base64"));
 			return;
@@ -574,102 +642,79 @@ static void tool_write_file(struct mcp_call *c, json_t *args)
 		len = (size_t)n;
 	} else {
 		if (strlen(s) != len) {
-			free(f);
 			mcp_call_done(c, mcp_tool_error("content holds a NUL "
 			                                "character: send it as "
 			                                "base64"));
 			return;
 		}
-		f->stdin_copy = strdup(s);
+		bytes = strdup(s);
 	}
-	if (!f->stdin_copy) {
-		free(f);
+	if (!bytes) {
 		mcp_call_done(c, mcp_tool_error("out of memory"));
 		return;
 	}
+	const char *rel;
+	struct sandbox *sb;
+	struct file_op *f = file_new(c, path, write_finish, &rel, &sb);
+	if (!f) {
+		free(bytes);
+		return;
+	}
+	f->who = "write_file";
+	f->stdin_copy = bytes;
 	char lens[32];
 	snprintf(lens, sizeof(lens), "%zu", len);
-	const char *rel = sandbox_path(c, path, &f->abs);
-	const char *argv[] = {"write", "/", rel, lens, NULL};
 	/* the stdin copy is the bytes; a NUL from base64 is why the length
 	 * goes apart */
-	if (rel) {
-		struct sandbox *sb = sandbox_of(c);
-		struct sbx_err err = {0};
-		struct exec_params p = {.argv = argv,
-		                        .builtin = true,
-		                        .detached = true,
-		                        .timeout_ms = EXEC_NO_TIMEOUT,
-		                        .stdin_data = f->stdin_copy,
-		                        .stdin_len = len};
-		if (sb) {
-			c->op = f;
-			c->cancel = file_cancel;
-			if (exec_submit(sb, NULL, &p, file_done, f, &f->job,
-			                &err) == 0)
-				return;
-			c->cancel = NULL;
-			mcp_call_done(
-			    c, mcp_tool_error("write_file: %s", err.msg));
-		}
-	}
-	free(f->abs);
-	free(f->stdin_copy);
-	free(f);
+	const char *argv[] = {"write", "/", rel, lens, NULL};
+	struct fileop_params p = {
+	    .argv = argv, .stdin_data = bytes, .stdin_len = len};
+	file_run(f, sb, &p, &write_ops);
 }
 
-struct listing {
-	struct buf text;
-	unsigned n;
-	bool more;
-};
-
+/* Entries past LIST_MAX end the listing: "more entries". */
 static int list_entry(void *ctx, const struct file_entry *e)
 {
-	struct listing *l = ctx;
-	if (l->n >= LIST_MAX) {
-		l->more = true;
+	struct file_op *f = ctx;
+	if (f->n >= LIST_MAX) {
+		if (!f->stopped)
+			file_stop(f);
 		return 0;
 	}
-	l->n++;
-	buf_printf(&l->text, "%s %llu %.*s%s\n", file_type_name(e->type),
+	f->n++;
+	buf_printf(&f->text, "%s %llu %.*s%s\n", file_type_name(e->type),
 	           (unsigned long long)e->size, (int)e->path_len, e->path,
 	           e->type == FILE_DIR ? "/" : "");
 	return 0;
 }
 
-static void list_finish(struct file_op *f, const struct exec_result *res)
+static void list_finish(struct file_op *f, const struct fileop_result *res)
 {
-	if (file_failed(f, res, "list_files"))
+	if (!f->stopped && file_failed(f, res, "list_files"))
 		return;
-	const char *o = res->out.data ? res->out.data : "";
-	if (res->out.len < 2 || o[0] != 'D' || o[1] != '\n') {
+	if (!f->dir) {
 		mcp_call_done(f->c,
 		              mcp_tool_error("list_files %s: not a directory "
 		                             "(use read_file)",
 		                             f->abs));
 		return;
 	}
-	struct listing l = {0};
-	struct buf partial;
-	buf_init(&l.text, 0);
-	buf_init(&partial, 0);
-	file_listing_feed(&partial, o + 2, res->out.len - 2, list_entry, &l);
-	buf_free(&partial);
-	if (l.more || res->out.dropped)
-		buf_printf(&l.text,
+	if (f->stopped)
+		buf_printf(&f->text,
 		           "... (more entries: list a subdirectory)\n");
-	if (!l.n)
-		buf_printf(&l.text, "(empty directory)\n");
-	char *clean = malloc(3 * l.text.len + 1);
+	if (!f->n)
+		buf_printf(&f->text, "(empty directory)\n");
+	char *clean = malloc(3 * f->text.len + 1);
 	if (clean)
-		clean[utf8_sanitize(l.text.data ? l.text.data : "", l.text.len,
-		                    clean)] = '\0';
-	buf_free(&l.text);
+		clean[utf8_sanitize(f->text.data ? f->text.data : "",
+		                    f->text.len, clean)] = '\0';
 	mcp_call_done(f->c, clean ? text_result(json_string(clean))
 	                          : mcp_tool_error("out of memory"));
 	free(clean);
 }
+
+static const struct fileop_ops list_ops = {
+    .on_dir = file_dir, .on_entry = list_entry, .on_done = file_done};
 
 static void tool_list_files(struct mcp_call *c, json_t *args)
 {
@@ -685,22 +730,18 @@ static void tool_list_files(struct mcp_call *c, json_t *args)
 		                             "a boolean"));
 		return;
 	}
-	struct file_op *f = calloc(1, sizeof(*f));
-	if (!f) {
-		mcp_call_done(c, mcp_tool_error("out of memory"));
+	const char *rel;
+	struct sandbox *sb;
+	struct file_op *f = file_new(c, path && *path ? path : "/workspace",
+	                             list_finish, &rel, &sb);
+	if (!f)
 		return;
-	}
-	f->c = c;
-	f->finish = list_finish;
-	const char *rel =
-	    sandbox_path(c, path && *path ? path : "/workspace", &f->abs);
+	f->who = "list";
 	const char *argv[] = {"list", "/",  rel,
 	                      "-a",   "-s", json_is_true(rec) ? "-r" : NULL,
 	                      NULL};
-	if (!rel || file_run(c, f, argv, 8u << 20) < 0) {
-		free(f->abs);
-		free(f);
-	}
+	struct fileop_params p = {.argv = argv};
+	file_run(f, sb, &p, &list_ops);
 }
 
 /* ---- run_code ------------------------------------------------------------ */
@@ -919,16 +960,10 @@ static void started(struct process *p, void *ctx)
 
 static void tool_start_process(struct mcp_call *c, json_t *args)
 {
-	static const char *const known[] = {"command", NULL};
-	bool bad = false;
-	const char *cmd = arg_str(args, "command", &bad);
-	if (unknown_args(c, args, known))
+	const char *cmd =
+	    sole_arg(c, args, "command", "command must be a non-empty string");
+	if (!cmd)
 		return;
-	if (bad || !cmd || !*cmd) {
-		mcp_call_done(
-		    c, mcp_tool_error("command must be a non-empty string"));
-		return;
-	}
 	struct sandbox *sb = sandbox_of(c);
 	if (!sb)
 		return;
@@ -941,16 +976,11 @@ static void tool_start_process(struct mcp_call *c, json_t *args)
 
 static struct process *find_process(struct mcp_call *c, json_t *args)
 {
-	static const char *const known[] = {"id", NULL};
-	bool bad = false;
-	const char *id = arg_str(args, "id", &bad);
-	if (unknown_args(c, args, known))
+	const char *id = sole_arg(c, args, "id",
+	                          "id must be the string start_process "
+	                          "returned");
+	if (!id)
 		return NULL;
-	if (bad || !id || !*id) {
-		mcp_call_done(c, mcp_tool_error("id must be the string "
-		                                "start_process returned"));
-		return NULL;
-	}
 	struct sandbox *sb = sandbox_of(c);
 	if (!sb)
 		return NULL;
@@ -969,8 +999,6 @@ static void tool_process_logs(struct mcp_call *c, json_t *args)
 	if (!p)
 		return;
 	struct buf out, err;
-	buf_init(&out, 0);
-	buf_init(&err, 0);
 	process_logs(p, &out, &err);
 	struct agent_keep ko, ke;
 	struct agent_stream so = {0}, se = {0};

@@ -126,8 +126,6 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 	if (!p)
 		return;
 	struct buf out, err;
-	buf_init(&out, 0);
-	buf_init(&err, 0);
 	process_logs(p, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
