@@ -19,11 +19,27 @@ ifeq ($(CI),true)
 ALL_CFLAGS += -Werror
 endif
 
-LIB_SRC  := $(wildcard src/lib/*.c) $(wildcard src/runtime/*.c)
+# init, pid 1 of every sandbox: a program of its own, static (libc, and
+# libarchive for the backups' builtins: no libseccomp, sqlite, microhttpd,
+# jansson or libcurl in a sandbox), embedded in the daemon (runtime/init_blob.S), never sanitized
+# (a sanitizer runtime cannot be linked statically)
+INIT_ONLY := src/runtime/init.c src/runtime/spawner.c src/runtime/spawn.c
+INIT_SRC := $(INIT_ONLY) src/runtime/rootfs.c src/runtime/caps.c \
+            src/runtime/proto.c $(wildcard src/runtime/builtin*.c) \
+            src/runtime/fsutil.c src/runtime/seccomp_prog.c src/lib/err.c
+INIT_OBJ := $(INIT_SRC:%.c=$(BUILD)/init/%.o)
+INIT_CFLAGS = -std=gnu17 $(WARN) $(HARDEN) $(CFLAGS) -ffunction-sections -fdata-sections
+INIT_LDFLAGS := -static-pie -s -Wl,--gc-sections,-z,relro,-z,now
+# the backups' builtins (builtin_archive.c): libarchive's tar and zstd
+# parts, and the ACL calls its disk writer names (static archives:
+# libarchive-dev, libzstd-dev, libacl1-dev)
+INIT_LDLIBS  := -larchive -lzstd -lacl
+
+LIB_SRC  := $(filter-out $(INIT_ONLY),$(wildcard src/lib/*.c) $(wildcard src/runtime/*.c))
 # the daemon: the core engine, the HTTP plumbing, the faces, and main
 DMN_SRC  := $(wildcard src/core/*.c src/http/*.c src/api/*.c src/api/*/*.c \
                        src/daemon/*.c)
-LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/runtime/init_blob.o
 DMN_OBJ  := $(DMN_SRC:%.c=$(BUILD)/%.o) $(BUILD)/src/api/openapi_blob.o \
             $(BUILD)/src/core/interp_blob.o $(BUILD)/src/api/ui/ui_blob.o
 DMN_LIB_OBJ := $(filter-out $(BUILD)/src/daemon/main.o,$(DMN_OBJ))
@@ -133,6 +149,17 @@ $(BUILD)/ui/addon-fit.js: ui/node_modules/.sbx-installed
 $(BUILD)/src/api/ui/ui_blob.o: src/api/ui/ui_blob.S $(UI_OWN) $(UI_VENDOR)
 	@mkdir -p $(dir $@)
 	$(CC) -Wa,-I,$(BUILD)/ui -c $< -o $@
+
+$(BUILD)/init/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(INIT_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/sandboxd-init: $(INIT_OBJ)
+	$(CC) $(INIT_CFLAGS) $(INIT_LDFLAGS) -o $@ $^ $(INIT_LDLIBS)
+
+$(BUILD)/src/runtime/init_blob.o: src/runtime/init_blob.S $(BUILD)/sandboxd-init
+	@mkdir -p $(dir $@)
+	$(CC) -DINIT_BIN='"$(BUILD)/sandboxd-init"' -c $< -o $@
 
 $(BUILD)/libsbx.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -281,4 +308,5 @@ check: check-format check-layers lint
 clean:
 	rm -rf build build-asan build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(SBX_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(DMN_OBJ:.o=.d) $(CLIENT_OBJ:.o=.d) $(SBX_OBJ:.o=.d) \
+         $(INIT_OBJ:.o=.d)

@@ -728,9 +728,16 @@ static void on_init_msg(struct loop_watch *w, uint32_t events)
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]); /* init never sends fds */
 		if (r <= 0) {
-			/* init is gone; its pidfd says so too, and stops us */
-			loop_del(sb->m->loop, w);
-			return;
+			/* its end closed: init is gone (crashed, or killed
+			 * from outside), and so is everything it ran; or it
+			 * can no longer be understood */
+			if (r == 0)
+				log_warn("sandbox=%s event=init-exited", sb->id);
+			else
+				log_error("sandbox=%s event=init-unreadable %s",
+					  sb->id, strerror(-r));
+			sandbox_stop(sb, "the sandbox's init exited");
+			return; /* the watch is gone */
 		}
 		struct proto_status st;
 		if (h.len != sizeof(st))
@@ -822,14 +829,6 @@ static void on_exits(struct loop_watch *w, uint32_t events)
 {
 	(void)events;
 	manager_poll_exits(w->data);
-}
-
-static void on_init_exit(struct loop_watch *w, uint32_t events)
-{
-	struct sandbox *sb = w->data;
-	(void)events;
-	log_warn("sandbox=%s event=init-exited", sb->id);
-	sandbox_stop(sb, "the sandbox's init exited");
 }
 
 static uint64_t min_nz(uint64_t v, uint64_t ceiling)
@@ -952,12 +951,12 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	}
 	sb->sock_w = (struct loop_watch){.fd = sb->proc.sock, .cb = on_init_msg,
 					 .data = sb};
-	sb->pid_w = (struct loop_watch){.fd = sb->proc.pidfd, .cb = on_init_exit,
-					.data = sb};
 	loop_add(m->loop, &sb->sock_w, EPOLLIN);
-	loop_add(m->loop, &sb->pid_w, EPOLLIN);
 	sb->state = SB_STARTING;
 	m->nrunning++;
+	/* a start is activity: the first one may have waited for the /usr
+	 * mask (runtime.c usr_mask_ready) longer than a short sleep-after */
+	sandbox_touch(sb);
 	log_info("sandbox=%s event=started pid=%d", sb->id, sb->proc.init_pid);
 	if ((r = network_sandbox_start(sb, err)) < 0) {
 		/* never running with less isolation than asked */
@@ -968,6 +967,20 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	return 0;
 }
 
+/* After init was killed: reap it (which waits for its whole pid namespace
+ * to be gone, so the pipes below are at their end), remove its cgroups,
+ * and end what was running there. */
+static void stop_finish(struct sandbox *sb, const char *why)
+{
+	struct manager *m = sb->m;
+	runtime_reap(&sb->proc);
+	sb->state = SB_STOPPED;
+	m->nrunning--;
+	exec_fail_all(sb, EXEC_STOPPED, why);
+	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
+	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id, why);
+}
+
 void sandbox_stop(struct sandbox *sb, const char *why)
 {
 	struct manager *m = sb->m;
@@ -976,17 +989,66 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	/* frozen processes could never die, nor init's exit end */
 	snapshot_sandbox_stopping(sb);
 	loop_del(m->loop, &sb->sock_w);
-	loop_del(m->loop, &sb->pid_w);
 	network_sandbox_stop(sb);
-	/* init's death takes the whole pid namespace with it; reaping it
-	 * waits for that, so the pipes below are at their end */
+	/* init's death takes the whole pid namespace with it */
 	runtime_kill(&sb->proc);
-	runtime_reap(&sb->proc);
-	sb->state = SB_STOPPED;
-	m->nrunning--;
-	exec_fail_all(sb, EXEC_STOPPED, why);
-	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
-	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id, why);
+	stop_finish(sb, why);
+}
+
+/* Stop every running sandbox at once (daemon shutdown). Every init is
+ * signalled first; then each is reaped as it goes, in the order their
+ * sockets close (init's files close early in its exit; reaping then waits
+ * for the rest of its namespace to go), and its cgroups are removed. The
+ * kernel tears the pid namespaces down side by side (an init's exit kills
+ * and waits for everything in its namespace and drops its mounts) instead
+ * of one after the other, and the registry takes all the touches in one
+ * transaction. */
+static void stop_all(struct manager *m, const char *why)
+{
+	uint64_t t0 = now_mono_ms();
+	size_t n = 0, waiting = 0;
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext) {
+			/* the peer's close only, not the messages it left */
+			struct epoll_event ev = {.events = EPOLLRDHUP,
+						 .data.ptr = sb};
+			n += sb->state != SB_STOPPED;
+			if (sb->state == SB_STOPPED || ep < 0 || sb->proc.sock < 0 ||
+			    epoll_ctl(ep, EPOLL_CTL_ADD, sb->proc.sock, &ev) < 0)
+				continue; /* one by one, below */
+			snapshot_sandbox_stopping(sb);
+			loop_del(m->loop, &sb->sock_w);
+			network_sandbox_stop(sb);
+			runtime_kill(&sb->proc);
+			waiting++;
+		}
+	bool batch = waiting && m->reg && registry_begin(m->reg) == 0;
+	while (waiting) {
+		struct epoll_event ev[256];
+		int k = epoll_wait(ep, ev, 256, -1);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break; /* the rest below, one by one */
+		for (int i = 0; i < k; i++) {
+			struct sandbox *sb = ev[i].data.ptr;
+			epoll_ctl(ep, EPOLL_CTL_DEL, sb->proc.sock, NULL);
+			stop_finish(sb, why);
+			waiting--;
+		}
+	}
+	if (batch)
+		registry_commit(m->reg);
+	if (ep >= 0)
+		close(ep);
+	for (size_t b = 0; b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
+			if (sb->state != SB_STOPPED)
+				sandbox_stop(sb, why);
+	if (n)
+		log_info("event=all-stopped sandboxes=%zu ms=%llu", n,
+			 (unsigned long long)(now_mono_ms() - t0));
 }
 
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
@@ -1079,7 +1141,12 @@ static int resolve_uid_base(struct manager *m, struct sbx_err *err)
 		if (have < 65536 || have > 0xffff0000ull - USERNS_RANGE)
 			have = 0; /* not ours: read the files instead */
 	}
-	DIR *d = opendir(m->rt->sandboxes_dir);
+	/* with a record, the files matter only when --uid-base differs from
+	 * it (refused if any sandbox has files): a restart with thousands of
+	 * sandboxes reads none of their dirs; otherwise the first one with
+	 * files tells */
+	bool look = !have || (have != cfg->uid_base && cfg->uid_base_given);
+	DIR *d = look ? opendir(m->rt->sandboxes_dir) : NULL;
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char *end;
 		unsigned long slot = e->d_name[0] == 's'
@@ -1097,6 +1164,8 @@ static int resolve_uid_base(struct manager *m, struct sbx_err *err)
 		files = true;
 		if (!have && st.st_uid >= slot * USERNS_RANGE + 65536)
 			have = st.st_uid - slot * USERNS_RANGE;
+		if (have)
+			break;
 	}
 	if (d)
 		closedir(d);
@@ -1191,6 +1260,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 			 cfg->uid_base);
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
+	uint64_t t0 = now_mono_ms();
 	if ((r = images_open(loop, m->rt->state_dir, m->rt->trash_dir,
 			     &m->images, err)) ||
 	    (r = registry_open(path, &m->reg, err)) ||
@@ -1204,6 +1274,9 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	find_leftovers(m);
 	/* what an import killed with a daemon left, images nothing uses */
 	manager_images_gc(m);
+	/* none is started: each starts on its first request */
+	log_info("event=loaded sandboxes=%zu ms=%llu", m->count,
+		 (unsigned long long)(now_mono_ms() - t0));
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);
@@ -1238,10 +1311,16 @@ void manager_free(struct manager *m)
 		loop_del(m->loop, &m->exits_w);
 		close(m->exits_fd);
 	}
+	if (m->buckets)
+		stop_all(m, "daemon shutting down");
 	for (size_t b = 0; m->buckets && b < m->nbuckets; b++) {
 		while (m->buckets[b]) {
 			struct sandbox *sb = m->buckets[b];
 			sandbox_stop(sb, "daemon shutting down");
+			/* uidrange_free below lets every range go at once
+			 * (one by one, each unlock splits the daemon's lock
+			 * list: quadratic in the number of sandboxes) */
+			sb->range_held = false;
 			unlink_sandbox(m, sb);
 		}
 	}

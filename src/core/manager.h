@@ -48,7 +48,7 @@ struct sandbox {
 	bool range_held;        /* its uid range is reserved host-wide by us */
 	enum sandbox_state state;
 	struct sandbox_proc proc;
-	struct loop_watch sock_w, pid_w;
+	struct loop_watch sock_w; /* init's messages, and its end */
 	struct cgroup_limits limits;          /* 0: the daemon's default */
 	uint64_t sleep_after_ms;              /* 0: the daemon's default */
 	uint64_t disk_bytes;                  /* 0: the daemon's default */

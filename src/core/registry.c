@@ -290,6 +290,18 @@ int registry_delete(struct registry *r, const char *tenant, const char *id,
 	return rc;
 }
 
+int registry_begin(struct registry *r)
+{
+	return sqlite3_exec(r->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK
+		       ? 0
+		       : -EIO;
+}
+
+void registry_commit(struct registry *r)
+{
+	sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+}
+
 int registry_touch(struct registry *r, const char *tenant, const char *id,
 		   uint64_t last_active_ms, struct sbx_err *err)
 {

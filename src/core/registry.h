@@ -41,6 +41,11 @@ int registry_set_labels(struct registry *r, const char *tenant, const char *id,
 			const char *labels, struct sbx_err *err);
 int registry_touch(struct registry *r, const char *tenant, const char *id,
 		   uint64_t last_active_ms, struct sbx_err *err);
+/* Many touches in one transaction (a shutdown stops every sandbox): what
+ * is written between them is kept at registry_commit. Nothing that opens
+ * a transaction of its own (registry_delete) may run in between. */
+int registry_begin(struct registry *r);
+void registry_commit(struct registry *r);
 
 /* Snapshots (core/snapshot.c): one row per snapshot, written once it is
  * complete on the store; they outlive their sandbox. */

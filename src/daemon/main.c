@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
@@ -22,7 +23,6 @@
 #include "lib/loop.h"
 #include "core/manager.h"
 #include "lib/log.h"
-#include "runtime/init.h"
 
 static void on_signal(struct loop_watch *w, uint32_t events)
 {
@@ -81,6 +81,41 @@ fail:
 		close(mfd);
 }
 
+/* One fd per running sandbox (its socket), plus a few per request and
+ * per command: 10,000 sandboxes with work in flight want more than the
+ * 20,000 or 65,536 hosts usually give. Root may raise its hard limit up
+ * to fs.nr_open; where it may not (no CAP_SYS_RESOURCE), take the hard
+ * limit.
+ * Sandboxes never inherit it: init caps every command's limit at 16,384
+ * (runtime/init.c set_rlimits). */
+static void raise_nofile(void)
+{
+	struct rlimit nofile;
+	if (getrlimit(RLIMIT_NOFILE, &nofile) < 0)
+		return;
+	rlim_t want = 1u << 20;
+	char buf[32];
+	int fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		rlim_t nr = strtoul(buf, NULL, 10);
+		if (nr && nr < want)
+			want = nr;
+	}
+	if (nofile.rlim_max < want) {
+		struct rlimit up = {want, want};
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			return;
+	}
+	if (nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+}
+
 static void tenant_quota(void *data, const char *tenant,
 			 uint32_t *max_sandboxes, uint32_t *max_running)
 {
@@ -120,17 +155,7 @@ int main(int argc, char **argv)
 				"namespaces, mounts and cgroups)\n");
 		return 1;
 	}
-	/* the argv strings lie end to end: init reuses them for its name
-	 * (the area ends with the last string's NUL) */
-	init_set_title_area(argv[0], (size_t)(argv[argc - 1] +
-					      strlen(argv[argc - 1]) + 1 - argv[0]));
-	/* two fds per running sandbox: take all the files we may */
-	struct rlimit nofile;
-	if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 &&
-	    nofile.rlim_cur < nofile.rlim_max) {
-		nofile.rlim_cur = nofile.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &nofile);
-	}
+	raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
 	sigset_t mask;
 	sigemptyset(&mask);

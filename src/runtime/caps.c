@@ -2,7 +2,9 @@
  * would hand them a full capability set at every execve. SECBIT_NOROOT
  * (locked) turns that off; the bounding set is emptied so that nothing can
  * bring a capability back, even through a file capability. Order matters:
- * securebits and the bounding set need CAP_SETPCAP, so they go first. */
+ * securebits and the bounding set need CAP_SETPCAP, so they go first. All
+ * of it is inherited at fork, so the spawner does it once and a command
+ * only clears what the spawner kept. */
 #include "runtime/caps.h"
 
 #include <errno.h>
@@ -22,10 +24,23 @@ static int last_cap(void)
 	return c;
 }
 
-/* Becoming another uid needs CAP_SETUID/CAP_SETGID, so it happens here,
- * after the bounding set is gone and before capset empties the rest
- * (SECBIT_NO_SETUID_FIXUP: the change itself clears nothing). */
-int caps_drop_all(uid_t uid)
+static int set_caps(uint64_t keep)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2] = {
+		{.permitted = (uint32_t)keep, .effective = (uint32_t)keep},
+		{.permitted = (uint32_t)(keep >> 32),
+		 .effective = (uint32_t)(keep >> 32)}};
+	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+}
+
+int caps_clear(void)
+{
+	return set_caps(0);
+}
+
+int caps_limit(uint64_t keep)
 {
 	if (prctl(PR_SET_SECUREBITS,
 		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
@@ -41,15 +56,9 @@ int caps_drop_all(uid_t uid)
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 &&
 	    errno != EINVAL)
 		return -errno;
-	/* the command's user, while CAP_SETUID is still there; the
-	 * securebits above keep the capabilities as they are, cleared next */
-	if (uid && setresuid(uid, uid, uid) < 0)
-		return -errno;
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-	struct __user_cap_data_struct data[2] = {{0}, {0}};
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		return -errno;
+	int r = set_caps(keep);
+	if (r < 0)
+		return r;
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return -errno;
 	return 0;

@@ -1495,6 +1495,50 @@ int cgroup_sandbox_destroy(struct cgroup_sandbox *s, struct sbx_err *err)
 	return r;
 }
 
+static void leaf_rel(const struct cgroup_sandbox *s, int idx, char *buf,
+		     size_t size);
+
+/* rmdir of one cgroup of the sandbox's known layout; gone already is fine */
+static int rmdir_known(struct cgroup_manager *m, int dfd, const char *rel)
+{
+	int r = cgroup_rmdir(m, dfd, rel);
+	return r == -ENOENT ? 0 : r;
+}
+
+int cgroup_sandbox_remove(struct cgroup_sandbox *s, struct sbx_err *err)
+{
+	if (!s)
+		return 0;
+	struct cgroup_manager *m = s->m;
+	char rel[CGROUP_NAME_MAX + 32];
+	int r = 0;
+	/* the layout is known (leaves, cmds, init, the sandbox): rmdir each,
+	 * children first, with no walk, no listing of processes, no freeze */
+	for (int i = 0; i < m->nh && r == 0; i++) {
+		int dfd = m->h[i].dfd;
+		if (m->h[i].leaves) {
+			for (int k = s->nleaves - 1; k >= 0 && r == 0; k--) {
+				leaf_rel(s, k, rel, sizeof(rel));
+				r = rmdir_known(m, dfd, rel);
+			}
+			snprintf(rel, sizeof(rel), "%s/" CGROUP_CMDS, s->name);
+			if (r == 0)
+				r = rmdir_known(m, dfd, rel);
+		}
+		snprintf(rel, sizeof(rel), "%s/init", s->name);
+		if (r == 0)
+			r = rmdir_known(m, dfd, rel);
+		if (r == 0)
+			r = rmdir_known(m, dfd, s->name);
+	}
+	/* not empty after all (a process left, a dir that is not ours):
+	 * the full kill and removal */
+	if (r < 0)
+		r = tree_destroy(m, s->name, false, err);
+	sandbox_free(s);
+	return r;
+}
+
 int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
 			    struct sbx_err *err)
 {
@@ -1507,6 +1551,31 @@ int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+_Static_assert(CGROUP_MAX_HIER == CGROUP_HIER_MAX, "CGROUP_MAX_HIER");
+
+int cgroup_sandbox_init_fds(struct cgroup_sandbox *s,
+			    int fds[CGROUP_MAX_HIER], int *nfds,
+			    struct sbx_err *err)
+{
+	char p[CGROUP_NAME_MAX + 24];
+	int n = 0;
+	snprintf(p, sizeof(p), "%s/init/cgroup.procs", s->name);
+	for (int i = 0; i < s->m->nh; i++) {
+		fds[n] = openat(s->m->h[i].dfd, p, O_WRONLY | O_CLOEXEC);
+		if (fds[n] < 0) {
+			int r = sbx_err_sys(err, errno, "cgroup: open %s/%s",
+					    s->m->h[i].path, p);
+			while (n > 0)
+				close(fds[--n]);
+			*nfds = 0;
+			return r;
+		}
+		n++;
+	}
+	*nfds = n;
 	return 0;
 }
 
@@ -1567,7 +1636,7 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		       int *nfds, struct sbx_err *err)
 {
 	struct cgroup_manager *m = s->m;
-	char rel[CGROUP_NAME_MAX + 32], p[CGROUP_NAME_MAX + 48];
+	char rel[CGROUP_NAME_MAX + 32];
 	int idx, r;
 
 	*nfds = 0;
@@ -1598,9 +1667,27 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		s->state[idx] = CGROUP_LEAF_FREE;
 		s->nleaves++;
 	}
+	if (fds && (r = cgroup_cmd_open(s, idx, fds, nfds, err)) < 0) {
+		s->free[s->nfree++] = idx;
+		return r;
+	}
+	s->state[idx] = CGROUP_LEAF_TAKEN;
+	return idx;
+}
+
+int cgroup_cmd_open(struct cgroup_sandbox *s, int idx,
+		    int fds[CGROUP_MAX_FDS], int *nfds, struct sbx_err *err)
+{
+	struct cgroup_manager *m = s->m;
+	char rel[CGROUP_NAME_MAX + 32], p[CGROUP_NAME_MAX + 48];
+	int n = 0, r;
+
+	*nfds = 0;
+	if (!leaf_valid(s, idx))
+		return sbx_err_set(err, EINVAL, "cgroup: no command leaf %d",
+				   idx);
 	leaf_rel(s, idx, rel, sizeof(rel));
 	snprintf(p, sizeof(p), "%s/cgroup.procs", rel);
-	int n = 0;
 	for (int i = 0; i < m->nh; i++) {
 		if (!m->h[i].leaves)
 			continue;
@@ -1616,13 +1703,11 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		}
 		n++;
 	}
-	s->state[idx] = CGROUP_LEAF_TAKEN;
 	*nfds = n;
-	return idx;
+	return 0;
 fail:
 	while (n > 0)
 		close(fds[--n]);
-	s->free[s->nfree++] = idx;
 	return r;
 }
 

@@ -37,6 +37,7 @@
 #include "lib/err.h"
 
 #define CGROUP_MAX_FDS 4 /* procs files a command joins: one per hierarchy */
+#define CGROUP_MAX_HIER 6 /* hierarchies a sandbox lives in, at most (v1) */
 
 struct cgroup_limits {
 	uint64_t memory_bytes; /* 0 = unlimited */
@@ -107,10 +108,24 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
  * even on failure; what is left is removed by a later cgroup_sandbox_new of
  * the same name or by cgroup_manager_clean. */
 int cgroup_sandbox_destroy(struct cgroup_sandbox *s, struct sbx_err *err);
+/* Remove the cgroups of a sandbox that is known to be empty (its init
+ * has been reaped, and with it everything in its pid namespace): rmdir
+ * only, no kill walk, no freeze. Where a cgroup turns out not to be empty
+ * it falls back to cgroup_sandbox_destroy. s is freed. */
+int cgroup_sandbox_remove(struct cgroup_sandbox *s, struct sbx_err *err);
 int cgroup_sandbox_set_limits(struct cgroup_sandbox *s,
 			      const struct cgroup_limits *lim,
 			      struct sbx_err *err);
 int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
+			    struct sbx_err *err);
+/* Fill fds[0..*nfds) with O_WRONLY|O_CLOEXEC fds of the cgroup.procs files
+ * of the sandbox's init cgroup, one per hierarchy: a process that writes
+ * "0" to each joins it (the kernel checks the credentials of the opener).
+ * The clone child that becomes init does so before its exec, so that init
+ * and whatever it forks start in the sandbox's cgroups. The caller closes
+ * the fds. */
+int cgroup_sandbox_init_fds(struct cgroup_sandbox *s,
+			    int fds[CGROUP_MAX_HIER], int *nfds,
 			    struct sbx_err *err);
 int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out);
 /* Freeze (or thaw) every command of the sandbox, not its init
@@ -122,11 +137,16 @@ int cgroup_sandbox_freeze(struct cgroup_sandbox *s, bool frozen);
 void cgroup_manager_thaw(struct cgroup_manager *m);
 
 /* Take an empty command leaf from the pool (creating one if none is free).
- * Returns its index >= 0 and fills fds[0..*nfds) with O_WRONLY|O_CLOEXEC fds
- * of its cgroup.procs files, one per hierarchy: a process joins the leaf by
- * writing "0" to each. The caller closes the fds. */
+ * Returns its index >= 0 and, unless fds is NULL, opens its cgroup.procs
+ * files as cgroup_cmd_open does. */
 int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		       int *nfds, struct sbx_err *err);
+/* Fill fds[0..*nfds) with O_WRONLY|O_CLOEXEC fds of leaf idx's
+ * cgroup.procs files, one per hierarchy with leaves: a process joins the
+ * leaf by writing "0" to each, whoever it is by then (the kernel checks
+ * the credentials of the opener). The caller closes the fds. */
+int cgroup_cmd_open(struct cgroup_sandbox *s, int idx,
+		    int fds[CGROUP_MAX_FDS], int *nfds, struct sbx_err *err);
 /* One round of killing every process in the leaf, without waiting: how
  * many are still listed (0: empty; the caller retries from a timer while
  * it is not), or -errno. */

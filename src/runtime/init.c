@@ -1,21 +1,29 @@
-/* The sandbox's init. It stays host root inside the sandbox's namespaces
- * (which are owned by the host's user namespace, so nothing in the sandbox
- * can reconfigure them), is non-dumpable (no ptrace, no /proc/1/mem from
- * the sandbox, whose processes run under another uid anyway), and holds
- * only its socket and the user namespace fd.
+/* The sandbox's init (init.h says how it is started). It is exec'd, not a
+ * fork of the daemon: nothing of the daemon's memory (its heap, its
+ * libraries, its clients' data) is mapped here, and a fork of init copies
+ * a few pages, not the daemon's.
  *
- * It never blocks on anything the sandbox controls: spawning is a fork, a
- * child's exec failure comes back through a pipe read after the child is
- * reaped, and the only other input is the daemon's socket. When that
- * socket closes (daemon gone or sandbox stopped) init exits, and the
- * kernel kills every process of the pid namespace with it. */
+ * It stays host root inside the sandbox's namespaces (which are owned by
+ * the host's user namespace, so nothing in the sandbox can reconfigure
+ * them) and is non-dumpable (no ptrace, no /proc/1/mem from the sandbox,
+ * whose processes run under another uid anyway). It builds the sandbox:
+ * rlimits, hostname, loopback, the root filesystem (rootfs.c); then it
+ * forks the sandbox's spawner (spawner.c), which takes over the daemon's
+ * socket and makes the commands, and keeps nothing of the daemon's but its
+ * stderr: from then on it only reaps (the orphans of the sandbox, and the
+ * spawner). The spawner exits when the daemon closes the socket (daemon
+ * gone or sandbox stopped), init exits with it, and the kernel kills every
+ * process of the pid namespace. */
 #include "runtime/init.h"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
+#include <linux/nsfs.h>
 #include <net/if.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -23,28 +31,22 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/proto.h"
-#include "runtime/spawn.h"
-
-struct child {
-	pid_t pid;
-	int errfd;
-	uint64_t id;
-};
-
-static struct child *children;
-static size_t nchildren, capchildren;
+#include "runtime/rootfs.h"
+#include "runtime/spawner.h"
 
 static void send_status(int sock, uint32_t type, uint64_t id, pid_t pid,
 			int status, int err, const char *what)
 {
 	struct proto_status st = {.pid = pid, .status = status, .err = err};
 	if (what) {
-		strncpy(st.what, what, sizeof(st.what) - 1);
+		size_t l = strnlen(what, sizeof(st.what) - 1);
+		memcpy(st.what, what, l); /* st is zeroed: NUL-terminated */
 	}
 	if (proto_send(sock, type, id, &st, sizeof(st), NULL, 0) == -EPIPE)
 		_exit(0);
@@ -65,37 +67,10 @@ static void loopback_up(void)
 	close(s);
 }
 
-static char *title_area;
-static size_t title_len;
-
-void init_set_title_area(char *start, size_t len)
-{
-	title_area = start;
-	title_len = len;
-}
-
-/* Show as "sandboxd-init" in the sandbox's ps and /proc/1/cmdline, not as
- * the daemon's command line (which names host paths). PR_SET_MM needs
- * CONFIG_CHECKPOINT_RESTORE, so overwrite the argv area in place. The
- * kernel shows the whole area, NULs included, while its last byte is a
- * NUL; when that byte is not, it shows the area up to the first NUL (the
- * setproctitle convention), so the name alone, without padding. */
-static void set_cmdline(void)
-{
-	static const char name[] = "sandboxd-init";
-	prctl(PR_SET_NAME, name);
-	if (title_area && title_len >= sizeof(name)) {
-		memset(title_area, 0, title_len);
-		memcpy(title_area, name, sizeof(name));
-		if (title_len > sizeof(name))
-			title_area[title_len - 1] = ' ';
-	}
-}
-
 /* A second line behind the cgroup and the disk quota (isolation.md
  * A.34), set once here and inherited by every command: none of them can
  * raise a hard limit (no CAP_SYS_RESOURCE). */
-static void set_rlimits(const struct init_args *a)
+static void set_rlimits(const struct init_params *a)
 {
 	/* 16384 files: plenty for a sandbox, and below what hosts usually
 	 * give the daemon (which cannot raise a hard limit either) */
@@ -112,92 +87,75 @@ static void set_rlimits(const struct init_args *a)
 	}
 }
 
-static void handle_spawn(const struct init_args *a, const struct proto_hdr *h,
-			 const void *payload, int *fds, size_t nfds)
+/* The parameters are the first packet, queued before init ran, with at
+ * most one fd: the user namespace that idmaps the sandbox's own files
+ * (rootfs.h files_userns_fd), returned in *files_userns (-1: none).
+ * Returns 0, or -errno with err set. */
+static int recv_params(char *buf, size_t cap, struct init_params *p,
+		       int *files_userns, struct sbx_err *err)
 {
-	struct spawn_req req;
-	struct sbx_err err;
-	int pipefd[2] = {-1, -1};
-
-	if (proto_spawn_decode(payload, h->len, &req, &err) < 0) {
-		send_status(a->sock, PROTO_SPAWNED, h->id, 0, 0, EPROTO, err.msg);
-		goto out;
-	}
-	if (nfds != req.nstdio + req.ncg) {
-		send_status(a->sock, PROTO_SPAWNED, h->id, 0, 0, EPROTO,
-			    "spawn: fd count mismatch");
-		goto out;
-	}
-	if (nchildren == capchildren) {
-		size_t n = capchildren ? capchildren * 2 : 16;
-		struct child *c = realloc(children, n * sizeof(*c));
-		if (!c) {
-			send_status(a->sock, PROTO_SPAWNED, h->id, 0, 0, ENOMEM,
-				    "spawn: out of memory");
-			goto out;
+	*files_userns = -1;
+	for (;;) {
+		struct pollfd pfd = {.fd = INIT_SOCK_FD, .events = POLLIN};
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return sbx_err_sys(err, errno, "poll");
+		struct proto_hdr h;
+		const void *payload;
+		int fds[PROTO_MAX_FDS];
+		size_t nfds;
+		int r = proto_recv(INIT_SOCK_FD, buf, cap, &h, &payload, fds,
+				   &nfds);
+		if (r == -EAGAIN)
+			continue;
+		if (r == 0)
+			_exit(0); /* the daemon let go of us */
+		bool ok = r >= 0 && h.type == PROTO_INIT &&
+			  (nfds == 0 ||
+			   (nfds == 1 &&
+			    ioctl(fds[0], NS_GET_NSTYPE) == CLONE_NEWUSER));
+		if (!ok) {
+			for (size_t i = 0; i < nfds; i++)
+				close(fds[i]);
+			if (r < 0)
+				return sbx_err_set(err, -r, "init: bad packet");
+			return sbx_err_set(err, EPROTO,
+					   "init: parameters expected first");
 		}
-		children = c;
-		capchildren = n;
-	}
-	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) < 0) {
-		send_status(a->sock, PROTO_SPAWNED, h->id, 0, 0, errno, "pipe");
-		goto out;
-	}
-	pid_t pid = fork();
-	if (pid == 0) {
-		/* the child's end must block: it writes once and exits */
-		fcntl(pipefd[1], F_SETFL, 0);
-		spawn_child(&req, fds, a->userns_fd, pipefd[1], a->seccomp);
-	}
-	if (pid < 0) {
-		send_status(a->sock, PROTO_SPAWNED, h->id, 0, 0, errno, "fork");
-		close(pipefd[0]);
-	} else {
-		children[nchildren++] =
-			(struct child){.pid = pid, .errfd = pipefd[0], .id = h->id};
-		send_status(a->sock, PROTO_SPAWNED, h->id, pid, 0, 0, NULL);
-	}
-	close(pipefd[1]);
-out:
-	free((void *)req.argv);
-	free((void *)req.envp);
-	for (size_t i = 0; i < nfds; i++)
-		close(fds[i]);
-}
-
-static void reap(int sock)
-{
-	int status;
-	pid_t pid;
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		for (size_t i = 0; i < nchildren; i++) {
-			if (children[i].pid != pid)
-				continue;
-			struct spawn_what w = {0};
-			if (read(children[i].errfd, &w, sizeof(w)) != sizeof(w))
-				w.err = 0;
-			close(children[i].errfd);
-			send_status(sock, PROTO_EXIT, children[i].id, pid, status,
-				    w.err, w.err ? w.what : NULL);
-			children[i] = children[--nchildren];
-			break;
+		if ((r = proto_init_decode(payload, h.len, p, err)) < 0) {
+			for (size_t i = 0; i < nfds; i++)
+				close(fds[i]);
+			return r;
 		}
+		if (nfds)
+			*files_userns = fds[0];
+		return 0;
 	}
 }
 
-_Noreturn void init_main(const struct init_args *a)
+int main(int argc, char **argv)
 {
 	struct sbx_err err = {0};
+	static struct init_params params;
+	const struct init_params *a = &params;
 	static char buf[sizeof(struct proto_hdr) + PROTO_MAX_PAYLOAD];
+	const int sock = INIT_SOCK_FD;
+	struct stat st;
 
+	(void)argc;
+	(void)argv;
+	prctl(PR_SET_NAME, INIT_NAME);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
-	set_cmdline();
+	/* Started as runtime.c starts us, or not at all: fd 3 the daemon's
+	 * socket, fd 4 a user namespace. */
+	if (fstat(sock, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    ioctl(INIT_USERNS_FD, NS_GET_NSTYPE) != CLONE_NEWUSER)
+		_exit(127);
 	/* An OOM inside the sandbox never picks init: it lives beside the
 	 * memory-limited cgroup of the commands (cgroup.h). This only keeps
 	 * it out of a host-wide OOM, where root has CAP_SYS_RESOURCE; where
 	 * it has not, the write fails and init keeps the daemon's score.
-	 * Commands set their own score (spawn.c), never inheriting this. */
+	 * Commands get their own score (spawner.c), never inheriting this. */
 	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (oom >= 0) {
 		if (write(oom, "-1000", 5) < 0) {
@@ -205,25 +163,8 @@ _Noreturn void init_main(const struct init_args *a)
 		}
 		close(oom);
 	}
-	/* Nothing of the daemon's may stay open here: other sandboxes'
-	 * sockets, the registry, the listening socket. */
-	int keep[3] = {a->sock, a->userns_fd, a->rootfs.files_userns_fd};
-	for (int i = 0; i < 3; i++) /* sorted, -1 first */
-		for (int j = i + 1; j < 3; j++)
-			if (keep[j] < keep[i]) {
-				int t = keep[i];
-				keep[i] = keep[j];
-				keep[j] = t;
-			}
-	int from = 3;
-	for (int i = 0; i < 3; i++) {
-		if (keep[i] < from)
-			continue;
-		if (keep[i] > from)
-			syscall(SYS_close_range, from, keep[i] - 1, 0);
-		from = keep[i] + 1;
-	}
-	syscall(SYS_close_range, from, ~0U, 0);
+	/* The daemon passed nothing else; make sure. */
+	syscall(SYS_close_range, INIT_USERNS_FD + 1, ~0U, 0);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (devnull >= 0) {
 		dup2(devnull, 0);
@@ -234,73 +175,62 @@ _Noreturn void init_main(const struct init_args *a)
 
 	/* No handlers, nothing ignored: as the pid namespace's init, the
 	 * kernel already drops every signal sent from inside it that init
-	 * has no handler for, and a forked command then starts with clean
-	 * dispositions without resetting 64 of them. */
+	 * has no handler for, and the spawner and its commands start with
+	 * clean dispositions without resetting 64 of them. The exec kept the
+	 * daemon's mask and ignored signals: set both. SIGCHLD stays
+	 * blocked for the spawner's signalfd. */
 	sigset_t mask;
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
 
+	int files_userns;
+	if (recv_params(buf, sizeof(buf), &params, &files_userns, &err) < 0)
+		goto failed;
 	set_rlimits(a);
 	if (sethostname("sandbox", 7) < 0) {
 		sbx_err_sys(&err, errno, "sethostname");
 		goto failed;
 	}
 	loopback_up();
-	if (rootfs_setup(&a->rootfs, &err) < 0)
+	struct rootfs_spec spec = {.image_dir = a->image_dir,
+				   .usr_mask = a->usr_mask,
+				   .mnt_dir = a->mnt_dir,
+				   .sandbox_dir = a->sandbox_dir,
+				   .userns_fd = INIT_USERNS_FD,
+				   .files_userns_fd = files_userns,
+				   .base = a->base,
+				   .max_ptys = a->max_ptys,
+				   .layers_dir = a->layers_dir,
+				   .layers = a->layers,
+				   .nlayers = a->nlayers,
+				   .image_top = a->image_top};
+	if (rootfs_setup(&spec, &err) < 0)
 		goto failed;
-	int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0) {
-		sbx_err_sys(&err, errno, "signalfd");
+	if (files_userns >= 0)
+		close(files_userns); /* the mount keeps what it needs */
+	/* The commands' spawner serves the daemon from here on; init keeps
+	 * nothing of the daemon's but its stderr, and reaps what the
+	 * commands leave behind. */
+	pid_t spawner = fork();
+	if (spawner < 0) {
+		sbx_err_sys(&err, errno, "fork the spawner");
 		goto failed;
 	}
-	send_status(a->sock, PROTO_READY, 0, 1, 0, 0, NULL);
-
-	struct pollfd pfd[2] = {{.fd = a->sock, .events = POLLIN},
-				{.fd = sfd, .events = POLLIN}};
+	if (spawner == 0)
+		spawner_main(sock, INIT_USERNS_FD, a);
+	close(sock);
+	close(INIT_USERNS_FD);
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0)
-			continue;
-		if (pfd[1].revents) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof(si)) > 0)
-				;
-			reap(a->sock);
-		}
-		if (!pfd[0].revents)
-			continue;
-		for (;;) {
-			struct proto_hdr h;
-			const void *payload;
-			int fds[PROTO_MAX_FDS];
-			size_t nfds;
-			int r = proto_recv(a->sock, buf, sizeof(buf), &h, &payload,
-					   fds, &nfds);
-			if (r == -EAGAIN)
-				break;
-			if (r == 0)
-				_exit(0); /* the daemon let go of us */
-			if (r < 0)
-				continue;
-			if (h.type == PROTO_SPAWN) {
-				handle_spawn(a, &h, payload, fds, nfds);
-			} else {
-				if (h.type == PROTO_SIGNAL &&
-				    h.len == sizeof(struct proto_signal)) {
-					struct proto_signal sg;
-					memcpy(&sg, payload, sizeof(sg));
-					if (sg.pid > 1)
-						kill(sg.pid, sg.signo);
-				}
-				for (size_t i = 0; i < nfds; i++)
-					close(fds[i]);
-			}
-		}
+		int status;
+		pid_t pid = waitpid(-1, &status, 0);
+		if (pid == spawner || (pid < 0 && errno == ECHILD))
+			_exit(0); /* the daemon let go of it, or it died */
 	}
 failed:
-	send_status(a->sock, PROTO_FAILED, 0, 0, 0, err.code, err.msg);
+	send_status(sock, PROTO_FAILED, 0, 0, 0, err.code, err.msg);
 	_exit(1);
 }

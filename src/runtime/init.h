@@ -1,26 +1,26 @@
-/* pid 1 of a sandbox. Forked (clone3 with new mount, pid, ipc, uts and net
- * namespaces) from the daemon, it builds the sandbox's filesystem, then
- * serves PROTO_SPAWN/PROTO_SIGNAL requests and reports every exit. */
+/* pid 1 of a sandbox: a small program of its own (build/sandboxd-init,
+ * static: libc, and libarchive's tar and zstd parts for the backups'
+ * builtins its forks run), embedded in the daemon and
+ * exec'd from a sealed memfd by the clone child that made the sandbox's
+ * namespaces. It builds the sandbox's filesystem, then forks the spawner
+ * (spawner.h), which serves PROTO_SPAWN/PROTO_SIGNAL requests and reports
+ * every exit.
+ *
+ * How it is started (runtime.c runtime_start): argv is INIT_NAME alone, the
+ * environment is empty, and the only fds are 0-2, the socket to the daemon
+ * at INIT_SOCK_FD and the sandbox's user namespace at INIT_USERNS_FD. Its
+ * parameters are the first packet on the socket (PROTO_INIT, proto.h),
+ * with at most one fd: the user namespace that idmaps the sandbox's files
+ * when another range owns them on disk (rootfs.h files_userns_fd). */
 #ifndef SBX_INIT_H
 #define SBX_INIT_H
 
-#include <stddef.h>
-#include <stdint.h>
+#define INIT_NAME "sandboxd-init" /* argv[0], comm and /proc/1/cmdline */
+#define INIT_SOCK_FD 3
+#define INIT_USERNS_FD 4
 
-#include "runtime/rootfs.h"
-#include "runtime/seccomp.h"
-
-struct init_args {
-	int sock;      /* SOCK_SEQPACKET to the daemon */
-	int userns_fd; /* the sandbox's user namespace */
-	struct rootfs_spec rootfs;
-	const struct seccomp_prog *seccomp;
-	uint64_t disk_bytes; /* RLIMIT_FSIZE of every command; 0: none */
-};
-
-_Noreturn void init_main(const struct init_args *a);
-/* The daemon's argv strings (contiguous), which init overwrites with its
- * own name. */
-void init_set_title_area(char *start, size_t len);
+/* the init binary, linked in by runtime/init_blob.S */
+extern const char sbx_init_blob[];
+extern const unsigned long sbx_init_blob_size;
 
 #endif

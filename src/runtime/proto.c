@@ -1,9 +1,10 @@
 /* Packing and unpacking of daemon<->init packets. A SPAWN payload is:
- *   u32 flags, u32 nstdio, i32 targets[4], u32 ncg, u32 argc, u32 envc,
- *   u32 uid, u32 gid,
+ *   u32 flags, u32 nstdio, i32 targets[4], i32 leaf, u32 ncg, u32 argc,
+ *   u32 envc, u32 uid, u32 gid,
  *   then cwd, argv[0..argc), envp[0..envc) as NUL-terminated strings. */
 #include "runtime/proto.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -99,6 +100,7 @@ bad:
 struct spawn_fixed {
 	uint32_t flags, nstdio;
 	int32_t targets[4];
+	int32_t leaf;
 	uint32_t ncg, argc, envc;
 	uint32_t uid, gid;
 };
@@ -116,7 +118,8 @@ static int put_str(char *buf, size_t cap, size_t *off, const char *s)
 ssize_t proto_spawn_encode(const struct spawn_req *req, char *buf, size_t cap)
 {
 	struct spawn_fixed f = {
-		.flags = req->flags, .nstdio = req->nstdio, .ncg = req->ncg,
+		.flags = req->flags, .nstdio = req->nstdio, .leaf = req->leaf,
+		.ncg = req->ncg,
 		.argc = req->argc, .envc = req->envc,
 		.uid = req->uid, .gid = req->gid,
 	};
@@ -162,7 +165,8 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 	memcpy(&f, buf, sizeof(f));
 	/* each string takes at least its NUL, which bounds the counts */
 	if (f.argc == 0 || f.argc > len || f.envc > len || f.nstdio > 4 ||
-	    f.ncg > PROTO_MAX_FDS)
+	    f.ncg > PROTO_MAX_LEAF_FDS || f.leaf < -1 ||
+	    f.leaf >= PROTO_MAX_LEAVES || (f.leaf == -1 && f.ncg))
 		return sbx_err_set(err, EPROTO, "spawn: bad counts");
 	for (uint32_t i = 0; i < f.nstdio; i++) {
 		if (f.targets[i] < 0 || f.targets[i] >= PROTO_MAX_TARGET_FD)
@@ -175,6 +179,7 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 	req->flags = f.flags;
 	req->nstdio = f.nstdio;
 	memcpy(req->targets, f.targets, sizeof(f.targets));
+	req->leaf = f.leaf;
 	req->ncg = f.ncg;
 	req->argc = f.argc;
 	req->envc = f.envc;
@@ -201,5 +206,117 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 	req->envp = envp;
 	argv = NULL;
 	envp = NULL;
+	return 0;
+}
+
+/* An INIT payload is: u32 base, u32 max_ptys, u64 disk_bytes,
+ * u32 insns[SECCOMP_NFILTERS], u32 nlayers, then the filters' instructions
+ * (8 bytes each, in order), then image_dir, usr_mask ("" for none),
+ * mnt_dir, sandbox_dir, layers_dir, image_top and nlayers layer names as
+ * NUL-terminated strings. */
+struct init_fixed {
+	uint32_t base, max_ptys;
+	uint64_t disk_bytes;
+	uint32_t insns[SECCOMP_NFILTERS];
+	uint32_t nlayers;
+};
+
+ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap)
+{
+	struct init_fixed f = {.base = p->base, .max_ptys = p->max_ptys,
+			       .disk_bytes = p->disk_bytes,
+			       .nlayers = p->nlayers};
+	size_t off = sizeof(f);
+
+	if (cap < sizeof(f) || p->nlayers > PROTO_MAX_LAYERS)
+		return -E2BIG;
+	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
+		size_t n = p->seccomp.f[i].len * sizeof(struct sock_filter);
+		f.insns[i] = p->seccomp.f[i].len;
+		if (n > cap - off)
+			return -E2BIG;
+		memcpy(buf + off, p->seccomp.f[i].insns, n);
+		off += n;
+	}
+	memcpy(buf, &f, sizeof(f));
+	if (put_str(buf, cap, &off, p->image_dir) ||
+	    put_str(buf, cap, &off, p->usr_mask ? p->usr_mask : "") ||
+	    put_str(buf, cap, &off, p->mnt_dir) ||
+	    put_str(buf, cap, &off, p->sandbox_dir) ||
+	    put_str(buf, cap, &off, p->layers_dir) ||
+	    put_str(buf, cap, &off, p->image_top))
+		return -E2BIG;
+	for (uint32_t i = 0; i < p->nlayers; i++)
+		if (put_str(buf, cap, &off, p->layers[i]))
+			return -E2BIG;
+	return (ssize_t)off;
+}
+
+int proto_init_decode(const char *buf, size_t len, struct init_params *p,
+		      struct sbx_err *err)
+{
+	struct init_fixed f;
+	size_t off = sizeof(f);
+
+	memset(p, 0, sizeof(*p));
+	if (len < sizeof(f))
+		return sbx_err_set(err, EPROTO, "init: short packet");
+	memcpy(&f, buf, sizeof(f));
+	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
+		if (f.insns[i] == 0 || f.insns[i] > BPF_MAXINSNS)
+			return sbx_err_set(err, EPROTO, "init: bad filter length");
+		size_t n = f.insns[i] * sizeof(struct sock_filter);
+		if (n > len - off) {
+			seccomp_prog_free(&p->seccomp);
+			return sbx_err_set(err, EPROTO, "init: truncated filter");
+		}
+		p->seccomp.f[i].insns = malloc(n);
+		if (!p->seccomp.f[i].insns) {
+			seccomp_prog_free(&p->seccomp);
+			return sbx_err_set(err, ENOMEM, "init: out of memory");
+		}
+		memcpy(p->seccomp.f[i].insns, buf + off, n);
+		p->seccomp.f[i].len = (unsigned short)f.insns[i];
+		off += n;
+	}
+	if (f.nlayers > PROTO_MAX_LAYERS) {
+		seccomp_prog_free(&p->seccomp);
+		return sbx_err_set(err, EPROTO, "init: too many layers");
+	}
+	const char *s[6];
+	for (int i = 0; i < 6; i++)
+		s[i] = take_str(buf, len, &off);
+	/* usr_mask (s[1]) may be empty; every path given is absolute */
+	bool ok = true;
+	for (int i = 0; ok && i < 6; i++)
+		ok = s[i] && (s[i][0] == '/' || (i == 1 && !s[i][0]));
+	/* a layer is a name in layers_dir: not empty, no '/', not . or .. */
+	const char **layers = NULL;
+	if (ok && f.nlayers && !(layers = calloc(f.nlayers, sizeof(char *)))) {
+		seccomp_prog_free(&p->seccomp);
+		return sbx_err_set(err, ENOMEM, "init: out of memory");
+	}
+	for (uint32_t i = 0; ok && i < f.nlayers; i++) {
+		layers[i] = take_str(buf, len, &off);
+		ok = layers[i] && layers[i][0] && !strchr(layers[i], '/') &&
+		     strcmp(layers[i], ".") && strcmp(layers[i], "..");
+	}
+	ok = ok && off == len;
+	if (!ok) {
+		free(layers);
+		seccomp_prog_free(&p->seccomp);
+		return sbx_err_set(err, EPROTO, "init: bad paths");
+	}
+	p->base = f.base;
+	p->max_ptys = f.max_ptys;
+	p->disk_bytes = f.disk_bytes;
+	p->image_dir = s[0];
+	p->usr_mask = s[1][0] ? s[1] : NULL;
+	p->mnt_dir = s[2];
+	p->layers_dir = s[4];
+	p->image_top = s[5];
+	p->layers = layers;
+	p->nlayers = f.nlayers;
+	p->sandbox_dir = s[3];
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "lib/err.h"
+#include "runtime/seccomp.h"
 
 #define PROTO_MAX_PAYLOAD (2u << 20) /* argv + env + cwd of one spawn */
 #define PROTO_MAX_FDS 8
@@ -23,6 +24,7 @@ enum proto_type {
 	PROTO_SPAWNED,   /* init -> daemon: forked; payload: pid or errno */
 	PROTO_EXIT,      /* init -> daemon: a spawned command ended */
 	PROTO_SIGNAL,    /* daemon -> init: signal a spawned command's pid */
+	PROTO_INIT,      /* daemon -> init: its parameters, the first packet */
 };
 
 struct proto_hdr {
@@ -39,16 +41,23 @@ struct proto_hdr {
 				 controlling terminal of the new session */
 
 /* Fds of a PROTO_SPAWN, in this order: one per stdio target (targets[]),
- * then ncg cgroup.procs fds the child writes "0" to. Absent stdin reads
- * /dev/null inside the sandbox. */
+ * then ncg cgroup.procs fds of the command's cgroup leaf, which the
+ * command joins by writing "0" to each. The spawner keeps a leaf's fds
+ * once it has them: the daemon sends them with the first spawn into that
+ * leaf only (ncg 0 afterwards). Absent stdin reads /dev/null inside the
+ * sandbox. */
 /* A spawned command's fds are placed at numbers below this. */
 #define PROTO_MAX_TARGET_FD 64
+#define PROTO_MAX_LEAF_FDS 4   /* one per cgroup hierarchy with leaves */
+#define PROTO_MAX_LEAVES 65536 /* leaf numbers are below this */
+#define PROTO_MAX_LAYERS 64    /* an image's layers in PROTO_INIT */
 
 struct spawn_req {
 	uint32_t flags;
 	uint32_t nstdio;          /* how many stdio fds come first */
 	int32_t targets[4];       /* their fd numbers in the child */
-	uint32_t ncg;             /* cgroup fds after them */
+	int32_t leaf;             /* the command's cgroup leaf; -1: none */
+	uint32_t ncg;             /* the leaf's fds after the stdio ones */
 	uint32_t uid, gid;        /* in the sandbox (an image's User) */
 	const char *cwd;
 	uint32_t argc, envc;
@@ -68,6 +77,25 @@ struct proto_signal {
 	int32_t signo;
 };
 
+/* PROTO_INIT: what init needs to build the sandbox and run its commands.
+ * init is exec'd with nothing but its name in argv, an empty environment,
+ * the socket at fd INIT_SOCK_FD and the user namespace at INIT_USERNS_FD
+ * (init.h); everything else comes in this packet, which may carry one fd:
+ * the user namespace that idmaps the sandbox's files (rootfs.h). */
+struct init_params {
+	uint32_t base;       /* host uid of the sandbox's root */
+	uint32_t max_ptys;   /* devpts max= */
+	uint64_t disk_bytes; /* RLIMIT_FSIZE of every command; 0: none */
+	const char *image_dir, *usr_mask, *mnt_dir, *sandbox_dir; /* rootfs.h;
+				   * usr_mask NULL: nothing to mask */
+	/* an image sandbox (rootfs.h): its layers' names in layers_dir,
+	 * bottom first, under image_top; nlayers 0: the host's system */
+	const char *layers_dir, *image_top;
+	const char *const *layers; /* nlayers entries */
+	uint32_t nlayers;
+	struct seccomp_prog seccomp; /* the commands' filters, as built */
+};
+
 int proto_send(int sock, uint32_t type, uint64_t id, const void *payload,
 	       size_t len, const int *fds, size_t nfds);
 /* Receive one packet into buf (cap bytes). Fills hdr, the payload pointer
@@ -84,5 +112,15 @@ ssize_t proto_spawn_encode(const struct spawn_req *req, char *buf,
  * free(req->argv); free(req->envp)) and point into buf. */
 int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 		       struct sbx_err *err);
+
+/* Pack init's parameters; returns the length or -E2BIG. */
+ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap);
+/* Unpack: the strings point into buf, the filters are copied (free them
+ * with seccomp_prog_free), the layers array is allocated (free it with
+ * free((void *)p->layers); NULL when nlayers is 0). Paths must be
+ * absolute, layers plain names, each filter 1 to BPF_MAXINSNS
+ * instructions, and nothing may follow. */
+int proto_init_decode(const char *buf, size_t len, struct init_params *p,
+		      struct sbx_err *err);
 
 #endif

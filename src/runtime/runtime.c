@@ -1,20 +1,26 @@
 /* Sandbox lifecycle on the daemon's side of the socket. The start sequence
- * is DESIGN.md's: a user namespace with the sandbox's uid range (owned by
- * host root, kept alive by an fd), then clone3 of init with new mount, pid,
- * ipc, uts and net namespaces that stay owned by the host's user namespace,
- * so the sandbox can never reconfigure them. */
+ * is DESIGN.md's: a user namespace with the sandbox's uid range (kept alive
+ * by an fd), then a clone with new mount, pid, ipc, uts and net namespaces
+ * that stay owned by the host's user namespace, so the sandbox can never
+ * reconfigure them. The clone child shares the daemon's memory and fd
+ * table (CLONE_VM | CLONE_VFORK | CLONE_FILES: no page table or fd table is
+ * copied), keeps only init's two fds and execs init from a sealed memfd
+ * (init.h); the daemon sends init its parameters as the first packet. */
 #include "runtime/runtime.h"
 
 #include <fcntl.h>
-#include <linux/sched.h>
+#include <linux/close_range.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +29,7 @@
 #include "runtime/fsutil.h"
 #include "runtime/image.h"
 #include "runtime/init.h"
+#include "runtime/proto.h"
 #include "runtime/rootfs.h"
 #include "runtime/userns.h"
 #include "runtime/usrmask.h"
@@ -43,6 +50,35 @@ static uint32_t fnv1a(const char *s)
 	return h;
 }
 
+/* init's binary in a memfd sealed as daemon/main.c seals the daemon's own:
+ * nothing can write it, and init's /proc/self/exe names no host file
+ * (isolation.md A.8). The fd kept is a read-only one, so that no open
+ * writer makes an exec of it ETXTBSY. */
+static int init_memfd(int *out, struct sbx_err *err)
+{
+	const size_t len = sbx_init_blob_size;
+	_cleanup_close_ int fd =
+		memfd_create(INIT_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return sbx_err_sys(err, errno, "memfd_create");
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(fd, sbx_init_blob + off, len - off);
+		if (n <= 0)
+			return sbx_err_sys(err, n < 0 ? errno : EIO,
+					   "writing init's memfd");
+		off += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS,
+		  F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+		return sbx_err_sys(err, errno, "sealing init's memfd");
+	char p[64];
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	*out = open(p, O_RDONLY | O_CLOEXEC);
+	if (*out < 0)
+		return sbx_err_sys(err, errno, "reopening init's memfd");
+	return 0;
+}
+
 int runtime_new(const char *state_dir, uint64_t store_bytes,
 		const struct image_file *files, size_t nfiles,
 		struct runtime **out, struct sbx_err *err)
@@ -52,6 +88,17 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	int r;
 	if (!rt)
 		return sbx_err_set(err, ENOMEM, "out of memory");
+	rt->init_fd = rt->slot_fds[0] = rt->slot_fds[1] = rt->devnull = -1;
+	/* first, while the daemon has few fds: these stay low numbers */
+	if ((r = init_memfd(&rt->init_fd, err)))
+		goto fail;
+	rt->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	for (int i = 0; i < 2 && rt->devnull >= 0; i++)
+		rt->slot_fds[i] = fcntl(rt->devnull, F_DUPFD_CLOEXEC, 0);
+	if (rt->devnull < 0 || rt->slot_fds[0] < 0 || rt->slot_fds[1] < 0) {
+		r = sbx_err_sys(err, errno, "open /dev/null");
+		goto fail;
+	}
 	rt->state_dir = realpath(state_dir, NULL);
 	if (!rt->state_dir) {
 		r = sbx_err_sys(err, errno, "state dir %s", state_dir);
@@ -104,17 +151,11 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	if ((r = image_prepare(rt->image_dir, files, nfiles, err)) ||
 	    (r = image_prepare_top(rt->image_top_dir, files, nfiles, err)))
 		goto fail;
-	size_t masked;
-	if ((r = usrmask_build("/usr", rt->usr_mask_dir, &masked, err)))
+	/* the /usr mask is built while the daemon starts; the first sandbox
+	 * start waits for it (usr_mask_ready) */
+	if ((r = usrmask_build_start("/usr", rt->usr_mask_dir, &rt->usr_mask_job,
+				     err)))
 		goto fail;
-	if (masked)
-		log_info("event=usr-masked entries=%zu (not readable by others "
-			 "on the host, hidden in sandboxes)",
-			 masked);
-	else {
-		free(rt->usr_mask_dir);
-		rt->usr_mask_dir = NULL;
-	}
 	if ((r = store_open(rt->state_dir, store_bytes, &rt->store, err)))
 		goto fail;
 	if ((r = seccomp_prog_build(&rt->seccomp, err)))
@@ -152,6 +193,7 @@ void runtime_free(struct runtime *rt)
 {
 	if (!rt)
 		return;
+	usrmask_job_free(rt->usr_mask_job);
 	if (rt->cg) {
 		/* every sandbox is stopped by now: leave no empty cgroups */
 		cgroup_manager_remove(rt->cg, NULL);
@@ -159,6 +201,10 @@ void runtime_free(struct runtime *rt)
 	}
 	store_close(rt->store);
 	seccomp_prog_free(&rt->seccomp);
+	int fds[] = {rt->init_fd, rt->slot_fds[0], rt->slot_fds[1], rt->devnull};
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	free(rt->state_dir);
 	free(rt->image_dir);
 	free(rt->mnt_dir);
@@ -168,6 +214,124 @@ void runtime_free(struct runtime *rt)
 	free(rt->image_top_dir);
 	free(rt->layers_dir);
 	free(rt);
+}
+
+struct start_args {
+	int init_fd, sock_slot, userns_slot, hi; /* hi: the highest of them */
+	const int *cg_fds; /* cgroup.procs of init's cgroup */
+	int ncg;
+	int err;           /* set by the child */
+};
+
+/* The clone child: on the daemon's memory and, until its first call, on its
+ * fd table too, while the daemon waits (CLONE_VFORK). Async-signal-safe
+ * calls only, and nothing that writes memory but its own stack and
+ * a->err. */
+static int start_child(void *arg)
+{
+	struct start_args *a = arg;
+	static const char *const argv[] = {INIT_NAME, NULL};
+	static const char *const envp[] = {NULL};
+
+	/* Into init's cgroups first (what CLONE_INTO_CGROUP would do):
+	 * init, and the spawner it forks, never run anywhere else. */
+	for (int i = 0; i < a->ncg; i++)
+		if (write(a->cg_fds[i], "0", 1) != 1)
+			goto fail;
+	/* A table of its own with only the fds below hi + 1 (a handful of
+	 * the daemon's, made before any sandbox's): however many sandboxes
+	 * the daemon runs, their fds are neither copied here nor closed. */
+	if (syscall(SYS_close_range, a->hi + 1, ~0U, CLOSE_RANGE_UNSHARE) < 0)
+		goto fail;
+	/* above every target first, so no dup2 clobbers one not yet placed */
+	int s = fcntl(a->sock_slot, F_DUPFD_CLOEXEC, a->hi + 1);
+	int u = fcntl(a->userns_slot, F_DUPFD_CLOEXEC, a->hi + 1);
+	int x = fcntl(a->init_fd, F_DUPFD_CLOEXEC, a->hi + 1);
+	if (s < 0 || u < 0 || x < 0 || dup2(s, INIT_SOCK_FD) < 0 ||
+	    dup2(u, INIT_USERNS_FD) < 0 ||
+	    dup3(x, INIT_USERNS_FD + 1, O_CLOEXEC) < 0 ||
+	    syscall(SYS_close_range, INIT_USERNS_FD + 2, ~0U, 0) < 0)
+		goto fail;
+	syscall(SYS_execveat, INIT_USERNS_FD + 1, "", argv, envp,
+		AT_EMPTY_PATH);
+fail:
+	a->err = errno ? errno : EINVAL;
+	_exit(127);
+}
+
+/* Clone init's namespaces and exec init there, in the cgroups of cg_fds,
+ * with sock and userns as its fds 3 and 4. Returns its pid, or -errno.
+ * No pidfd: a running sandbox costs the daemon one fd, its socket, whose
+ * end of file says init is gone (10,000 sandboxes fit in 20,000 fds);
+ * init is our child, reaped only by runtime_reap, so its pid names it
+ * until then. */
+static pid_t start_init(struct runtime *rt, int sock, int userns,
+			const int *cg_fds, int ncg,
+			struct sbx_err *err)
+{
+	struct start_args a = {.init_fd = rt->init_fd,
+			       .sock_slot = rt->slot_fds[0],
+			       .userns_slot = rt->slot_fds[1],
+			       .cg_fds = cg_fds,
+			       .ncg = ncg};
+	a.hi = a.init_fd > a.sock_slot ? a.init_fd : a.sock_slot;
+	a.hi = a.hi > a.userns_slot ? a.hi : a.userns_slot;
+	/* the child runs here while the daemon waits for its exec (one at a
+	 * time: runtime_start is not reentrant) */
+	static char stack[16384] __attribute__((aligned(16)));
+	sigset_t all, old;
+
+	if (dup3(sock, a.sock_slot, O_CLOEXEC) < 0 ||
+	    dup3(userns, a.userns_slot, O_CLOEXEC) < 0) {
+		int e = errno;
+		dup3(rt->devnull, a.sock_slot, O_CLOEXEC);
+		return sbx_err_sys(err, e, "dup3 init's fds");
+	}
+	/* no handler of the daemon's may run on the child's stack */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t pid = clone(start_child, stack + sizeof(stack),
+			  CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_NEWNS |
+				  CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+				  CLONE_NEWNET | SIGCHLD,
+			  &a);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* give the places back: init holds its own copies now */
+	dup3(rt->devnull, a.sock_slot, O_CLOEXEC);
+	dup3(rt->devnull, a.userns_slot, O_CLOEXEC);
+	if (pid < 0)
+		return sbx_err_sys(err, e, "clone sandbox init");
+	if (a.err) {
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		return sbx_err_sys(err, a.err, "exec sandbox init");
+	}
+	return pid;
+}
+
+/* The /usr mask, once built: its layer, or none when nothing is masked.
+ * A mask that could not be built fails every start (never a sandbox
+ * without it). */
+static int usr_mask_ready(struct runtime *rt, struct sbx_err *err)
+{
+	size_t masked;
+	if (rt->usr_mask_done)
+		return 0;
+	int r = usrmask_build_wait(rt->usr_mask_job, &masked, err);
+	if (r < 0)
+		return r;
+	rt->usr_mask_done = true;
+	if (masked)
+		log_info("event=usr-masked entries=%zu (not readable by others "
+			 "on the host, hidden in sandboxes)",
+			 masked);
+	else {
+		free(rt->usr_mask_dir);
+		rt->usr_mask_dir = NULL;
+	}
+	return 0;
 }
 
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
@@ -183,6 +347,8 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	out->sock = out->pidfd = -1;
 	if (!dir)
 		return sbx_err_set(err, ENOMEM, "out of memory");
+	if ((r = usr_mask_ready(rt, err)))
+		return r;
 	uid_t owner;
 	if ((r = runtime_files_prepare(rt, name, base, files, &owner, err)))
 		return r;
@@ -208,54 +374,44 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 		return r;
 	}
 
-	int pidfd = -1;
-	struct clone_args ca = {
-		.flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC |
-			 CLONE_NEWUTS | CLONE_NEWNET | CLONE_PIDFD,
-		.pidfd = (uint64_t)(uintptr_t)&pidfd,
-		.exit_signal = SIGCHLD,
-	};
-	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid == 0) {
-		close(sv[0]);
-		struct init_args a = {
-			.sock = sv[1],
-			.userns_fd = userns,
-			.rootfs = {.image_dir = rt->image_dir,
-				   .usr_mask = rt->usr_mask_dir,
-				   .mnt_dir = rt->mnt_dir,
-				   .sandbox_dir = dir,
-				   .userns_fd = userns,
-				   .files_userns_fd = files_userns,
-				   .base = base,
-				   .max_ptys = rt->max_ptys,
-				   .layers_dir = rt->layers_dir,
-				   .layers = files->layers,
-				   .nlayers = files->nlayers,
-				   .image_top = rt->image_top_dir},
-			.seccomp = &rt->seccomp,
-			.disk_bytes = disk_bytes,
-		};
-		init_main(&a);
-	}
+	/* init's parameters wait in its socket before it runs: it never
+	 * waits for the daemon to be scheduled again. The user namespace that
+	 * idmaps the sandbox's own files (a fork's) comes with them. */
+	struct init_params ip = {.base = base,
+				 .max_ptys = rt->max_ptys,
+				 .disk_bytes = disk_bytes,
+				 .image_dir = rt->image_dir,
+				 .usr_mask = rt->usr_mask_dir,
+				 .mnt_dir = rt->mnt_dir,
+				 .sandbox_dir = dir,
+				 .layers_dir = rt->layers_dir,
+				 .image_top = rt->image_top_dir,
+				 .layers = files->layers,
+				 .nlayers = (uint32_t)files->nlayers,
+				 .seccomp = rt->seccomp};
+	static char buf[PROTO_MAX_PAYLOAD];
+	ssize_t len = proto_init_encode(&ip, buf, sizeof(buf));
+	if (len < 0)
+		r = sbx_err_set(err, E2BIG, "init parameters too long");
+	else if ((r = proto_send(sv[0], PROTO_INIT, 0, buf, (size_t)len,
+				 &files_userns, files_userns >= 0 ? 1 : 0)) < 0)
+		r = sbx_err_sys(err, -r, "sending init its parameters");
+	int cg_fds[CGROUP_MAX_HIER], ncg = 0;
+	if (r == 0)
+		r = cgroup_sandbox_init_fds(out->cg, cg_fds, &ncg, err);
+	pid_t pid = r < 0 ? r
+			  : start_init(rt, sv[1], userns, cg_fds, ncg, err);
+	for (int i = 0; i < ncg; i++)
+		close(cg_fds[i]);
 	close(sv[1]);
 	if (pid < 0) {
-		r = sbx_err_sys(err, errno, "clone3 sandbox init");
 		close(sv[0]);
 		cgroup_sandbox_destroy(out->cg, NULL);
 		out->cg = NULL;
-		return r;
+		return pid;
 	}
-	/* pidfd comes CLOEXEC from clone3 on current kernels; make sure */
-	fcntl(pidfd, F_SETFD, FD_CLOEXEC);
 	out->init_pid = pid;
-	out->pidfd = pidfd;
 	out->sock = sv[0];
-	if ((r = cgroup_sandbox_add_init(out->cg, pid, err))) {
-		runtime_kill(out);
-		runtime_reap(out);
-		return r;
-	}
 	return 0;
 }
 
@@ -324,10 +480,43 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 
 	if (req->nstdio > 4)
 		return sbx_err_set(err, EINVAL, "spawn: too many stdio fds");
-	int idx = cgroup_cmd_acquire(sp->cg, fds + req->nstdio, &ncg, err);
+	int idx = cgroup_cmd_acquire(sp->cg, NULL, &ncg, err);
 	if (idx < 0)
 		return idx;
+	if (idx >= PROTO_MAX_LEAVES) {
+		cgroup_cmd_release(sp->cg, idx);
+		return sbx_err_set(err, EAGAIN, "spawn: too many commands");
+	}
+	/* The spawner keeps a leaf's fds: open and send them once, not per
+	 * command (an open in each of 3-4 hierarchies, and the fd passing). */
+	if ((size_t)idx >= sp->nleaf_given) {
+		size_t n = (size_t)idx + 16;
+		uint8_t *g = realloc(sp->leaf_given, n);
+		if (!g) {
+			cgroup_cmd_release(sp->cg, idx);
+			return sbx_err_set(err, ENOMEM, "out of memory");
+		}
+		memset(g + sp->nleaf_given, 0, n - sp->nleaf_given);
+		sp->leaf_given = g;
+		sp->nleaf_given = n;
+	}
+	if (!sp->leaf_given[idx]) {
+		int r = cgroup_cmd_open(sp->cg, idx, fds + req->nstdio, &ncg,
+					err);
+		if (r < 0) {
+			cgroup_cmd_release(sp->cg, idx);
+			return r;
+		}
+		if (ncg > PROTO_MAX_LEAF_FDS) {
+			for (int i = 0; i < ncg; i++)
+				close(fds[req->nstdio + i]);
+			cgroup_cmd_release(sp->cg, idx);
+			return sbx_err_set(err, E2BIG, "spawn: too many cgroup "
+						       "hierarchies");
+		}
+	}
 	memcpy(fds, stdio_fds, req->nstdio * sizeof(int));
+	req->leaf = idx;
 	req->ncg = (uint32_t)ncg;
 	ssize_t len = proto_spawn_encode(req, buf, sizeof(buf));
 	int r = len < 0 ? sbx_err_set(err, E2BIG,
@@ -338,6 +527,8 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 				     fds, req->nstdio + (size_t)ncg);
 	for (int i = 0; i < ncg; i++)
 		close(fds[req->nstdio + i]);
+	if (r == 0 && ncg)
+		sp->leaf_given[idx] = 1;
 	if (r < 0) {
 		cgroup_cmd_release(sp->cg, idx);
 		if (len >= 0)
@@ -353,6 +544,8 @@ void runtime_kill(struct sandbox_proc *sp)
 {
 	if (sp->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, sp->pidfd, SIGKILL, NULL, 0);
+	else if (sp->init_pid > 0) /* not reaped yet: still ours */
+		kill(sp->init_pid, SIGKILL);
 }
 
 void runtime_reap(struct sandbox_proc *sp)
@@ -363,9 +556,11 @@ void runtime_reap(struct sandbox_proc *sp)
 			;
 		sp->init_pid = 0;
 	}
+	/* init's death killed its pid namespace, and reaping init waited for
+	 * that: the cgroups are empty, they only need removing */
 	if (sp->cg) {
 		struct sbx_err err;
-		if (cgroup_sandbox_destroy(sp->cg, &err) < 0)
+		if (cgroup_sandbox_remove(sp->cg, &err) < 0)
 			fprintf(stderr, "cgroup cleanup: %s\n", err.msg);
 		sp->cg = NULL;
 	}
@@ -374,6 +569,9 @@ void runtime_reap(struct sandbox_proc *sp)
 	if (sp->pidfd >= 0)
 		close(sp->pidfd);
 	sp->sock = sp->pidfd = -1;
+	free(sp->leaf_given);
+	sp->leaf_given = NULL;
+	sp->nleaf_given = 0;
 }
 
 static bool cleaning(struct runtime *rt, const char *name)

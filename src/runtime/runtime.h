@@ -13,6 +13,7 @@
 #include "runtime/proto.h"
 #include "runtime/seccomp.h"
 #include "runtime/store.h"
+#include "runtime/usrmask.h"
 
 /* ptys per sandbox unless the daemon says otherwise (docs/security.md) */
 #define RUNTIME_MAX_PTYS 64
@@ -30,19 +31,29 @@ struct runtime {
 	struct cgroup_manager *cg;
 	struct store *store;
 	struct seccomp_prog seccomp;
+	/* init's binary, a sealed memfd, and two fds that hold the places of
+	 * init's socket and user namespace while it is cloned: all three low
+	 * numbers, made at start (see runtime_start) */
+	int init_fd, slot_fds[2], devnull;
 	struct {
 		pid_t pid;
 		char name[16]; /* the sandbox it removes in place, or "" */
 	} cleaners[64];        /* removing children not yet reaped */
 	size_t ncleaners;
+	struct usrmask_job *usr_mask_job; /* builds usr_mask_dir at start */
+	bool usr_mask_done;
 };
 
 /* A running sandbox's handles on the daemon side. */
 struct sandbox_proc {
-	pid_t init_pid;    /* host pid */
-	int pidfd;         /* readable when init has exited */
-	int sock;          /* to init */
+	pid_t init_pid;    /* host pid; our child until runtime_reap */
+	int pidfd;         /* -1: init is watched through sock */
+	int sock;          /* to init's spawner; end of file when the
+			    * sandbox is gone (init kills it, or dies with it) */
 	struct cgroup_sandbox *cg;
+	/* command leaves whose fds the spawner has: [idx] != 0 */
+	uint8_t *leaf_given;
+	size_t nleaf_given;
 };
 
 /* store_bytes: size of the disk store (see store.h); 0: plain directories
@@ -94,7 +105,8 @@ int runtime_files_image(struct runtime *rt, const char *name, char *buf,
 			size_t cap);
 
 /* Send a spawn: takes a command cgroup leaf (returned in *cg_idx) and
- * passes stdio fds (nstdio, targets in req) plus the leaf's fds. */
+ * passes stdio fds (nstdio, targets in req), plus the leaf's fds the first
+ * time that leaf is used (the spawner keeps them). */
 int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 		  const int *stdio_fds, int *cg_idx, struct sbx_err *err);
 /* Kill init (so the whole pid namespace) without waiting. */

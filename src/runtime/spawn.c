@@ -1,17 +1,21 @@
-/* From init's forked child to a sandboxed command. Order is the point:
- *   0. an OOM score of its own, set while still host root (see below);
- *   1. join the command's cgroup leaf (host cgroupfs, through fds the daemon
- *      passed) and unshare a cgroup namespace rooted there, so the command
+/* From a child of the sandbox's spawner to a sandboxed command. Order is
+ * the point:
+ *   1. a session of its own, and the command's cgroup leaf (host cgroupfs,
+ *      through the leaf's cgroup.procs fds the daemon opened: the kernel
+ *      checks a write to cgroup.procs against the credentials of whoever
+ *      opened it), then a cgroup namespace rooted there, so the command
  *      sees itself at "/" and cannot name its parents;
- *   2. clear supplementary groups while still host root (setgroups is
- *      denied inside the namespace), enter the sandbox's user namespace,
- *      become its root (setresgid before setresuid, isolation.md A.11);
- *   3. stdio in place (a pty made the controlling terminal), every
- *      other fd close-on-exec (A.6), cwd checked;
- *   4. capabilities gone, securebits locked, no_new_privs, seccomp last
- *      (A.13-15, A.29), then execve; a builtin, which does not exec,
- *      first closes every fd but its stdio.
- * Async-signal-safe calls only: init may have other children in flight. */
+ *   2. stdio in place (a pty made the controlling terminal of the
+ *      session), every other fd close-on-exec (A.6; a builtin, which
+ *      does not exec, closes them);
+ *   3. the request's uid and gid in the sandbox (its root, an image's
+ *      User, E2B's user; setresgid before setresuid, isolation.md A.11:
+ *      the spawner's supplementary groups are already empty), its cwd,
+ *      then the last capabilities the spawner kept gone (A.13);
+ *   4. execve.
+ * What stays from the spawner: the user namespace, the locked securebits,
+ * an empty bounding set, no_new_privs, the seccomp filter (A.13-15, A.29),
+ * the rlimits (A.34) and oom_score_adj 500 (docs/security.md). */
 #include "runtime/spawn.h"
 
 #include <fcntl.h>
@@ -19,36 +23,29 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <grp.h>
 #include <linux/close_range.h>
 
 #include "runtime/builtin.h"
 #include "runtime/caps.h"
+#include "runtime/init.h"
 #include "runtime/proto.h"
 
-static _Noreturn void fail(int errfd, int e, const char *what)
+static _Noreturn void fail(struct spawn_ctx *c, int e, const char *what)
 {
-	struct spawn_what w = {.err = e};
 	size_t l = strlen(what);
-	if (l >= sizeof(w.what))
-		l = sizeof(w.what) - 1;
-	memcpy(w.what, what, l);
-	if (write(errfd, &w, sizeof(w)) < 0) {
+	if (l >= sizeof(c->w.what))
+		l = sizeof(c->w.what) - 1;
+	c->w.err = e ? e : EINVAL;
+	memcpy(c->w.what, what, l);
+	c->w.what[l] = '\0';
+	if (c->errfd >= 0 && write(c->errfd, &c->w, sizeof(c->w)) < 0) {
 		/* nothing left to tell anyone */
 	}
 	_exit(127);
 }
-
-/* A sandbox's commands are the first the kernel's OOM killer should pick
- * under host pressure, before host services at the default 0. Writing it
- * with CAP_SYS_RESOURCE also sets the process's oom_score_adj_min, below
- * which nothing without that capability (no command) can go again; init's
- * own -1000 is not inherited. Without CAP_SYS_RESOURCE the write still
- * raises the score (raising needs nothing), but the floor stays init's,
- * which is then the daemon's (0 unless started lower). */
-#define SPAWN_OOM_SCORE_ADJ "500"
 
 static const char *env_get(const struct spawn_req *req, const char *key)
 {
@@ -89,105 +86,109 @@ static void exec_search(const struct spawn_req *req)
 	errno = last;
 }
 
-_Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
-			   int userns_fd, int errfd,
-			   const struct seccomp_prog *seccomp)
+/* Every fd from 3 up but the targets gets flags (CLOSE_RANGE_CLOEXEC, or
+ * 0: closed), one close_range per gap. */
+static int sweep_fds(const int *have, unsigned flags)
 {
-	/* init has every disposition at its default (see init_main): only
-	 * its blocked SIGCHLD is to be undone */
+	for (int fd = 3, from = 3; fd <= PROTO_MAX_TARGET_FD; fd++) {
+		if (fd < PROTO_MAX_TARGET_FD && !have[fd])
+			continue;
+		if (from < fd &&
+		    syscall(SYS_close_range, from, fd - 1, flags) < 0)
+			return -1;
+		from = fd + 1;
+	}
+	return (int)syscall(SYS_close_range, PROTO_MAX_TARGET_FD, ~0U, flags);
+}
+
+_Noreturn void spawn_child(struct spawn_ctx *c)
+{
+	const struct spawn_req *req = c->req;
+	/* the spawner has every disposition at its default (see init.c):
+	 * only its mask is to be undone */
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (setsid() < 0)
-		fail(errfd, errno, "setsid");
+		fail(c, errno, "setsid");
 
-	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oom < 0 || write(oom, SPAWN_OOM_SCORE_ADJ,
-			     sizeof(SPAWN_OOM_SCORE_ADJ) - 1) !=
-			       (ssize_t)sizeof(SPAWN_OOM_SCORE_ADJ) - 1)
-		fail(errfd, errno, "oom_score_adj");
-	close(oom);
-
-	for (uint32_t i = 0; i < req->ncg; i++)
-		if (write(fds[req->nstdio + i], "0", 1) != 1)
-			fail(errfd, errno, "join cgroup");
-	if (unshare(CLONE_NEWCGROUP) < 0)
-		fail(errfd, errno, "unshare cgroup namespace");
-
-	if (setgroups(0, NULL) < 0)
-		fail(errfd, errno, "setgroups");
-	if (setns(userns_fd, CLONE_NEWUSER) < 0)
-		fail(errfd, errno, "enter user namespace");
-	if (setresgid(req->gid, req->gid, req->gid) < 0 ||
-	    setresuid(0, 0, 0) < 0)
-		fail(errfd, errno, "setresuid");
+	for (uint32_t i = 0; i < c->nleaf; i++)
+		if (write(c->leaf_fds[i], "0", 1) != 1)
+			fail(c, errno, "join cgroup");
+	if (c->nleaf && unshare(CLONE_NEWCGROUP) < 0)
+		fail(c, errno, "unshare cgroup namespace");
 
 	/* Move every fd we keep above the targets first, so that dup2 onto
 	 * a target can never clobber one not yet placed. */
 	int high[4], have[PROTO_MAX_TARGET_FD + 1] = {0};
 	for (uint32_t i = 0; i < req->nstdio; i++)
-		if ((high[i] = fcntl(fds[i], F_DUPFD_CLOEXEC, 64 + 16)) < 0)
-			fail(errfd, errno, "dup stdio");
-	int efd = fcntl(errfd, F_DUPFD_CLOEXEC, 64 + 16);
-	if (efd < 0)
-		fail(errfd, errno, "dup errfd");
-	errfd = efd;
+		if ((high[i] = fcntl(c->fds[i], F_DUPFD_CLOEXEC, 64 + 16)) < 0)
+			fail(c, errno, "dup stdio");
+	if (c->errfd >= 0) {
+		int efd = fcntl(c->errfd, F_DUPFD_CLOEXEC, 64 + 16);
+		if (efd < 0)
+			fail(c, errno, "dup errfd");
+		c->errfd = efd;
+	}
 	for (uint32_t i = 0; i < req->nstdio; i++) {
 		int t = req->targets[i];
 		if (dup2(high[i], t) < 0)
-			fail(errfd, errno, "dup2 stdio");
+			fail(c, errno, "dup2 stdio");
 		have[t] = 1;
 	}
-	if (!have[0]) {
-		/* CLOEXEC like every fd we open; dup2 makes fd 0 inheritable */
-		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || (fd != 0 && dup2(fd, 0) < 0) ||
-		    (fd == 0 && fcntl(0, F_SETFD, 0) < 0))
-			fail(errfd, errno, "open /dev/null");
-		if (fd > 0)
-			close(fd);
-	}
-	/* everything else is closed at exec: daemon sockets, cgroup fds,
-	 * the user namespace fd, the error pipe (CVE-2024-21626) */
-	have[PROTO_MAX_TARGET_FD] = 1; /* the end of the first sweep */
-	for (int fd = 3, from = 3; fd <= PROTO_MAX_TARGET_FD; fd++) {
-		if (!have[fd])
+	/* 0-2 that the request does not name read and write /dev/null (the
+	 * spawner's are /dev/null already; this makes sure). CLOEXEC like
+	 * every fd we open; dup2 makes the target inheritable. */
+	for (int t = 0; t <= 2; t++) {
+		if (have[t])
 			continue;
-		if (from < fd && syscall(SYS_close_range, from, fd - 1,
-					 CLOSE_RANGE_CLOEXEC) < 0)
-			fail(errfd, errno, "close_range");
-		from = fd + 1;
+		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (fd < 0 || (fd != t && dup2(fd, t) < 0) ||
+		    (fd == t && fcntl(t, F_SETFD, 0) < 0))
+			fail(c, errno, "open /dev/null");
+		if (fd != t)
+			close(fd);
+		have[t] = 1;
 	}
-	if (syscall(SYS_close_range, PROTO_MAX_TARGET_FD, ~0U,
-		    CLOSE_RANGE_CLOEXEC) < 0)
-		fail(errfd, errno, "close_range");
+	/* everything else is closed at exec: the daemon's socket, the
+	 * cgroup fds, the error pipe (CVE-2024-21626) */
+	if (sweep_fds(have, CLOSE_RANGE_CLOEXEC) < 0)
+		fail(c, errno, "close_range");
 
 	/* the session setsid made above gets the pty as its terminal, so
 	 * that ^C, job control and SIGHUP on close work as in a login */
 	if ((req->flags & SPAWN_CTTY) && ioctl(0, TIOCSCTTY, 0) < 0)
-		fail(errfd, errno, "set controlling terminal");
+		fail(c, errno, "set controlling terminal");
 
+	/* The request's user (the sandbox's root unless an image's User or
+	 * E2B's user says otherwise). Raw calls: glibc's would act on every
+	 * thread of the process, and this child shares the spawner's
+	 * memory. The capabilities stay across the change
+	 * (SECBIT_NO_SETUID_FIXUP) until caps_clear below. */
+	if (syscall(SYS_setresgid, req->gid, req->gid, req->gid) < 0 ||
+	    syscall(SYS_setresuid, req->uid, req->uid, req->uid) < 0)
+		fail(c, errno, "setresuid");
+	/* after the change of uid: a path the command's user may enter */
 	if (chdir(req->cwd) < 0) {
 		if (!(req->flags & SPAWN_CWD_FALLBACK) ||
 		    (chdir("/workspace") < 0 && chdir("/") < 0))
-			fail(errfd, errno, "chdir");
+			fail(c, errno, "chdir");
 	}
-
-	int r = caps_drop_all(req->uid);
+	int r = caps_clear();
 	if (r < 0)
-		fail(errfd, -r, "drop capabilities");
-	if ((r = seccomp_prog_apply(seccomp)) < 0)
-		fail(errfd, -r, "seccomp");
+		fail(c, -r, "drop capabilities");
 
 	if (req->flags & SPAWN_BUILTIN) {
-		/* A builtin does not exec, so close-on-exec protects nothing:
-		 * whatever init holds (its socket to the daemon, the user
-		 * namespace fd, cgroup.procs fds, other commands' pipes and
-		 * error pipes) would stay open in a process the sandbox's root
-		 * may signal. Only its stdio stay; its errors go to stdout
-		 * from here on, and init reads an empty error pipe. */
-		if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
-			fail(errfd, errno, "close_range");
+		/* It runs our code on the sandbox's files without an exec,
+		 * so close-on-exec protects nothing: whatever the spawner
+		 * holds (its socket to the daemon, cgroup.procs fds, other
+		 * commands' pipes and error pipes) would stay open in a
+		 * process the sandbox's root may signal. No fd but its stdio
+		 * stays open at all; its errors go to stdout from here on.
+		 * It goes by init's name, as when it was a fork of init. */
+		prctl(PR_SET_NAME, INIT_NAME);
+		if (sweep_fds(have, 0) < 0)
+			fail(c, errno, "close_range");
 		builtin_run((int)req->argc, req->argv);
 	}
 	if ((req->flags & SPAWN_SEARCH_PATH) && !strchr(req->argv[0], '/'))
@@ -195,5 +196,10 @@ _Noreturn void spawn_child(const struct spawn_req *req, const int *fds,
 	else
 		execve(req->argv[0], (char *const *)req->argv,
 		       (char *const *)req->envp);
-	fail(errfd, errno, req->argv[0]);
+	fail(c, errno, req->argv[0]);
+}
+
+int spawn_child_fn(void *c)
+{
+	spawn_child(c);
 }

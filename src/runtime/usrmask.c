@@ -18,6 +18,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,4 +203,68 @@ out:
 	free(w);
 	fs_remove_tree(AT_FDCWD, tmp, NULL);
 	return r;
+}
+
+struct usrmask_job {
+	char *src, *dst;
+	pthread_t thread;
+	bool joined;
+	int r;
+	size_t count;
+	struct sbx_err err;
+};
+
+static void *build_thread(void *arg)
+{
+	struct usrmask_job *j = arg;
+	j->r = usrmask_build(j->src, j->dst, &j->count, &j->err);
+	return NULL;
+}
+
+int usrmask_build_start(const char *src, const char *dst,
+			struct usrmask_job **out, struct sbx_err *err)
+{
+	struct usrmask_job *j = calloc(1, sizeof(*j));
+	if (!j || !(j->src = strdup(src)) || !(j->dst = strdup(dst))) {
+		if (j)
+			free(j->src);
+		free(j);
+		return sbx_err_set(err, ENOMEM, "out of memory");
+	}
+	int e = pthread_create(&j->thread, NULL, build_thread, j);
+	if (e) {
+		free(j->src);
+		free(j->dst);
+		free(j);
+		return sbx_err_sys(err, e, "usr mask: thread");
+	}
+	*out = j;
+	return 0;
+}
+
+int usrmask_build_wait(struct usrmask_job *j, size_t *count,
+		       struct sbx_err *err)
+{
+	if (!j->joined) {
+		pthread_join(j->thread, NULL);
+		j->joined = true;
+	}
+	*count = j->count;
+	if (j->r < 0) {
+		if (err)
+			*err = j->err;
+		return j->r;
+	}
+	return 0;
+}
+
+void usrmask_job_free(struct usrmask_job *j)
+{
+	if (!j)
+		return;
+	if (!j->joined)
+		pthread_join(j->thread, NULL);
+	free(j->src);
+	free(j->dst);
+	free(j);
 }

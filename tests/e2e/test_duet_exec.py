@@ -1,5 +1,6 @@
 """POST /api/rooms/{id}/sandbox/exec: the happy path, the response shape,
 sessions (cwd, exported env), exit codes, errors from the shell, output."""
+import base64
 import json
 import re
 from datetime import datetime, timedelta, timezone
@@ -88,6 +89,53 @@ def test_export_persists_in_session(daemon, room):
     assert daemon.run(room, "echo $A")["stdout"] == "1\n"
     daemon.run(room, "export B='two words'")
     assert daemon.run(room, 'echo "$A/$B"')["stdout"] == "1/two words\n"
+
+
+def bash_ansic(data):
+    """bytes as a bash $'...' word."""
+    return "$'" + "".join(f"\\{b:03o}" for b in data) + "'"
+
+
+def test_exported_values_of_any_bytes_persist(daemon, room):
+    values = {
+        "NL": b"line1\nline2\n",
+        "QUOTES": b"q\"uo'te and \\ back\\",
+        "DOLLAR": b"$HOME `id` $(id) ${X}",
+        "UTF8": "h\u00e9llo \u2713 \U0001F600".encode(),
+        "BIN": bytes(range(1, 256)),
+        "EMPTY": b"",
+    }
+    cmd = "; ".join(f"export {k}={bash_ansic(v)}" for k, v in values.items())
+    assert daemon.run(room, cmd)["exitCode"] == 0
+    for k, v in values.items():
+        res = daemon.run(room, f'printf %s "${{{k}?unset}}" | base64 -w0')
+        assert res["exitCode"] == 0, res
+        assert base64.b64decode(res["stdout"]) == v, k
+
+
+def test_exported_attributes_persist_as_bash_exports_them(daemon, room):
+    daemon.run(room, "declare -ix N=6*7; declare -rx R=ro; "
+                     "declare -ax ARR=(1 2); T=target; declare -nx REF=T; "
+                     "export NOVALUE; declare -lx LOW=ABC; export -n HOME")
+    res = daemon.run(room, 'echo "$N $R ${ARR-noarr} $REF ${NOVALUE-unset} '
+                           '$LOW ${HOME-nohome}"; env | grep -c "^ARR=" || true')
+    # arrays are not exported by bash; a nameref exports its target's name
+    assert res["stdout"] == "42 ro noarr T unset abc nohome\n0\n", res
+
+
+def test_session_hook_keeps_exit_status_and_quiet_xtrace(daemon, room):
+    res = daemon.run(room, "set -x; export Z=1; exit 7")
+    assert res["exitCode"] == 7
+    # the hook's own commands are never traced into the command's stderr:
+    # it holds what the same script traces in a bash without the hook
+    plain = daemon.run(room, "bash -c 'set -x; export Z=1; exit 7'")
+    assert plain["exitCode"] == 7 and "export Z=1" in plain["stderr"], plain
+    assert res["stderr"] == plain["stderr"], (res, plain)
+    assert daemon.run(room, "echo $Z")["stdout"] == "1\n"
+    # a command that closes the state fd loses its state, nothing more
+    res = daemon.run(room, "exec 63>&-; export Z=2; cd /tmp")
+    assert (res["exitCode"], res["stderr"]) == (0, ""), res
+    assert daemon.run(room, "echo $Z; pwd")["stdout"] == "1\n/workspace\n"
 
 
 def test_runs_under_bash(daemon, room):

@@ -1,7 +1,10 @@
 """DELETE /api/rooms/{id}, idle stop and transparent restart, files and the
 session surviving daemon restarts, and processes dying with the daemon."""
 import os
+import threading
 import time
+
+import requests
 
 from helpers import (describe_pids, host_comms, host_pids_with_uid_range,
                      room_host_uid, room_name_re, wait_no_pids, wait_until)
@@ -140,3 +143,106 @@ def test_sigterm_exits_0_stops_sandboxes_keeps_files(make_daemon, room):
 
     d.restart()
     assert d.run(room, "cat /workspace/term.txt")["stdout"] == "kept\n"
+
+
+def own_cgroup_dirs():
+    """The test's (and so a daemon child's) cgroup in every v1 hierarchy
+    and the unified one, as host paths."""
+    mounts = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, post = line.split(" - ")
+            fstype, _, sopts = post.split()[:3]
+            if fstype in ("cgroup", "cgroup2"):
+                mounts.append((fstype, set(sopts.split(",")), pre.split()[3],
+                               pre.split()[4]))
+    out = []
+    with open("/proc/self/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            for fstype, opts, root, mp in mounts:
+                if (not ctrls and fstype == "cgroup2") or \
+                        (ctrls and fstype == "cgroup" and set(ctrls.split(",")) <= opts):
+                    rel = os.path.relpath(path, root) if path.startswith(root) else path
+                    out.append(os.path.normpath(os.path.join(mp, rel.lstrip("/"))))
+    return out
+
+
+def daemon_cgroup_name(state_dir):
+    h = 2166136261
+    for c in os.path.realpath(state_dir).encode():
+        h = ((h ^ c) * 16777619) & 0xffffffff
+    return "sandboxd-%08x" % h
+
+
+def test_sigterm_stops_many_sandboxes_at_once_and_keeps_everything(make_daemon, new_room):
+    d = make_daemon()
+    rooms = [new_room() for _ in range(6)]
+    bases = []
+    for i, r in enumerate(rooms):
+        res = d.run(r, f"mkdir -p /tmp/s{i} && cd /tmp/s{i} && export R={i} && "
+                       f"echo file{i} > /workspace/f.txt")
+        assert res["exitCode"] == 0, res
+        bases.append(start_background_sleep(d, r))
+    cgname = daemon_cgroup_name(d.state_dir)
+    dirs = [os.path.join(c, cgname) for c in own_cgroup_dirs()]
+    assert any(os.path.isdir(x) for x in dirs), dirs
+    # a command still running when SIGTERM comes is answered, not dropped
+    answer = {}
+
+    def long_exec():
+        try:
+            r = d.exec(rooms[0], "sleep 600", timeout=60)
+            answer["status"], answer["body"] = r.status_code, r.text
+        except requests.RequestException as e:
+            answer["error"] = repr(e)
+    t = threading.Thread(target=long_exec)
+    t.start()
+    assert wait_until(lambda: host_comms(host_pids_with_uid_range(bases[0]))
+                      .count("sleep") >= 2, 10), "the long command never started"
+
+    d.stop()  # exit status 0
+    t.join(30)
+    assert not t.is_alive()
+    assert answer.get("status") == 500, answer
+    assert "shutting down" in answer.get("body", ""), answer
+    for b in bases:
+        left = wait_no_pids(b, timeout=3)
+        assert not left, "sandbox processes outlived SIGTERM:\n" + describe_pids(left)
+    # no cgroup of the daemon's is left behind
+    assert not [x for x in dirs if os.path.exists(x)], dirs
+    assert "event=all-stopped sandboxes=6 " in d.log_text(), d.log_tail(40)
+
+    d.restart()
+    # registered, not started: a sandbox starts on its first request
+    assert "event=loaded sandboxes=6 " in d.log_text(), d.log_tail(40)
+    for b in bases:
+        assert not host_pids_with_uid_range(b), describe_pids(host_pids_with_uid_range(b))
+    for i, r in enumerate(rooms):
+        res = d.run(r, 'pwd; echo "$R"; cat /workspace/f.txt')
+        assert res["stdout"] == f"/tmp/s{i}\n{i}\nfile{i}\n", (r, res)
+
+
+def test_init_killed_from_the_host_is_noticed_and_the_room_starts_again(make_daemon, room):
+    d = make_daemon()
+    d.run(room, "cd /tmp; export K=1; echo k > /workspace/k.txt")
+    base = start_background_sleep(d, room)
+    # the daemon's one child named sandboxd-init
+    inits = []
+    for p in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                st = f.read()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        comm = st[st.index("(") + 1:st.rindex(")")]
+        if comm == "sandboxd-init" and int(st[st.rindex(")") + 2:].split()[1]) == d.pid:
+            inits.append(int(p))
+    assert len(inits) == 1, inits
+    os.kill(inits[0], 9)
+    # the daemon sees its end of init's socket close, and stops the room
+    assert wait_until(lambda: "event=init-exited" in d.log_text(), 10), d.log_tail(20)
+    left = wait_no_pids(base, timeout=5)
+    assert not left, describe_pids(left)
+    res = d.run(room, 'pwd; echo "$K"; cat /workspace/k.txt')
+    assert res["stdout"] == "/tmp\n1\nk\n", res

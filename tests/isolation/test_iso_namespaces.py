@@ -28,6 +28,25 @@ def test_07_pid_namespace(sandbox, daemon):
     assert nspid == [str(init), "1"], nspid
 
 
+def test_07b_kill_all_inside_spares_init_and_spawner(sandbox):
+    """`kill -9 -1` inside signals every process the caller may signal: all
+    of the sandbox's own, not init nor the spawner that makes its commands
+    (host uid 0, src/runtime/spawner.c). The sandbox goes on with the same
+    init; it is not restarted behind the client's back."""
+    sb = sandbox()
+    sb.background("sleep 60")
+    before = sb.d.init_pids(sb.name)
+    assert before, "no init started"
+    res = sb.run("kill -9 -1; echo after")
+    assert res["stdout"] == "after\n", res
+    assert sb.run("echo alive")["stdout"] == "alive\n"
+    assert sb.d.init_pids(sb.name) == before, "the sandbox was restarted"
+    assert lib.is_init_of(before[-1], sb.d.pid), "the sandbox's init died"
+    r = sb.probe("pidns")
+    assert "sleep" not in sb.sh("ps -e -o comm"), "kill -1 left the sleep"
+    assert r["PID1_COMM"] == "sandboxd-init", r
+
+
 def test_08_ptrace_impossible(sandbox):
     a, b = sandbox(), sandbox()
     b.background("sleep 60")

@@ -16,11 +16,10 @@ SECCOMP_C = lib.REPO / "src" / "runtime" / "seccomp.c"
 SWEEP_HI = 560
 
 
-def read_policy():
-    """(directives {"default": ..., "badarch": ...}, {name: action} of the
-    unconditional rules, {(name, action)} of the argument rules) from
-    seccomp-policy.txt."""
-    direct, always, cond = {}, {}, set()
+def read_policy_rules():
+    """read_policy(), and {name: action} of the argument rules that refuse
+    zero arguments too (their condition is "arg0 != ...")."""
+    direct, always, cond, zero = {}, {}, set(), {}
     for line in POLICY.read_text().splitlines():
         line = line.split("#", 1)[0].strip()
         if not line:
@@ -30,10 +29,19 @@ def read_policy():
             direct[parts[0]] = parts[1]
         elif len(parts) == 3:
             cond.add((parts[0], parts[1]))
+            if parts[2].startswith("arg0 != "):
+                zero[parts[0]] = parts[1]
         else:
             assert parts[0] not in always, f"{parts[0]} twice in {POLICY}"
             always[parts[0]] = parts[1]
-    return direct, always, cond
+    return direct, always, cond, zero
+
+
+def read_policy():
+    """(directives {"default": ..., "badarch": ...}, {name: action} of the
+    unconditional rules, {(name, action)} of the argument rules) from
+    seccomp-policy.txt."""
+    return read_policy_rules()[:3]
 
 
 def source_policy():
@@ -85,13 +93,14 @@ def _verdicts(report):
 def expected_verdicts(names, lo=0, hi=SWEEP_HI):
     """{nr: "ALLOWED" or errno} the policy file gives every number of the
     sweep: its rule for the names it has (x86_64 names, from the kernel
-    headers), its default for every other number, named or not."""
-    direct, always, _ = read_policy()
+    headers; an argument rule that refuses zero arguments wins), its
+    default for every other number, named or not."""
+    direct, always, _, zero = read_policy_rules()
     exp = {}
     for nr in range(lo, hi + 1):
         if nr in (335, 336):  # uretprobe, uprobe: not filtered (probe.c)
             continue
-        act = always.get(names.get(nr), direct["default"])
+        act = zero.get(names.get(nr)) or always.get(names.get(nr), direct["default"])
         exp[nr] = "ALLOWED" if act == "ALLOW" else act
     return exp
 

@@ -551,6 +551,60 @@ static void test_destroy_removes_every_dir(void **state)
 		assert_false(existsf("%s/rm", M->h[i].path));
 }
 
+/* After a sandbox's init is gone its cgroups are empty: removed with
+ * rmdir alone. */
+static void test_remove_of_an_empty_sandbox(void **state)
+{
+	(void)state;
+	NEED_V1();
+	struct cgroup_sandbox *s = sandbox("rmq", 0, 0, 0);
+	int fds[CGROUP_MAX_FDS], nfds;
+	assert_int_equal(acquire(s, fds, &nfds), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		join(fds, nfds);
+		_exit(0);
+	}
+	close_fds(fds, nfds);
+	assert_int_equal(waitpid(child, NULL, 0), child);
+	assert_int_equal(acquire(s, fds, &nfds), 1);
+	close_fds(fds, nfds);
+	struct sbx_err err = { 0 };
+	if (cgroup_sandbox_remove(s, &err) < 0)
+		fail_msg("cgroup_sandbox_remove: %s", err.msg);
+	for (int i = 0; i < M->nh; i++)
+		assert_false(existsf("%s/rmq", M->h[i].path));
+}
+
+/* Told "empty" while a process still lives in a leaf: it is killed and
+ * everything goes all the same (nothing is left alive or behind). */
+static void test_remove_falls_back_to_the_kill(void **state)
+{
+	(void)state;
+	NEED_V1();
+	struct cgroup_sandbox *s = sandbox("rmf", 0, 0, 0);
+	int fds[CGROUP_MAX_FDS], nfds;
+	assert_int_equal(acquire(s, fds, &nfds), 0);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		join(fds, nfds);
+		for (;;)
+			pause();
+	}
+	close_fds(fds, nfds);
+	for (int i = 0; i < 200 && cgroup_cmd_empty(s, 0); i++)
+		sleep_ms(1);
+	assert_false(cgroup_cmd_empty(s, 0));
+	struct sbx_err err = { 0 };
+	if (cgroup_sandbox_remove(s, &err) < 0)
+		fail_msg("cgroup_sandbox_remove: %s", err.msg);
+	assert_killed(child);
+	for (int i = 0; i < M->nh; i++)
+		assert_false(existsf("%s/rmf", M->h[i].path));
+}
+
 static void test_stale_sandbox_replaced(void **state)
 {
 	(void)state;
@@ -1077,6 +1131,8 @@ int main(void)
 		cmocka_unit_test(test_oom_kill_counted),
 		cmocka_unit_test(test_init_joins_and_stats),
 		cmocka_unit_test(test_destroy_removes_every_dir),
+		cmocka_unit_test(test_remove_of_an_empty_sandbox),
+		cmocka_unit_test(test_remove_falls_back_to_the_kill),
 		cmocka_unit_test(test_stale_sandbox_replaced),
 		cmocka_unit_test(test_manager_clean_after_dead_daemon),
 		cmocka_unit_test(test_init_outside_the_memory_limit),

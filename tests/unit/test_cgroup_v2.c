@@ -481,6 +481,51 @@ static void test_acquire_fds_land_in_c0(void **state)
 	cgroup_manager_free(m);
 }
 
+/* What the clone child that becomes init writes to, before its exec. */
+static void test_init_fds_land_in_init(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
+	struct sbx_err err = { 0 };
+	int fds[CGROUP_MAX_HIER], nfds = -1;
+	assert_int_equal(cgroup_sandbox_init_fds(s, fds, &nfds, &err), 0);
+	assert_int_equal(nfds, 1);
+	assert_int_equal(fcntl(fds[0], F_GETFL) & O_ACCMODE, O_WRONLY);
+	assert_true(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(write(fds[0], "0", 1), 1);
+	close_fds(fds, nfds);
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/init/cgroup.procs", f->own), "0");
+	destroy(s);
+	cgroup_manager_free(m);
+}
+
+/* The spawner keeps a leaf's fds: taking a leaf again opens nothing, and
+ * its fds can be opened apart, for a leaf that exists only. */
+static void test_acquire_without_fds_then_open(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
+	struct sbx_err err = { 0 };
+	int fds[CGROUP_MAX_FDS], nfds = -1;
+	assert_int_equal(cgroup_cmd_acquire(s, NULL, &nfds, &err), 0);
+	assert_int_equal(nfds, 0);
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c0", f->own));
+	assert_int_equal(cgroup_cmd_open(s, 0, fds, &nfds, &err), 0);
+	assert_int_equal(nfds, 1);
+	assert_true(fcntl(fds[0], F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(write(fds[0], "0", 1), 1);
+	close_fds(fds, nfds);
+	assert_string_equal(
+		read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
+	assert_int_equal(cgroup_cmd_open(s, 1, fds, &nfds, &err), -EINVAL);
+	assert_int_equal(nfds, 0);
+	destroy(s);
+	cgroup_manager_free(m);
+}
+
 static void test_release_then_acquire_reuses_c0(void **state)
 {
 	struct fake *f = *state;
@@ -551,6 +596,31 @@ static void test_destroy_removes_dirs(void **state)
 	assert_true(is_dir("%s/" MGR "/box2/init", f->own));
 	assert_true(is_dir("%s/" MGR, f->own));
 	destroy(s2);
+	cgroup_manager_free(m);
+}
+
+static void test_remove_of_an_empty_sandbox(void **state)
+{
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
+	struct cgroup_sandbox *s2 = sandbox(m, "box2", 0, 0, 0);
+	int fds[CGROUP_MAX_FDS], nfds;
+	for (int i = 0; i < 3; i++) {
+		acquire(s, fds, &nfds);
+		close_fds(fds, nfds);
+	}
+	assert_true(is_dir("%s/" MGR "/box1/cmds/c2", f->own));
+	struct sbx_err err = { 0 };
+	assert_int_equal(cgroup_sandbox_remove(s, &err), 0);
+	assert_false(exists("%s/" MGR "/box1", f->own));
+	assert_true(is_dir("%s/" MGR "/box2/init", f->own));
+	/* a directory that is not of its layout: the whole tree goes anyway */
+	mkdirf("%s/" MGR "/box2/cmds/stray/", f->own);
+	put("", "%s/" MGR "/box2/cmds/stray/cgroup.procs", f->own);
+	assert_int_equal(cgroup_sandbox_remove(s2, &err), 0);
+	assert_false(exists("%s/" MGR "/box2", f->own));
+	assert_true(is_dir("%s/" MGR, f->own));
 	cgroup_manager_free(m);
 }
 
@@ -973,9 +1043,12 @@ int main(void)
 		T(test_set_limits_updates),
 		T(test_add_init),
 		T(test_acquire_fds_land_in_c0),
+		T(test_acquire_without_fds_then_open),
+		T(test_init_fds_land_in_init),
 		T(test_release_then_acquire_reuses_c0),
 		T(test_busy_leaf_waits_for_reclaim),
 		T(test_destroy_removes_dirs),
+		T(test_remove_of_an_empty_sandbox),
 		T(test_kill_never_waits_for_a_survivor),
 		T(test_kill_without_cgroup_kill_freezes),
 		T(test_stats),

@@ -162,6 +162,109 @@ static void test_recv_truncated_packet(void **state)
 	close(sv[1]);
 }
 
+/* init's parameters: a filter of three instructions and one of two */
+static struct sock_filter f0[] = {{0x20, 0, 0, 4}, {0x15, 0, 1, 0xc000003e},
+				  {0x06, 0, 0, 0x7fff0000}};
+static struct sock_filter f1[] = {{0x20, 0, 0, 0}, {0x06, 0, 0, 0x7fff0000}};
+
+static struct init_params sample_params(void)
+{
+	struct init_params p = {.base = 1879048192, .max_ptys = 64,
+				.disk_bytes = 10ull << 30,
+				.image_dir = "/var/lib/sandboxd/image/default",
+				.usr_mask = NULL,
+				.mnt_dir = "/var/lib/sandboxd/run/mnt",
+				.sandbox_dir = "/var/lib/sandboxd/sandboxes/s3",
+				.layers_dir = "/var/lib/sandboxd/images/layers",
+				.image_top = "/var/lib/sandboxd/image/top"};
+	p.seccomp.f[0] = (struct seccomp_bpf){.insns = f0, .len = 3};
+	p.seccomp.f[1] = (struct seccomp_bpf){.insns = f1, .len = 2};
+	return p;
+}
+
+static void test_init_roundtrip(void **state)
+{
+	(void)state;
+	struct init_params p = sample_params(), out;
+	struct sbx_err err;
+	char buf[1024];
+	static const char *const layers[] = {"sha256-aa", "sha256-bb"};
+	for (int mask = 0; mask < 2; mask++) {
+		p.usr_mask = mask ? "/var/lib/sandboxd/image/usrmask" : NULL;
+		/* an image sandbox's layers go with the second round */
+		p.layers = mask ? layers : NULL;
+		p.nlayers = mask ? 2 : 0;
+		ssize_t n = proto_init_encode(&p, buf, sizeof(buf));
+		assert_true(n > 0);
+		assert_int_equal(proto_init_decode(buf, (size_t)n, &out, &err), 0);
+		assert_int_equal(out.base, p.base);
+		assert_int_equal(out.max_ptys, 64);
+		assert_true(out.disk_bytes == p.disk_bytes);
+		assert_string_equal(out.image_dir, p.image_dir);
+		if (mask)
+			assert_string_equal(out.usr_mask, p.usr_mask);
+		else
+			assert_null(out.usr_mask);
+		assert_string_equal(out.mnt_dir, p.mnt_dir);
+		assert_string_equal(out.sandbox_dir, p.sandbox_dir);
+		assert_int_equal(out.seccomp.f[0].len, 3);
+		assert_int_equal(out.seccomp.f[1].len, 2);
+		assert_memory_equal(out.seccomp.f[0].insns, f0, sizeof(f0));
+		assert_memory_equal(out.seccomp.f[1].insns, f1, sizeof(f1));
+		assert_string_equal(out.layers_dir, p.layers_dir);
+		assert_string_equal(out.image_top, p.image_top);
+		assert_int_equal(out.nlayers, p.nlayers);
+		for (uint32_t i = 0; i < p.nlayers; i++)
+			assert_string_equal(out.layers[i], layers[i]);
+		if (!mask)
+			assert_null(out.layers);
+		free((void *)out.layers);
+		seccomp_prog_free(&out.seccomp);
+	}
+}
+
+static void test_init_malformed(void **state)
+{
+	(void)state;
+	struct init_params p = sample_params(), out;
+	struct sbx_err err;
+	char buf[1024];
+	ssize_t n = proto_init_encode(&p, buf, sizeof(buf));
+	assert_true(n > 0);
+	/* every shorter prefix, and trailing bytes, are refused */
+	for (ssize_t k = 0; k < n; k++)
+		assert_true(proto_init_decode(buf, (size_t)k, &out, &err) < 0);
+	buf[n] = '/';
+	assert_true(proto_init_decode(buf, (size_t)n + 1, &out, &err) < 0);
+	/* a relative path, an empty one, an empty or oversized filter */
+	p.mnt_dir = "run/mnt";
+	n = proto_init_encode(&p, buf, sizeof(buf));
+	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
+	p.mnt_dir = "";
+	n = proto_init_encode(&p, buf, sizeof(buf));
+	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
+	p = sample_params();
+	p.seccomp.f[1].len = 0;
+	n = proto_init_encode(&p, buf, sizeof(buf));
+	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
+	p = sample_params();
+	n = proto_init_encode(&p, buf, sizeof(buf));
+	uint32_t huge = BPF_MAXINSNS + 1; /* the second filter's length */
+	memcpy(buf + 20, &huge, sizeof(huge));
+	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
+	assert_int_equal(proto_init_encode(&p, buf, 40), -E2BIG);
+	/* a layer name with a '/', or "..", would reach out of layers_dir */
+	p = sample_params();
+	const char *bad[] = {"../../etc"};
+	p.layers = bad;
+	p.nlayers = 1;
+	n = proto_init_encode(&p, buf, sizeof(buf));
+	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
+	bad[0] = "..";
+	n = proto_init_encode(&p, buf, sizeof(buf));
+	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -171,6 +274,8 @@ int main(void)
 		cmocka_unit_test(test_encode_too_big),
 		cmocka_unit_test(test_send_recv_fds),
 		cmocka_unit_test(test_recv_truncated_packet),
+		cmocka_unit_test(test_init_roundtrip),
+		cmocka_unit_test(test_init_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

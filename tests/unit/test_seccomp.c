@@ -138,6 +138,7 @@ struct rule {
 	char name[64];
 	char action[32];
 	bool cond;
+	bool zero; /* an argument rule that refuses zero arguments too */
 };
 
 static struct rule *rules;
@@ -173,6 +174,10 @@ static void read_policy(void)
 		strcpy(r->name, name);
 		strcpy(r->action, action);
 		r->cond = n == 3;
+		/* "NAME ACTION arg0 != X": zero arguments are refused too */
+		char *cond = strstr(line, action) + strlen(action);
+		r->zero = r->cond && !strncmp(cond + strspn(cond, " \t"),
+					      "arg0 != ", 8);
 	}
 	fclose(f);
 }
@@ -240,7 +245,8 @@ static void test_every_number_matches_file(void **state)
 		want[nr] = action_value(def_action);
 	for (size_t i = 0; i < nrules; i++) {
 		if (rules[i].cond)
-			continue;
+			continue; /* the argument rules that refuse zero
+				   * arguments come after */
 		int nr = seccomp_syscall_nr(rules[i].name);
 		if (nr == -1)
 			fail_msg("%s names %s, which is no syscall this build can "
@@ -252,6 +258,11 @@ static void test_every_number_matches_file(void **state)
 			fail_msg("%s: %s twice", POLICY_FILE, rules[i].name);
 		who[nr] = rules[i].name;
 		want[nr] = action_value(rules[i].action);
+	}
+	for (size_t i = 0; i < nrules; i++) {
+		int nr = seccomp_syscall_nr(rules[i].name);
+		if (rules[i].zero && nr >= 0 && nr < MAX_NR)
+			want[nr] = action_value(rules[i].action);
 	}
 	int bad = 0;
 	for (int nr = 0; nr < MAX_NR; nr++) {
@@ -324,6 +335,13 @@ static const struct arg_case arg_cases[] = {
 		  CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
 	 0, 0, "ALLOW"},
 	{"clone", CLONE_VM | CLONE_VFORK | 17, 0, 0, "ALLOW"},
+	{"unshare", CLONE_NEWCGROUP, 0, 0, "ALLOW"},
+	{"unshare", 0, 0, 0, "EPERM"},
+	{"unshare", CLONE_NEWUSER, 0, 0, "EPERM"},
+	{"unshare", CLONE_NEWCGROUP | CLONE_NEWUSER, 0, 0, "EPERM"},
+	{"unshare", CLONE_NEWCGROUP | CLONE_NEWNS, 0, 0, "EPERM"},
+	{"unshare", CLONE_NEWCGROUP | HI, 0, 0, "EPERM"},
+	{"unshare", CLONE_FILES, 0, 0, "EPERM"},
 	{"ioctl", 0, TIOCSTI, 0, "EPERM"},
 	{"ioctl", 0, TIOCSTI | HI, 0, "EPERM"},
 	{"ioctl", 0, TIOCLINUX, 0, "EPERM"},

@@ -1,0 +1,31 @@
+/* The seccomp policy as data: built by the daemon with libseccomp
+ * (seccomp.c), carried to each sandbox's init in its PROTO_INIT packet, and
+ * installed there once. This half links against nothing but libc, so that
+ * init does not need libseccomp. */
+#include "runtime/seccomp.h"
+
+#include <linux/seccomp.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+void seccomp_prog_free(struct seccomp_prog *p)
+{
+	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
+		free(p->f[i].insns);
+		p->f[i].insns = NULL;
+		p->f[i].len = 0;
+	}
+}
+
+int seccomp_prog_apply(const struct seccomp_prog *p)
+{
+	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
+		struct sock_fprog prog = {.len = p->f[i].len,
+					  .filter = p->f[i].insns};
+		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+			    SECCOMP_FILTER_FLAG_TSYNC, &prog) < 0)
+			return -errno;
+	}
+	return 0;
+}
