@@ -9,23 +9,18 @@
 
 #include "api/api.h"
 #include "core/snapshot.h"
+#include "http/held.h"
 #include "lib/util.h"
 
 #define NAME_MAX_LEN 128
 
 struct v1_snap_req {
 	struct api *a;
-	struct http_req *r; /* NULL once the client is gone */
+	struct http_held held;
 	const char *from;   /* a fork: the origin's id (for the answer) */
 	char from_buf[64];
 	char restored[ID_RANDOM_MAX];
 };
-
-static void req_closed(struct http_req *r)
-{
-	struct v1_snap_req *q = r->ctx;
-	q->r = NULL;
-}
 
 static struct v1_snap_req *req_new(struct api *a, struct http_req *r)
 {
@@ -35,22 +30,8 @@ static struct v1_snap_req *req_new(struct api *a, struct http_req *r)
 		return NULL;
 	}
 	q->a = a;
-	q->r = r;
-	r->ctx = q;
-	r->on_close = req_closed;
-	http_suspend(r);
+	http_hold(&q->held, r, NULL, NULL);
 	return q;
-}
-
-/* Detach from the request (answered, or about to be). */
-static struct http_req *req_take(struct v1_snap_req *q)
-{
-	struct http_req *r = q->r;
-	if (r) {
-		r->on_close = NULL;
-		r->ctx = NULL;
-	}
-	return r;
 }
 
 void v1_snapshot_error(struct http_req *r, const struct sbx_err *err)
@@ -104,7 +85,7 @@ static void taken(void *ctx, const struct snapshot *snap, struct sandbox *sb,
 		  const struct sbx_err *err)
 {
 	struct v1_snap_req *q = ctx;
-	struct http_req *r = req_take(q);
+	struct http_req *r = http_take(&q->held);
 	(void)sb;
 	if (r && err)
 		v1_snapshot_error(r, err);
@@ -208,7 +189,7 @@ static void cloned(void *ctx, const struct snapshot *snap, struct sandbox *sb,
 		   const struct sbx_err *err)
 {
 	struct v1_snap_req *q = ctx;
-	struct http_req *r = req_take(q);
+	struct http_req *r = http_take(&q->held);
 	(void)snap;
 	if (r && err) {
 		v1_snapshot_error(r, err);
@@ -286,7 +267,7 @@ static void restored(void *ctx, const struct snapshot *snap,
 		     struct sandbox *sb, const struct sbx_err *err)
 {
 	struct v1_snap_req *q = ctx;
-	struct http_req *r = req_take(q);
+	struct http_req *r = http_take(&q->held);
 	(void)snap;
 	if (r && err) {
 		v1_snapshot_error(r, err);
