@@ -6,6 +6,7 @@
 
 #include "api/auth.h"
 #include "core/exec.h"
+#include "http/held.h"
 #include "http/http.h"
 #include "core/manager.h"
 #include "lib/buf.h"
@@ -100,6 +101,15 @@ void v1_error(struct http_req *r, unsigned status, const char *code,
 void v1_create_error(struct http_req *r, const struct sbx_err *err);
 /* The body as a JSON object (empty body: {}), or answer 400 and NULL. */
 json_t *v1_body(struct http_req *r);
+/* A request held while core work runs (http/held.h), without a gone
+ * callback: the client may leave, the work goes on. */
+struct v1_held {
+	struct http_held held;
+	struct api *a;
+};
+/* A context of size bytes (zeroed; struct v1_held first) that holds r;
+ * NULL after answering 500. Answer with http_take(&q->held), then free. */
+void *v1_held_new(struct api *a, struct http_req *r, size_t size);
 /* The sandbox named by the route: found, or created with defaults; NULL
  * after answering the error. */
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,

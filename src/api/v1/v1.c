@@ -39,6 +39,18 @@ void v1_error(struct http_req *r, unsigned status, const char *code,
 			  json_pack("{s:s, s:s}", "error", msg, "code", code));
 }
 
+void *v1_held_new(struct api *a, struct http_req *r, size_t size)
+{
+	struct v1_held *q = calloc(1, size);
+	if (!q) {
+		v1_error(r, 500, "internal", "out of memory");
+		return NULL;
+	}
+	q->a = a;
+	http_hold(&q->held, r, NULL, NULL);
+	return q;
+}
+
 json_t *v1_body(struct http_req *r)
 {
 	json_error_t jerr;

@@ -12,7 +12,6 @@
 #include "api/api.h"
 #include "api/source.h"
 #include "core/backup.h"
-#include "http/held.h"
 #include "http/relay.h"
 #include "lib/path.h"
 #include "lib/util.h"
@@ -308,27 +307,10 @@ void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
 
 /* ---- list, info, delete: answered when the store has -------------------------- */
 
-struct v1_bq {
-	struct http_held held;
-	struct api *a;
-};
-
-static struct v1_bq *bq_new(struct api *a, struct http_req *r)
-{
-	struct v1_bq *q = calloc(1, sizeof(*q));
-	if (!q) {
-		v1_error(r, 500, "internal", "out of memory");
-		return NULL;
-	}
-	q->a = a;
-	http_hold(&q->held, r, NULL, NULL);
-	return q;
-}
-
 static void listed(void *ctx, struct backup_info *const *v, size_t n,
 		   const struct sbx_err *err)
 {
-	struct v1_bq *q = ctx;
+	struct v1_held *q = ctx;
 	struct http_req *r = http_take(&q->held);
 	if (r && err) {
 		answer_error(r, err);
@@ -343,7 +325,7 @@ static void listed(void *ctx, struct backup_info *const *v, size_t n,
 
 void v1_backup_list(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct v1_bq *q = bq_new(a, r);
+	struct v1_held *q = v1_held_new(a, r, sizeof(*q));
 	if (q)
 		backup_list(a->m->backups, m->tenant, listed, q);
 }
@@ -351,7 +333,7 @@ void v1_backup_list(struct api *a, struct http_req *r, struct route_match *m)
 static void got(void *ctx, const struct backup_info *info,
 		const struct sbx_err *err)
 {
-	struct v1_bq *q = ctx;
+	struct v1_held *q = ctx;
 	struct http_req *r = http_take(&q->held);
 	if (r && err)
 		answer_error(r, err);
@@ -362,14 +344,14 @@ static void got(void *ctx, const struct backup_info *info,
 
 void v1_backup_info(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct v1_bq *q = bq_new(a, r);
+	struct v1_held *q = v1_held_new(a, r, sizeof(*q));
 	if (q)
 		backup_get(a->m->backups, m->tenant, m->params[0], got, q);
 }
 
 static void removed(void *ctx, const struct sbx_err *err)
 {
-	struct v1_bq *q = ctx;
+	struct v1_held *q = ctx;
 	struct http_req *r = http_take(&q->held);
 	if (r && err)
 		answer_error(r, err);
@@ -380,7 +362,7 @@ static void removed(void *ctx, const struct sbx_err *err)
 
 void v1_backup_delete(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct v1_bq *q = bq_new(a, r);
+	struct v1_held *q = v1_held_new(a, r, sizeof(*q));
 	if (q)
 		backup_delete(a->m->backups, m->tenant, m->params[0], removed, q);
 }
