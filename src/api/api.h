@@ -142,11 +142,18 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		   struct v1_hold *hold);
 void v1_exec_params_free(struct v1_hold *hold);
 /* The common start of exec-like requests: the body, the sandbox (created
- * if need be), the session and the exec fields; NULL after answering. */
-json_t *v1_exec_request(struct api *a, struct http_req *r,
-			struct route_match *m, struct sandbox **sb,
-			struct session **sess, struct exec_params *p,
-			struct v1_hold *hold);
+ * if need be), the session and the exec fields; -1 after answering, else
+ * free with v1_exec_request_free. */
+struct v1_exec_req {
+	json_t *body;
+	struct sandbox *sb;
+	struct session *sess;
+	struct exec_params p;
+	struct v1_hold hold;
+};
+int v1_exec_request(struct api *a, struct http_req *r, struct route_match *m,
+		    struct v1_exec_req *q);
+void v1_exec_request_free(struct v1_exec_req *q);
 /* Accept: application/json (else SSE). */
 bool v1_wants_json(struct http_req *r);
 /* A sandbox as GET /v1/sandbox/{id} shows it (usage: with its usage). */
