@@ -5,9 +5,10 @@
  * answers no one.
  *
  * The holder embeds a struct http_held in its own context and calls
- * http_hold; when the work ends it calls http_take exactly once and
- * answers the request it gets, if any, then frees its context. The
- * request's ctx and on_close are the held's until then. */
+ * http_hold; when it has the answer it calls http_take and answers the
+ * request it gets, if any (a later http_take gets NULL). The request's
+ * ctx and on_close are the held's until then. gone may free the holder's
+ * context: nothing touches the held after it. */
 #ifndef SBX_HTTP_HELD_H
 #define SBX_HTTP_HELD_H
 
