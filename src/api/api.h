@@ -6,6 +6,7 @@
 
 #include "api/auth.h"
 #include "core/exec.h"
+#include "http/held.h"
 #include "http/http.h"
 #include "core/manager.h"
 #include "lib/buf.h"
@@ -100,6 +101,15 @@ void v1_error(struct http_req *r, unsigned status, const char *code,
 void v1_create_error(struct http_req *r, const struct sbx_err *err);
 /* The body as a JSON object (empty body: {}), or answer 400 and NULL. */
 json_t *v1_body(struct http_req *r);
+/* A request held while core work runs (http/held.h), without a gone
+ * callback: the client may leave, the work goes on. */
+struct v1_held {
+	struct http_held held;
+	struct api *a;
+};
+/* A context of size bytes (zeroed; struct v1_held first) that holds r;
+ * NULL after answering 500. Answer with http_take(&q->held), then free. */
+void *v1_held_new(struct api *a, struct http_req *r, size_t size);
 /* The sandbox named by the route: found, or created with defaults; NULL
  * after answering the error. */
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
@@ -132,11 +142,18 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		   struct v1_hold *hold);
 void v1_exec_params_free(struct v1_hold *hold);
 /* The common start of exec-like requests: the body, the sandbox (created
- * if need be), the session and the exec fields; NULL after answering. */
-json_t *v1_exec_request(struct api *a, struct http_req *r,
-			struct route_match *m, struct sandbox **sb,
-			struct session **sess, struct exec_params *p,
-			struct v1_hold *hold);
+ * if need be), the session and the exec fields; -1 after answering, else
+ * free with v1_exec_request_free. */
+struct v1_exec_req {
+	json_t *body;
+	struct sandbox *sb;
+	struct session *sess;
+	struct exec_params p;
+	struct v1_hold hold;
+};
+int v1_exec_request(struct api *a, struct http_req *r, struct route_match *m,
+		    struct v1_exec_req *q);
+void v1_exec_request_free(struct v1_exec_req *q);
 /* Accept: application/json (else SSE). */
 bool v1_wants_json(struct http_req *r);
 /* A sandbox as GET /v1/sandbox/{id} shows it (usage: with its usage). */

@@ -88,6 +88,36 @@ static json_t *body_object(struct http_req *r)
 	return j;
 }
 
+/* The body of a POST (else 405); NULL after answering. */
+static json_t *post_body(struct http_req *r)
+{
+	if (strcmp(r->method, "POST")) {
+		http_respond_json(r, 405, json_pack("{s:s}", "error",
+				  "method not allowed - only POST is supported"));
+		return NULL;
+	}
+	return body_object(r);
+}
+
+/* A string field (and not empty, with empty_msg); false after answering
+ * 400. */
+static bool want_string(struct http_req *r, const char *field, json_t *v,
+			const char *empty_msg)
+{
+	if (!v || !json_is_string(v)) {
+		char msg[100];
+		snprintf(msg, sizeof(msg), "Expected string, received %s",
+			 v ? json_type_name(v) : "undefined");
+		invalid(r, field, msg);
+		return false;
+	}
+	if (empty_msg && json_string_length(v) == 0) {
+		invalid(r, field, empty_msg);
+		return false;
+	}
+	return true;
+}
+
 /* bash's "bash: line 1: foo: command not found": the name, or NULL. */
 static char *not_found_name(const struct exec_result *res)
 {
@@ -147,25 +177,11 @@ static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
 			const char *room)
 {
 	struct sbx_err err = {0};
-	if (strcmp(r->method, "POST")) {
-		http_respond_json(r, 405, json_pack("{s:s}", "error",
-				  "method not allowed - only POST is supported"));
-		return;
-	}
-	json_t *body = body_object(r);
+	json_t *body = post_body(r);
 	if (!body)
 		return;
 	json_t *cmd = json_object_get(body, "cmd");
-	if (!cmd || !json_is_string(cmd)) {
-		char msg[100];
-		snprintf(msg, sizeof(msg), "Expected string, received %s",
-			 cmd ? json_type_name(cmd) : "undefined");
-		invalid(r, "cmd", msg);
-		json_decref(body);
-		return;
-	}
-	if (json_string_length(cmd) == 0) {
-		invalid(r, "cmd", "Command cannot be empty");
+	if (!want_string(r, "cmd", cmd, "Command cannot be empty")) {
 		json_decref(body);
 		return;
 	}
@@ -277,30 +293,18 @@ static void message_done(const struct assistant_reply *ar, void *ctx)
 static void handle_message(struct api *a, struct http_req *r,
 			   const char *tenant, const char *room)
 {
-	if (strcmp(r->method, "POST")) {
-		http_respond_json(r, 405, json_pack("{s:s}", "error",
-				  "method not allowed - only POST is supported"));
-		return;
-	}
-	json_t *body = body_object(r);
+	json_t *body = post_body(r);
 	if (!body)
 		return;
 	json_t *text = json_object_get(body, "text");
 	json_t *user = json_object_get(body, "userId");
-	if (!text || !json_is_string(text)) {
-		char msg[100];
-		snprintf(msg, sizeof(msg), "Expected string, received %s",
-			 text ? json_type_name(text) : "undefined");
-		invalid(r, "text", msg);
-	} else if (json_string_length(text) == 0) {
-		invalid(r, "text", "Text cannot be empty");
+	if (!want_string(r, "text", text, "Text cannot be empty")) {
+		/* answered */
 	} else if (strlen(json_string_value(text)) != json_string_length(text)) {
 		invalid(r, "text", "Text cannot contain NUL characters");
-	} else if (user && !json_is_null(user) && !json_is_string(user)) {
-		char msg[100];
-		snprintf(msg, sizeof(msg), "Expected string, received %s",
-			 json_type_name(user));
-		invalid(r, "userId", msg);
+	} else if (user && !json_is_null(user) &&
+		   !want_string(r, "userId", user, NULL)) {
+		/* answered */
 	} else if (json_is_string(user) &&
 		   (json_string_length(user) > 256 ||
 		    strlen(json_string_value(user)) != json_string_length(user))) {

@@ -35,6 +35,7 @@
 #include "core/env.h"
 #include "core/images.h"
 #include "core/snapshot.h"
+#include "http/held.h"
 #include "lib/log.h"
 #include "lib/path.h"
 #include "lib/sha256.h"
@@ -759,18 +760,12 @@ static void list(struct api *a, struct http_req *r, const char *tenant)
 /* A request waiting on snapshot operations. */
 struct snap_req {
 	struct api *a;
-	struct http_req *r; /* NULL once the client is gone */
+	struct http_held held;
 	char tenant[256], from[128];
 	char *labels;  /* a clone's E2B state */
 	unsigned left; /* fork: clones still to make */
 	json_t *made;  /* fork: the answer's entries */
 };
-
-static void snap_gone(struct http_req *r)
-{
-	struct snap_req *q = r->ctx;
-	q->r = NULL;
-}
 
 static struct snap_req *snap_req_new(struct api *a, struct http_req *r,
                                      const char *tenant)
@@ -781,21 +776,9 @@ static struct snap_req *snap_req_new(struct api *a, struct http_req *r,
 		return NULL;
 	}
 	q->a = a;
-	q->r = r;
 	snprintf(q->tenant, sizeof(q->tenant), "%s", tenant);
-	r->ctx = q;
-	r->on_close = snap_gone;
-	http_suspend(r);
+	http_hold(&q->held, r, NULL, NULL);
 	return q;
-}
-
-static struct http_req *snap_take(struct snap_req *q)
-{
-	struct http_req *r = q->r;
-	if (r)
-		r->on_close = NULL;
-	q->r = NULL;
-	return r;
 }
 
 static void snap_req_free(struct snap_req *q)
@@ -817,7 +800,7 @@ static void snap_taken(void *ctx, const struct snapshot *snap,
                        struct sandbox *sb, const struct sbx_err *err)
 {
 	struct snap_req *q = ctx;
-	struct http_req *r = snap_take(q);
+	struct http_req *r = http_take(&q->held);
 	(void)sb;
 	if (r && err)
 		e2b_error(r, snap_status(err), "%s", err->msg);
@@ -897,7 +880,7 @@ static void cloned(void *ctx, const struct snapshot *snap, struct sandbox *sb,
                    const struct sbx_err *err)
 {
 	struct snap_req *q = ctx;
-	struct http_req *r = snap_take(q);
+	struct http_req *r = http_take(&q->held);
 	(void)snap;
 	if (r && err)
 		e2b_error(r, snap_status(err), "%s", err->msg);
@@ -952,7 +935,7 @@ static void fork_next(struct snap_req *q)
 	struct sandbox *from =
 	    q->a->m ? manager_find(q->a->m, q->tenant, q->from) : NULL;
 	if (!q->left || !from) {
-		struct http_req *r = snap_take(q);
+		struct http_req *r = http_take(&q->held);
 		if (r && !from && !json_array_size(q->made))
 			e2b_error(r, 404, "sandbox \"%s\" not found", q->from);
 		else if (r)

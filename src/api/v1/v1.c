@@ -39,6 +39,18 @@ void v1_error(struct http_req *r, unsigned status, const char *code,
 			  json_pack("{s:s, s:s}", "error", msg, "code", code));
 }
 
+void *v1_held_new(struct api *a, struct http_req *r, size_t size)
+{
+	struct v1_held *q = calloc(1, size);
+	if (!q) {
+		v1_error(r, 500, "internal", "out of memory");
+		return NULL;
+	}
+	q->a = a;
+	http_hold(&q->held, r, NULL, NULL);
+	return q;
+}
+
 json_t *v1_body(struct http_req *r)
 {
 	json_error_t jerr;
@@ -725,32 +737,33 @@ bool v1_wants_json(struct http_req *r)
 	       !strstr(acc, "text/event-stream");
 }
 
-json_t *v1_exec_request(struct api *a, struct http_req *r,
-			struct route_match *m, struct sandbox **sb,
-			struct session **sess, struct exec_params *p,
-			struct v1_hold *hold)
+int v1_exec_request(struct api *a, struct http_req *r, struct route_match *m,
+		    struct v1_exec_req *q)
 {
-	json_t *body = v1_body(r);
-	if (!body)
-		return NULL;
-	*sb = v1_sandbox_to_run(a, r, m);
-	*sess = *sb ? v1_session(r, *sb) : NULL;
-	if (!*sess || v1_exec_params(r, body, *sb, *sess, p, hold) < 0) {
-		json_decref(body);
-		return NULL;
+	q->body = v1_body(r);
+	if (!q->body)
+		return -1;
+	q->sb = v1_sandbox_to_run(a, r, m);
+	q->sess = q->sb ? v1_session(r, q->sb) : NULL;
+	if (!q->sess ||
+	    v1_exec_params(r, q->body, q->sb, q->sess, &q->p, &q->hold) < 0) {
+		json_decref(q->body);
+		return -1;
 	}
-	return body;
+	return 0;
+}
+
+void v1_exec_request_free(struct v1_exec_req *q)
+{
+	v1_exec_params_free(&q->hold);
+	json_decref(q->body);
 }
 
 void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
-	struct sandbox *sb;
-	struct session *sess;
-	struct exec_params p;
-	struct v1_hold hold;
-	json_t *body = v1_exec_request(a, r, m, &sb, &sess, &p, &hold);
-	if (!body)
+	struct v1_exec_req q;
+	if (v1_exec_request(a, r, m, &q) < 0)
 		return;
 	struct v1_exec *e = calloc(1, sizeof(*e));
 	if (!e) {
@@ -761,8 +774,8 @@ void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 	e->r = r;
 	a->metrics.execs++;
 	if (!v1_wants_json(r)) {
-		e->max_output = p.max_output ? p.max_output : UINT64_MAX;
-		p.on_output = exec_output;
+		e->max_output = q.p.max_output ? q.p.max_output : UINT64_MAX;
+		q.p.on_output = exec_output;
 		e->x.rl = relay_open(r, a->m->loop, NULL, &api_exec_relay, e);
 		if (!e->x.rl) {
 			free(e);
@@ -771,14 +784,14 @@ void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 	} else {
 		http_suspend(r);
 	}
-	if (exec_submit(sb, sess, &p, exec_done, e, &e->x.job, &err) < 0) {
+	if (exec_submit(q.sb, q.sess, &q.p, exec_done, e, &e->x.job,
+			&err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, e);
 	}
 out:
-	v1_exec_params_free(&hold);
-	json_decref(body);
+	v1_exec_request_free(&q);
 }
 
 /* ---- sessions ----------------------------------------------------------- */

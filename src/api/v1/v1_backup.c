@@ -98,7 +98,7 @@ static void answer_error(struct http_req *r, const struct sbx_err *err)
 
 struct v1_bop {
 	struct api *a;
-	struct http_req *r;     /* JSON answer: NULL once gone */
+	struct http_held held;  /* JSON answer */
 	struct relay *rl;       /* SSE answer */
 	struct backup_op *op;   /* NULL once done */
 	bool restore;
@@ -118,6 +118,7 @@ static void bop_done(void *ctx, const struct backup_info *info,
 		     const struct sbx_err *err)
 {
 	struct v1_bop *q = ctx;
+	struct http_req *r = http_take(&q->held);
 	q->op = NULL;
 	json_t *j = NULL;
 	if (info) {
@@ -139,25 +140,15 @@ static void bop_done(void *ctx, const struct backup_info *info,
 						   "code", code));
 		}
 		relay_end(q->rl);
-	} else if (q->r) {
-		q->r->on_close = NULL;
-		q->r->ctx = NULL;
+	} else if (r) {
 		if (j)
-			http_respond_json(q->r, q->restore ? 200 : 201, j);
+			http_respond_json(r, q->restore ? 200 : 201, j);
 		else
-			answer_error(q->r, err);
+			answer_error(r, err);
 	} else {
 		json_decref(j);
 	}
 	free(q);
-}
-
-static void bop_req_closed(struct http_req *r)
-{
-	struct v1_bop *q = r->ctx;
-	q->r = NULL;
-	if (q->op)
-		backup_op_cancel(q->op);
 }
 
 static void bop_resume(void *ctx)
@@ -165,6 +156,7 @@ static void bop_resume(void *ctx)
 	(void)ctx; /* progress events are small and few */
 }
 
+/* the client left (the relay's, or the held request's) */
 static void bop_abandoned(void *ctx)
 {
 	struct v1_bop *q = ctx;
@@ -194,10 +186,7 @@ static struct v1_bop *bop_new(struct api *a, struct http_req *r, bool restore)
 			return NULL;
 		}
 	} else {
-		q->r = r;
-		r->ctx = q;
-		r->on_close = bop_req_closed;
-		http_suspend(r);
+		http_hold(&q->held, r, bop_abandoned, q);
 	}
 	return q;
 }
@@ -318,47 +307,11 @@ void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
 
 /* ---- list, info, delete: answered when the store has -------------------------- */
 
-struct v1_bq {
-	struct api *a;
-	struct http_req *r; /* NULL once gone */
-};
-
-static void bq_closed(struct http_req *r)
-{
-	struct v1_bq *q = r->ctx;
-	q->r = NULL;
-}
-
-static struct v1_bq *bq_new(struct api *a, struct http_req *r)
-{
-	struct v1_bq *q = calloc(1, sizeof(*q));
-	if (!q) {
-		v1_error(r, 500, "internal", "out of memory");
-		return NULL;
-	}
-	q->a = a;
-	q->r = r;
-	r->ctx = q;
-	r->on_close = bq_closed;
-	http_suspend(r);
-	return q;
-}
-
-static struct http_req *bq_take(struct v1_bq *q)
-{
-	struct http_req *r = q->r;
-	if (r) {
-		r->on_close = NULL;
-		r->ctx = NULL;
-	}
-	return r;
-}
-
 static void listed(void *ctx, struct backup_info *const *v, size_t n,
 		   const struct sbx_err *err)
 {
-	struct v1_bq *q = ctx;
-	struct http_req *r = bq_take(q);
+	struct v1_held *q = ctx;
+	struct http_req *r = http_take(&q->held);
 	if (r && err) {
 		answer_error(r, err);
 	} else if (r) {
@@ -372,7 +325,7 @@ static void listed(void *ctx, struct backup_info *const *v, size_t n,
 
 void v1_backup_list(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct v1_bq *q = bq_new(a, r);
+	struct v1_held *q = v1_held_new(a, r, sizeof(*q));
 	if (q)
 		backup_list(a->m->backups, m->tenant, listed, q);
 }
@@ -380,8 +333,8 @@ void v1_backup_list(struct api *a, struct http_req *r, struct route_match *m)
 static void got(void *ctx, const struct backup_info *info,
 		const struct sbx_err *err)
 {
-	struct v1_bq *q = ctx;
-	struct http_req *r = bq_take(q);
+	struct v1_held *q = ctx;
+	struct http_req *r = http_take(&q->held);
 	if (r && err)
 		answer_error(r, err);
 	else if (r)
@@ -391,15 +344,15 @@ static void got(void *ctx, const struct backup_info *info,
 
 void v1_backup_info(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct v1_bq *q = bq_new(a, r);
+	struct v1_held *q = v1_held_new(a, r, sizeof(*q));
 	if (q)
 		backup_get(a->m->backups, m->tenant, m->params[0], got, q);
 }
 
 static void removed(void *ctx, const struct sbx_err *err)
 {
-	struct v1_bq *q = ctx;
-	struct http_req *r = bq_take(q);
+	struct v1_held *q = ctx;
+	struct http_req *r = http_take(&q->held);
 	if (r && err)
 		answer_error(r, err);
 	else if (r)
@@ -409,7 +362,7 @@ static void removed(void *ctx, const struct sbx_err *err)
 
 void v1_backup_delete(struct api *a, struct http_req *r, struct route_match *m)
 {
-	struct v1_bq *q = bq_new(a, r);
+	struct v1_held *q = v1_held_new(a, r, sizeof(*q));
 	if (q)
 		backup_delete(a->m->backups, m->tenant, m->params[0], removed, q);
 }
@@ -418,15 +371,15 @@ void v1_backup_delete(struct api *a, struct http_req *r, struct route_match *m)
 
 struct v1_barch {
 	struct api *a;
-	struct http_req *r;       /* until the stream is open */
+	struct http_held held;    /* until the stream is open */
 	struct relay *rl;
 	struct backup_read *rd;   /* NULL once done */
 };
 
-static void arch_closed(struct http_req *r)
+/* the client left before the stream began */
+static void arch_gone(void *ctx)
 {
-	struct v1_barch *q = r->ctx;
-	q->r = NULL;
+	struct v1_barch *q = ctx;
 	if (q->rd)
 		backup_read_cancel(q->rd);
 	free(q);
@@ -454,7 +407,7 @@ static const struct relay_ops arch_relay = {arch_resume, arch_abandoned};
 static void arch_head(void *ctx, const struct backup_info *info)
 {
 	struct v1_barch *q = ctx;
-	struct http_req *r = q->r;
+	struct http_req *r = http_take(&q->held);
 	char disp[128];
 	snprintf(disp, sizeof(disp), "attachment; filename=\"%s.tar.zst\"",
 		 info->id);
@@ -462,9 +415,6 @@ static void arch_head(void *ctx, const struct backup_info *info)
 				 info->sha256, NULL};
 	struct relay_opts o = {.content_type = "application/zstd",
 			       .size = info->size_bytes, .headers = headers};
-	r->on_close = NULL;
-	r->ctx = NULL;
-	q->r = NULL;
 	q->rl = relay_open(r, q->a->m->loop, &o, &arch_relay, q);
 	if (!q->rl && q->rd) {
 		/* could not answer: the read stops at its first bytes */
@@ -484,10 +434,10 @@ static void arch_done(void *ctx, const struct sbx_err *err)
 	q->rd = NULL;
 	if (q->rl) {
 		relay_end(q->rl); /* a short answer, if it failed half way */
-	} else if (q->r) {
-		q->r->on_close = NULL;
-		q->r->ctx = NULL;
-		answer_error(q->r, err);
+	} else {
+		struct http_req *r = http_take(&q->held);
+		if (r)
+			answer_error(r, err);
 	}
 	free(q);
 }
@@ -503,9 +453,6 @@ void v1_backup_archive(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	}
 	q->a = a;
-	q->r = r;
-	r->ctx = q;
-	r->on_close = arch_closed;
-	http_suspend(r);
+	http_hold(&q->held, r, arch_gone, q);
 	backup_read(a->m->backups, m->tenant, m->params[0], &arch_cbs, q, &q->rd);
 }

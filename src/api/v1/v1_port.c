@@ -438,15 +438,11 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 			 "nothing listens on port %lu in the sandbox", port);
 		return;
 	}
+	const char *failed = "out of memory";
 	struct portreq *p = calloc(1, sizeof(*p));
 	char *head = malloc(HEAD_MAX);
-	if (!p || !head) {
-		free(p);
-		free(head);
-		close(fd);
-		v1_error(r, 500, "internal", "out of memory");
-		return;
-	}
+	if (!p || !head)
+		goto fail;
 	p->a = a;
 	p->r = r;
 	p->fd = fd;
@@ -474,16 +470,20 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 	p->w = (struct loop_watch){.fd = fd, .cb = pr_io, .data = p};
 	p->events = EPOLLOUT;
 	if (loop_add(a->m->loop, &p->w, EPOLLOUT) < 0) {
-		close(fd);
-		buf_free(&p->out);
-		free(head);
-		free(p);
-		v1_error(r, 500, "internal", "cannot watch the connection");
-		return;
+		failed = "cannot watch the connection";
+		goto fail;
 	}
 	r->ctx = p;
 	r->on_close = pr_req_closed;
 	http_suspend(r);
+	return;
+fail:
+	if (p)
+		buf_free(&p->out);
+	free(p);
+	free(head);
+	close(fd);
+	v1_error(r, 500, "internal", "%s", failed);
 }
 
 /* ---- routes -------------------------------------------------------------- */

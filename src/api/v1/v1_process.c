@@ -28,14 +28,10 @@ static void started(struct process *p, void *ctx)
 void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
-	struct sandbox *sb;
-	struct session *sess;
-	struct exec_params p;
-	struct v1_hold hold;
-	json_t *body = v1_exec_request(a, r, m, &sb, &sess, &p, &hold);
-	if (!body)
+	struct v1_exec_req q;
+	if (v1_exec_request(a, r, m, &q) < 0)
 		return;
-	json_t *pid = json_object_get(body, "processId");
+	json_t *pid = json_object_get(q.body, "processId");
 	const char *id = NULL;
 	if (pid) {
 		id = json_is_string(pid) ? json_string_value(pid) : NULL;
@@ -55,14 +51,14 @@ void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
 	/* what the list shows: the shell command, or argv joined */
 	struct buf disp;
 	buf_init(&disp, 4096);
-	if (p.command)
-		buf_append(&disp, p.command, strlen(p.command));
-	for (size_t i = 0; p.argv && p.argv[i]; i++)
-		buf_printf(&disp, "%s%s", i ? " " : "", p.argv[i]);
+	if (q.p.command)
+		buf_append(&disp, q.p.command, strlen(q.p.command));
+	for (size_t i = 0; q.p.argv && q.p.argv[i]; i++)
+		buf_printf(&disp, "%s%s", i ? " " : "", q.p.argv[i]);
 	struct process *proc;
 	http_suspend(r);
-	int rc = process_start(sb, sess, id, &p, buf_cstr(&disp), started, r,
-			       &proc, &err);
+	int rc = process_start(q.sb, q.sess, id, &q.p, buf_cstr(&disp), started,
+			       r, &proc, &err);
 	buf_free(&disp);
 	if (rc < 0) {
 		if (err.code == EEXIST)
@@ -71,8 +67,7 @@ void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
 			v1_error(r, 500, "internal", "%s", err.msg);
 	}
 out:
-	v1_exec_params_free(&hold);
-	json_decref(body);
+	v1_exec_request_free(&q);
 }
 
 void v1_process_list(struct api *a, struct http_req *r, struct route_match *m)

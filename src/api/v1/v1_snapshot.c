@@ -14,70 +14,43 @@
 #define NAME_MAX_LEN 128
 
 struct v1_snap_req {
-	struct api *a;
-	struct http_req *r; /* NULL once the client is gone */
+	struct v1_held h; /* first */
 	const char *from;   /* a fork: the origin's id (for the answer) */
 	char from_buf[64];
 	char restored[ID_RANDOM_MAX];
 };
 
-static void req_closed(struct http_req *r)
-{
-	struct v1_snap_req *q = r->ctx;
-	q->r = NULL;
-}
-
 static struct v1_snap_req *req_new(struct api *a, struct http_req *r)
 {
-	struct v1_snap_req *q = calloc(1, sizeof(*q));
-	if (!q) {
-		v1_error(r, 500, "internal", "out of memory");
-		return NULL;
-	}
-	q->a = a;
-	q->r = r;
-	r->ctx = q;
-	r->on_close = req_closed;
-	http_suspend(r);
-	return q;
+	return v1_held_new(a, r, sizeof(struct v1_snap_req));
 }
 
-/* Detach from the request (answered, or about to be). */
-static struct http_req *req_take(struct v1_snap_req *q)
-{
-	struct http_req *r = q->r;
-	if (r) {
-		r->on_close = NULL;
-		r->ctx = NULL;
-	}
-	return r;
-}
+/* errno -> status and code; anything else is 500 internal */
+static const struct {
+	int e;
+	unsigned status;
+	const char *code;
+} snap_errors[] = {
+	{EBUSY, 409, "sandbox_busy"},
+	{EEXIST, 409, "sandbox_exists"},
+	{ENOENT, 404, "not_found"},
+	{ECANCELED, 409, "cancelled"},
+	{ETIMEDOUT, 503, "freeze_timeout"},
+	{ENOSPC, 507, "disk_full"},
+	{EDQUOT, 507, "disk_full"},
+};
 
 void v1_snapshot_error(struct http_req *r, const struct sbx_err *err)
 {
-	switch (err->code) {
-	case EBUSY:
-		v1_error(r, 409, "sandbox_busy", "%s", err->msg);
-		break;
-	case EEXIST:
-		v1_error(r, 409, "sandbox_exists", "%s", err->msg);
-		break;
-	case ENOENT:
-		v1_error(r, 404, "not_found", "%s", err->msg);
-		break;
-	case ECANCELED:
-		v1_error(r, 409, "cancelled", "%s", err->msg);
-		break;
-	case ETIMEDOUT:
-		v1_error(r, 503, "freeze_timeout", "%s", err->msg);
-		break;
-	case ENOSPC:
-	case EDQUOT:
-		v1_error(r, 507, "disk_full", "%s", err->msg);
-		break;
-	default:
-		v1_error(r, 500, "internal", "%s", err->msg);
-	}
+	unsigned status = 500;
+	const char *code = "internal";
+	for (size_t i = 0; i < sizeof(snap_errors) / sizeof(*snap_errors); i++)
+		if (snap_errors[i].e == err->code) {
+			status = snap_errors[i].status;
+			code = snap_errors[i].code;
+			break;
+		}
+	v1_error(r, status, code, "%s", err->msg);
 }
 
 json_t *v1_snapshot_json(const struct snapshot *s)
@@ -104,7 +77,7 @@ static void taken(void *ctx, const struct snapshot *snap, struct sandbox *sb,
 		  const struct sbx_err *err)
 {
 	struct v1_snap_req *q = ctx;
-	struct http_req *r = req_take(q);
+	struct http_req *r = http_take(&q->h.held);
 	(void)sb;
 	if (r && err)
 		v1_snapshot_error(r, err);
@@ -204,24 +177,30 @@ void v1_snapshot_delete(struct api *a, struct http_req *r,
 
 /* ---- new sandboxes from snapshots: clone and fork ------------------------ */
 
-static void cloned(void *ctx, const struct snapshot *snap, struct sandbox *sb,
-		   const struct sbx_err *err)
+/* A sandbox made from a snapshot or forked (201), or restored in place
+ * (200, q->restored set). */
+static void sandbox_done(void *ctx, const struct snapshot *snap,
+			 struct sandbox *sb, const struct sbx_err *err)
 {
 	struct v1_snap_req *q = ctx;
-	struct http_req *r = req_take(q);
+	struct http_req *r = http_take(&q->h.held);
+	bool restore = q->restored[0] != '\0';
 	(void)snap;
 	if (r && err) {
 		v1_snapshot_error(r, err);
 	} else if (r) {
-		json_t *j = v1_sandbox_json(q->a, sb, false);
+		json_t *j = v1_sandbox_json(q->h.a, sb, false);
 		if (q->from)
 			json_object_set_new(j, "forkedFrom", json_string(q->from));
-		if (!q->a->m->rt->store->quotas)
+		if (restore)
+			json_object_set_new(j, "restoredFrom",
+					    json_string(q->restored));
+		else if (!q->h.a->m->rt->store->quotas)
 			json_object_set_new(
 				j, "note",
 				json_string("the store is not btrfs: the files "
 					    "were copied"));
-		http_respond_json(r, 201, j);
+		http_respond_json(r, restore ? 200 : 201, j);
 	}
 	free(q);
 }
@@ -234,7 +213,7 @@ void v1_sandbox_create_from(struct api *a, struct http_req *r,
 	struct snapshot *s = find(a, r, m, snap_id);
 	struct v1_snap_req *q = s ? req_new(a, r) : NULL;
 	if (q)
-		snapshot_clone(a->m, m->tenant, id, opts, s, NULL, cloned, q);
+		snapshot_clone(a->m, m->tenant, id, opts, s, NULL, sandbox_done, q);
 }
 
 void v1_sandbox_fork(struct api *a, struct http_req *r, struct route_match *m)
@@ -275,28 +254,12 @@ void v1_sandbox_fork(struct api *a, struct http_req *r, struct route_match *m)
 	if (q) {
 		snprintf(q->from_buf, sizeof(q->from_buf), "%s", from->id);
 		q->from = q->from_buf;
-		snapshot_clone(a->m, m->tenant, nid, &o, NULL, from, cloned, q);
+		snapshot_clone(a->m, m->tenant, nid, &o, NULL, from, sandbox_done, q);
 	}
 	json_decref(body);
 }
 
 /* ---- restore in place ------------------------------------------------------ */
-
-static void restored(void *ctx, const struct snapshot *snap,
-		     struct sandbox *sb, const struct sbx_err *err)
-{
-	struct v1_snap_req *q = ctx;
-	struct http_req *r = req_take(q);
-	(void)snap;
-	if (r && err) {
-		v1_snapshot_error(r, err);
-	} else if (r) {
-		json_t *j = v1_sandbox_json(q->a, sb, false);
-		json_object_set_new(j, "restoredFrom", json_string(q->restored));
-		http_respond_json(r, 200, j);
-	}
-	free(q);
-}
 
 void v1_sandbox_restore(struct api *a, struct http_req *r,
 			struct route_match *m)
@@ -324,7 +287,7 @@ void v1_sandbox_restore(struct api *a, struct http_req *r,
 	struct v1_snap_req *q = sb ? req_new(a, r) : NULL;
 	if (q) {
 		snprintf(q->restored, sizeof(q->restored), "%s", s->id);
-		snapshot_restore(sb, s, restored, q);
+		snapshot_restore(sb, s, sandbox_done, q);
 	}
 out:
 	json_decref(body);
