@@ -370,36 +370,19 @@ static int copy_out(struct cp *k, const char *remote, const char *local)
 
 int cmd_cp(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	bool quiet = false;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "hqr", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'q':
-			quiet = true;
-			break;
-		case 'r':
-			break; /* directories are always recursive */
-		case 'h':
-			fputs(help_cp, stdout);
-			return 0;
-		default:
-			fputs(help_cp, stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		fputs(help_cp, stderr);
-		return EXIT_USAGE;
-	}
+	const struct cli_opt opts[] = {
+	    {"quiet", 'q', CLI_FLAG, {.flag = &quiet}},
+	    /* -r: directories are always recursive */
+	    {NULL, 'r', CLI_IGNORED, {0}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_cp, opts, 2, 2);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *src = argv[optind], *dst = argv[optind + 1], *sp, *dp;
 	char *sid = split_remote(src, &sp), *did = split_remote(dst, &dp);
 	struct cp k = {.c = c, .bar = !quiet && isatty(2)};
-	int rc;
 	if (sid && did)
 		rc = cli_say(
 		    EXIT_USAGE,

@@ -128,62 +128,24 @@ struct sub {
 	bool json;
 	const char *name, *sandbox, *dir;
 	uint64_t ttl;
-	json_t *excludes;
+	struct cli_list excludes;
 };
 
-/* options shared by the subcommands; -1 on a usage error, 1 for --help */
-static int sub_opts(int argc, char **argv, const char *help, struct sub *o)
+/* the options, which every subcommand accepts, and min to max operands
+ * (cli_args) */
+static int sub_opts(int argc, char **argv, const char *help, struct sub *o,
+                    int min, int max)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"name", required_argument, NULL, 'N'},
-	    {"sandbox", required_argument, NULL, 'S'},
-	    {"dir", required_argument, NULL, 'd'},
-	    {"exclude", required_argument, NULL, 'x'},
-	    {"ttl", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	const struct cli_opt opts[] = {
+	    {"json", 0, CLI_FLAG, {.flag = &o->json}},
+	    {"name", 0, CLI_STR, {.str = &o->name}},
+	    {"sandbox", 0, CLI_STR, {.str = &o->sandbox}},
+	    {"dir", 0, CLI_STR, {.str = &o->dir}},
+	    {"exclude", 0, CLI_LIST, {.list = &o->excludes}},
+	    {"ttl", 0, CLI_NUM, {.num = &o->ttl}},
+	    {0},
 	};
-	int ch;
-	char *end;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			o->json = true;
-			break;
-		case 'N':
-			o->name = optarg;
-			break;
-		case 'S':
-			o->sandbox = optarg;
-			break;
-		case 'd':
-			o->dir = optarg;
-			break;
-		case 'x':
-			if (!o->excludes)
-				o->excludes = json_array();
-			json_array_append_new(o->excludes, json_string(optarg));
-			break;
-		case 't':
-			o->ttl = strtoull(optarg, &end, 10);
-			if (*end || !*optarg)
-				return -1;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 1;
-		default:
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int usage_of(const char *help)
-{
-	fputs(help, stderr);
-	return EXIT_USAGE;
+	return cli_args(argc, argv, help, opts, min, max);
 }
 
 static int print_id(json_t *ans, bool json)
@@ -201,25 +163,25 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
                    int argc, char **argv, const char *help)
 {
 	struct sub o = {0};
-	int r = sub_opts(argc, argv, help, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help);
+	bool ls = !strcmp(what, "ls");
+	int rc = sub_opts(argc, argv, help, &o, ls ? 0 : 1, ls ? 0 : CLI_ANY);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	char path[256];
 	json_t *ans = NULL;
-	if (!strcmp(what, "ls")) {
-		if (optind != argc)
-			return usage_of(help);
+	if (ls) {
 		if (o.sandbox && !path_of("%s", o.sandbox))
-			return usage_of(help);
+			return cli_usage(help);
 		snprintf(path, sizeof(path), "/v1/%s%s%s", kind,
 		         o.sandbox ? "?sandbox=" : "",
 		         o.sandbox ? o.sandbox : "");
 		if (api(c, "GET", path, NULL, &ans, kind))
 			return EXIT_FAIL;
-		json_t *arr = json_object_get(
-		    ans, !strcmp(kind, "snapshot") ? "snapshots"
-		         : !strcmp(kind, "image")  ? "images"
-		                                   : "backups");
+		json_t *arr =
+		    json_object_get(ans, !strcmp(kind, "snapshot") ? "snapshots"
+		                         : !strcmp(kind, "image")  ? "images"
+		                                                   : "backups");
 		if (o.json) {
 			print_json(ans);
 		} else if (!strcmp(kind, "image")) {
@@ -267,9 +229,7 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 		json_decref(ans);
 		return 0;
 	}
-	if (optind >= argc)
-		return usage_of(help);
-	int rc = 0;
+	rc = 0;
 	for (int i = optind; i < argc; i++) {
 		char *p = path_of(!strcmp(kind, "snapshot") ? "/v1/snapshot/%s"
 		                  : !strcmp(kind, "image")  ? "/v1/image/%s"
@@ -315,19 +275,18 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
 {
 	if (argc < 2)
-		return usage_of(help_snapshot);
+		return cli_usage(help_snapshot);
 	const char *what = argv[1];
 	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
 		return listing(c, "snapshot", what, argc - 1, argv + 1,
 		               help_snapshot);
 	if (strcmp(what, "create"))
-		return usage_of(help_snapshot);
+		return cli_usage(help_snapshot);
 	struct sub o = {0};
-	int r = sub_opts(argc - 1, argv + 1, help_snapshot, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_snapshot);
-	if (argc - 1 - optind != 1)
-		return usage_of(help_snapshot);
+	int rc = sub_opts(argc - 1, argv + 1, help_snapshot, &o, 1, 1);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[1 + optind];
 	char *p = path_of("/v1/sandbox/%s/snapshot", id);
 	if (!p)
@@ -335,7 +294,7 @@ int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
 	json_t *body = json_object(), *ans = NULL;
 	if (o.name)
 		json_object_set_new(body, "name", json_string(o.name));
-	int rc = api(c, "POST", p, body, &ans, id);
+	rc = api(c, "POST", p, body, &ans, id);
 	free(p);
 	return rc ? rc : print_id(ans, o.json);
 }
@@ -343,11 +302,10 @@ int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
 int cmd_fork(struct sbx_client *c, int argc, char **argv)
 {
 	struct sub o = {0};
-	int r = sub_opts(argc, argv, help_fork, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_fork);
-	if (argc - optind < 1 || argc - optind > 2)
-		return usage_of(help_fork);
+	int rc = sub_opts(argc, argv, help_fork, &o, 1, 2);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[optind];
 	char *p = path_of("/v1/sandbox/%s/fork", id);
 	if (!p)
@@ -355,7 +313,7 @@ int cmd_fork(struct sbx_client *c, int argc, char **argv)
 	json_t *body = json_object(), *ans = NULL;
 	if (optind + 1 < argc)
 		json_object_set_new(body, "id", json_string(argv[optind + 1]));
-	int rc = api(c, "POST", p, body, &ans, id);
+	rc = api(c, "POST", p, body, &ans, id);
 	free(p);
 	return rc ? rc : print_id(ans, o.json);
 }
@@ -363,11 +321,10 @@ int cmd_fork(struct sbx_client *c, int argc, char **argv)
 int cmd_restore(struct sbx_client *c, int argc, char **argv)
 {
 	struct sub o = {0};
-	int r = sub_opts(argc, argv, help_restore, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_restore);
-	if (argc - optind != 2)
-		return usage_of(help_restore);
+	int rc = sub_opts(argc, argv, help_restore, &o, 2, 2);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[optind], *from = argv[optind + 1];
 	bool snap = !strncmp(from, "snap_", 5);
 	if (!snap && strncmp(from, "bkp_", 4))
@@ -384,7 +341,7 @@ int cmd_restore(struct sbx_client *c, int argc, char **argv)
 	                    json_string(from));
 	if (o.dir)
 		json_object_set_new(body, "dir", json_string(o.dir));
-	int rc = api(c, "POST", p, body, NULL, id);
+	rc = api(c, "POST", p, body, NULL, id);
 	free(p);
 	return rc;
 }
@@ -392,38 +349,37 @@ int cmd_restore(struct sbx_client *c, int argc, char **argv)
 int cmd_backup(struct sbx_client *c, int argc, char **argv)
 {
 	if (argc < 2)
-		return usage_of(help_backup);
+		return cli_usage(help_backup);
 	const char *what = argv[1];
 	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
 		return listing(c, "backup", what, argc - 1, argv + 1,
 		               help_backup);
 	if (strcmp(what, "create"))
-		return usage_of(help_backup);
+		return cli_usage(help_backup);
 	struct sub o = {0};
-	int r = sub_opts(argc - 1, argv + 1, help_backup, &o);
-	if (r) {
-		json_decref(o.excludes);
-		return r > 0 ? 0 : usage_of(help_backup);
-	}
-	if (argc - 1 - optind != 1) {
-		json_decref(o.excludes);
-		return usage_of(help_backup);
-	}
+	int rc = sub_opts(argc - 1, argv + 1, help_backup, &o, 1, 1);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[1 + optind];
 	char *p = path_of("/v1/sandbox/%s/backup", id);
 	if (!p) {
-		json_decref(o.excludes);
+		free(o.excludes.v);
 		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
 	}
 	json_t *body = json_object(), *ans = NULL;
 	if (o.dir)
 		json_object_set_new(body, "dir", json_string(o.dir));
-	if (o.excludes)
-		json_object_set_new(body, "excludes", o.excludes);
+	if (o.excludes.v) {
+		json_t *x = json_array();
+		for (size_t i = 0; i < o.excludes.n; i++)
+			json_array_append_new(x, json_string(o.excludes.v[i]));
+		json_object_set_new(body, "excludes", x);
+		free(o.excludes.v);
+	}
 	if (o.ttl)
 		json_object_set_new(body, "ttlSeconds",
 		                    json_integer((json_int_t)o.ttl));
-	int rc = api(c, "POST", p, body, &ans, id);
+	rc = api(c, "POST", p, body, &ans, id);
 	free(p);
 	return rc ? rc : print_id(ans, o.json);
 }
@@ -431,18 +387,18 @@ int cmd_backup(struct sbx_client *c, int argc, char **argv)
 int cmd_image(struct sbx_client *c, int argc, char **argv)
 {
 	if (argc < 2)
-		return usage_of(help_image);
+		return cli_usage(help_image);
 	const char *what = argv[1];
 	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
-		return listing(c, "image", what, argc - 1, argv + 1, help_image);
+		return listing(c, "image", what, argc - 1, argv + 1,
+		               help_image);
 	if (strcmp(what, "import"))
-		return usage_of(help_image);
+		return cli_usage(help_image);
 	struct sub o = {0};
-	int r = sub_opts(argc - 1, argv + 1, help_image, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_image);
-	if (argc - 1 - optind != 2)
-		return usage_of(help_image);
+	int rc = sub_opts(argc - 1, argv + 1, help_image, &o, 2, 2);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *name = argv[1 + optind], *source = argv[2 + optind];
 	json_t *ans = NULL;
 	if (api(c, "POST", "/v1/image",
