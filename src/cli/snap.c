@@ -272,18 +272,27 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 	return rc;
 }
 
-int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
+/* `sbx KIND VERB ...` of snapshot, backup and image: ls, info and rm are
+ * listing's; make ("create", "import") goes on (CLI_GO_ON) with its options
+ * in *o and n operands after them (argv[1 + optind]...); else the status to
+ * exit with. */
+static int verb(struct sbx_client *c, int argc, char **argv, const char *kind,
+                const char *make, int n, const char *help, struct sub *o)
 {
 	if (argc < 2)
-		return cli_usage(help_snapshot);
+		return cli_usage(help);
 	const char *what = argv[1];
 	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
-		return listing(c, "snapshot", what, argc - 1, argv + 1,
-		               help_snapshot);
-	if (strcmp(what, "create"))
-		return cli_usage(help_snapshot);
+		return listing(c, kind, what, argc - 1, argv + 1, help);
+	if (strcmp(what, make))
+		return cli_usage(help);
+	return sub_opts(argc - 1, argv + 1, help, o, n, n);
+}
+
+int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
+{
 	struct sub o = {0};
-	int rc = sub_opts(argc - 1, argv + 1, help_snapshot, &o, 1, 1);
+	int rc = verb(c, argc, argv, "snapshot", "create", 1, help_snapshot, &o);
 	free(o.excludes.v);
 	if (rc != CLI_GO_ON)
 		return rc;
@@ -348,16 +357,8 @@ int cmd_restore(struct sbx_client *c, int argc, char **argv)
 
 int cmd_backup(struct sbx_client *c, int argc, char **argv)
 {
-	if (argc < 2)
-		return cli_usage(help_backup);
-	const char *what = argv[1];
-	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
-		return listing(c, "backup", what, argc - 1, argv + 1,
-		               help_backup);
-	if (strcmp(what, "create"))
-		return cli_usage(help_backup);
 	struct sub o = {0};
-	int rc = sub_opts(argc - 1, argv + 1, help_backup, &o, 1, 1);
+	int rc = verb(c, argc, argv, "backup", "create", 1, help_backup, &o);
 	if (rc != CLI_GO_ON)
 		return rc;
 	const char *id = argv[1 + optind];
@@ -386,16 +387,8 @@ int cmd_backup(struct sbx_client *c, int argc, char **argv)
 
 int cmd_image(struct sbx_client *c, int argc, char **argv)
 {
-	if (argc < 2)
-		return cli_usage(help_image);
-	const char *what = argv[1];
-	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
-		return listing(c, "image", what, argc - 1, argv + 1,
-		               help_image);
-	if (strcmp(what, "import"))
-		return cli_usage(help_image);
 	struct sub o = {0};
-	int rc = sub_opts(argc - 1, argv + 1, help_image, &o, 2, 2);
+	int rc = verb(c, argc, argv, "image", "import", 2, help_image, &o);
 	free(o.excludes.v);
 	if (rc != CLI_GO_ON)
 		return rc;
