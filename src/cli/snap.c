@@ -272,6 +272,24 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 	return rc;
 }
 
+/* POST body (consumed) to /v1/sandbox/ID/WHAT; with print, the answer's id
+ * is printed (with json, the whole answer) */
+static int sandbox_post(struct sbx_client *c, const char *id, const char *what,
+                        json_t *body, bool print, bool json)
+{
+	char fmt[64];
+	snprintf(fmt, sizeof(fmt), "/v1/sandbox/%%s/%s", what);
+	char *p = path_of(fmt, id);
+	if (!p) {
+		json_decref(body);
+		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
+	}
+	json_t *ans = NULL;
+	int rc = api(c, "POST", p, body, print ? &ans : NULL, id);
+	free(p);
+	return rc || !print ? rc : print_id(ans, json);
+}
+
 /* `sbx KIND VERB ...` of snapshot, backup and image: ls, info and rm are
  * listing's; make ("create", "import") goes on (CLI_GO_ON) with its options
  * in *o and n operands after them (argv[1 + optind]...); else the status to
@@ -296,16 +314,10 @@ int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
 	free(o.excludes.v);
 	if (rc != CLI_GO_ON)
 		return rc;
-	const char *id = argv[1 + optind];
-	char *p = path_of("/v1/sandbox/%s/snapshot", id);
-	if (!p)
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
-	json_t *body = json_object(), *ans = NULL;
+	json_t *body = json_object();
 	if (o.name)
 		json_object_set_new(body, "name", json_string(o.name));
-	rc = api(c, "POST", p, body, &ans, id);
-	free(p);
-	return rc ? rc : print_id(ans, o.json);
+	return sandbox_post(c, argv[1 + optind], "snapshot", body, true, o.json);
 }
 
 int cmd_fork(struct sbx_client *c, int argc, char **argv)
@@ -315,16 +327,10 @@ int cmd_fork(struct sbx_client *c, int argc, char **argv)
 	free(o.excludes.v);
 	if (rc != CLI_GO_ON)
 		return rc;
-	const char *id = argv[optind];
-	char *p = path_of("/v1/sandbox/%s/fork", id);
-	if (!p)
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
-	json_t *body = json_object(), *ans = NULL;
+	json_t *body = json_object();
 	if (optind + 1 < argc)
 		json_object_set_new(body, "id", json_string(argv[optind + 1]));
-	rc = api(c, "POST", p, body, &ans, id);
-	free(p);
-	return rc ? rc : print_id(ans, o.json);
+	return sandbox_post(c, argv[optind], "fork", body, true, o.json);
 }
 
 int cmd_restore(struct sbx_client *c, int argc, char **argv)
@@ -342,17 +348,12 @@ int cmd_restore(struct sbx_client *c, int argc, char **argv)
 		    "restore: %s is neither a snapshot (snap_...) nor "
 		    "a backup (bkp_...)",
 		    from);
-	char *p = path_of("/v1/sandbox/%s/restore", id);
-	if (!p)
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
 	json_t *body = json_object();
 	json_object_set_new(body, snap ? "snapshot" : "backup",
 	                    json_string(from));
 	if (o.dir)
 		json_object_set_new(body, "dir", json_string(o.dir));
-	rc = api(c, "POST", p, body, NULL, id);
-	free(p);
-	return rc;
+	return sandbox_post(c, id, "restore", body, false, false);
 }
 
 int cmd_backup(struct sbx_client *c, int argc, char **argv)
@@ -361,13 +362,7 @@ int cmd_backup(struct sbx_client *c, int argc, char **argv)
 	int rc = verb(c, argc, argv, "backup", "create", 1, help_backup, &o);
 	if (rc != CLI_GO_ON)
 		return rc;
-	const char *id = argv[1 + optind];
-	char *p = path_of("/v1/sandbox/%s/backup", id);
-	if (!p) {
-		free(o.excludes.v);
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
-	}
-	json_t *body = json_object(), *ans = NULL;
+	json_t *body = json_object();
 	if (o.dir)
 		json_object_set_new(body, "dir", json_string(o.dir));
 	if (o.excludes.v) {
@@ -380,9 +375,7 @@ int cmd_backup(struct sbx_client *c, int argc, char **argv)
 	if (o.ttl)
 		json_object_set_new(body, "ttlSeconds",
 		                    json_integer((json_int_t)o.ttl));
-	rc = api(c, "POST", p, body, &ans, id);
-	free(p);
-	return rc ? rc : print_id(ans, o.json);
+	return sandbox_post(c, argv[1 + optind], "backup", body, true, o.json);
 }
 
 int cmd_image(struct sbx_client *c, int argc, char **argv)
