@@ -4,6 +4,7 @@
  * sbx_request: JSON in, JSON out, the same errors as every command. */
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +159,67 @@ static int print_id(json_t *ans, bool json)
 	return 0;
 }
 
+/* A column of a listing: its header, the key of its value, its width
+ * (negative: aligned left), at most max characters (0: no limit), and how
+ * the value reads. */
+struct column {
+	const char *head, *key;
+	int width, max;
+	enum { COL_STR, COL_SIZE, COL_INT } kind;
+};
+
+static const struct column snapshot_cols[] = {
+    {"ID", "id", -22, 0, COL_STR},
+    {"SANDBOX", "sandboxId", -24, 0, COL_STR},
+    {"NAME", "name", -20, 20, COL_STR},
+    {"CREATED", "createdAt", -24, 0, COL_STR},
+    {"SIZE", "sizeBytes", 10, 0, COL_SIZE},
+    {0},
+};
+static const struct column backup_cols[] = {
+    {"ID", "id", -22, 0, COL_STR},
+    {"DIR", "dir", -20, 0, COL_STR},
+    {"SIZE", "sizeBytes", 10, 0, COL_SIZE},
+    {"CREATED", "createdAt", -24, 0, COL_STR},
+    {"EXPIRES", "expiresAt", -24, 0, COL_STR},
+    {0},
+};
+static const struct column image_cols[] = {
+    {"NAME", "name", -24, 0, COL_STR},
+    {"DIGEST", "digest", -20, 19, COL_STR},
+    {"SIZE", "sizeBytes", 10, 0, COL_SIZE},
+    {"SANDBOXES", "sandboxes", 9, 0, COL_INT},
+    {0},
+};
+
+/* a header line, then a line for each object of arr */
+static void print_table(json_t *arr, const struct column *cols)
+{
+	for (const struct column *k = cols; k->head; k++)
+		printf("%s%*s", k == cols ? "" : " ", k->width, k->head);
+	printf("\n");
+	size_t i;
+	json_t *row;
+	json_array_foreach(arr, i, row)
+	{
+		for (const struct column *k = cols; k->head; k++) {
+			char v[32];
+			const char *s = v;
+			if (k->kind == COL_SIZE)
+				size_h(row, k->key, v, sizeof(v));
+			else if (k->kind == COL_INT)
+				snprintf(v, sizeof(v), "%d",
+				         (int)json_integer_value(
+				             json_object_get(row, k->key)));
+			else
+				s = str(row, k->key);
+			printf("%s%*.*s", k == cols ? "" : " ", k->width,
+			       k->max ? k->max : INT_MAX, s);
+		}
+		printf("\n");
+	}
+}
+
 /* ls, info and rm of /v1/snapshot, /v1/backup and /v1/image */
 static int listing(struct sbx_client *c, const char *kind, const char *what,
                    int argc, char **argv, const char *help)
@@ -182,50 +244,12 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 		    json_object_get(ans, !strcmp(kind, "snapshot") ? "snapshots"
 		                         : !strcmp(kind, "image")  ? "images"
 		                                                   : "backups");
-		if (o.json) {
+		if (o.json)
 			print_json(ans);
-		} else if (!strcmp(kind, "image")) {
-			printf("%-24s %-20s %10s %9s\n", "NAME", "DIGEST",
-			       "SIZE", "SANDBOXES");
-			size_t i;
-			json_t *m;
-			json_array_foreach(arr, i, m)
-			{
-				char sz[32];
-				size_h(m, "sizeBytes", sz, sizeof(sz));
-				printf("%-24s %-20.19s %10s %9d\n",
-				       str(m, "name"), str(m, "digest"), sz,
-				       (int)json_integer_value(
-				           json_object_get(m, "sandboxes")));
-			}
-		} else if (!strcmp(kind, "snapshot")) {
-			printf("%-22s %-24s %-20s %-24s %10s\n", "ID",
-			       "SANDBOX", "NAME", "CREATED", "SIZE");
-			size_t i;
-			json_t *s;
-			json_array_foreach(arr, i, s)
-			{
-				char sz[32];
-				size_h(s, "sizeBytes", sz, sizeof(sz));
-				printf("%-22s %-24s %-20.20s %-24s %10s\n",
-				       str(s, "id"), str(s, "sandboxId"),
-				       str(s, "name"), str(s, "createdAt"), sz);
-			}
-		} else {
-			printf("%-22s %-20s %10s %-24s %-24s\n", "ID", "DIR",
-			       "SIZE", "CREATED", "EXPIRES");
-			size_t i;
-			json_t *b;
-			json_array_foreach(arr, i, b)
-			{
-				char sz[32];
-				size_h(b, "sizeBytes", sz, sizeof(sz));
-				printf("%-22s %-20s %10s %-24s %-24s\n",
-				       str(b, "id"), str(b, "dir"), sz,
-				       str(b, "createdAt"),
-				       str(b, "expiresAt"));
-			}
-		}
+		else
+			print_table(arr, !strcmp(kind, "snapshot") ? snapshot_cols
+			                 : !strcmp(kind, "image")  ? image_cols
+			                                           : backup_cols);
 		json_decref(ans);
 		return 0;
 	}
