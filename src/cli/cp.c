@@ -167,19 +167,23 @@ static char *abs_path(const char *path)
 	return s;
 }
 
-static int remote_mkdir(struct cp *k, const char *path, mode_t mode)
+/* mkdir -p (a failure is reported) or chmod (its exit status is not
+ * looked at) of path in the sandbox, with mode */
+static int remote_mode(struct cp *k, const char *path, mode_t mode,
+                       bool make_dir)
 {
 	char *a = abs_path(path), m[16];
 	snprintf(m, sizeof(m), "%o", mode & 07777);
-	const char *argv[] = {"mkdir", "-p", "-m", m, "--", a, NULL};
-	struct sbx_exec_opts o = {.argv = argv};
+	const char *mk[] = {"mkdir", "-p", "-m", m, "--", a, NULL};
+	const char *ch[] = {"chmod", m, "--", a, NULL};
+	struct sbx_exec_opts o = {.argv = make_dir ? mk : ch};
 	struct sbx_exec_result r;
 	struct sbx_error err;
 	int rc = sbx_exec(k->c, k->id, &o, &r, &err);
 	free(a);
 	if (rc)
 		return cli_fail(path, &err);
-	if (r.exit_code) {
+	if (make_dir && r.exit_code) {
 		cli_say(0, "%s: mkdir: %.*s", path, (int)r.err_len, r.err);
 		rc = EXIT_FAIL;
 	}
@@ -187,20 +191,14 @@ static int remote_mkdir(struct cp *k, const char *path, mode_t mode)
 	return rc;
 }
 
+static int remote_mkdir(struct cp *k, const char *path, mode_t mode)
+{
+	return remote_mode(k, path, mode, true);
+}
+
 static int remote_chmod(struct cp *k, const char *path, mode_t mode)
 {
-	char *a = abs_path(path), m[16];
-	snprintf(m, sizeof(m), "%o", mode & 07777);
-	const char *argv[] = {"chmod", m, "--", a, NULL};
-	struct sbx_exec_opts o = {.argv = argv};
-	struct sbx_exec_result r;
-	struct sbx_error err;
-	int rc = sbx_exec(k->c, k->id, &o, &r, &err);
-	free(a);
-	if (rc)
-		return cli_fail(path, &err);
-	sbx_exec_result_clear(&r);
-	return 0;
+	return remote_mode(k, path, mode, false);
 }
 
 static int put_file(struct cp *k, const char *local, const char *remote,
@@ -370,36 +368,19 @@ static int copy_out(struct cp *k, const char *remote, const char *local)
 
 int cmd_cp(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	bool quiet = false;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "hqr", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'q':
-			quiet = true;
-			break;
-		case 'r':
-			break; /* directories are always recursive */
-		case 'h':
-			fputs(help_cp, stdout);
-			return 0;
-		default:
-			fputs(help_cp, stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		fputs(help_cp, stderr);
-		return EXIT_USAGE;
-	}
+	const struct cli_opt opts[] = {
+	    {"quiet", 'q', CLI_FLAG, {.flag = &quiet}},
+	    /* -r: directories are always recursive */
+	    {NULL, 'r', CLI_IGNORED, {0}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_cp, opts, 2, 2);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *src = argv[optind], *dst = argv[optind + 1], *sp, *dp;
 	char *sid = split_remote(src, &sp), *did = split_remote(dst, &dp);
 	struct cp k = {.c = c, .bar = !quiet && isatty(2)};
-	int rc;
 	if (sid && did)
 		rc = cli_say(
 		    EXIT_USAGE,

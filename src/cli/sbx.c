@@ -85,12 +85,6 @@ bool cli_help(int argc, char **argv, const char *text)
 	return false;
 }
 
-static int usage(const char *text)
-{
-	fputs(text, stderr);
-	return EXIT_USAGE;
-}
-
 /* ---- configuration ---- */
 
 static char *config_value(const char *key)
@@ -168,14 +162,6 @@ static const char *bytes_h(uint64_t b, char *buf, size_t n)
 	return buf;
 }
 
-/* a --help/-h or an option getopt rejected: the usage is printed */
-#define GETOPT_DEFAULT(text)                                                   \
-	case 'h':                                                              \
-		fputs(text, stdout);                                           \
-		return 0;                                                      \
-	default:                                                               \
-		return usage(text)
-
 /* ---- create, ls, info, stop, rm ---- */
 
 static const char help_create[] =
@@ -196,102 +182,51 @@ static const char help_create[] =
     "  -l, --label K=V    a label (repeatable)\n"
     "  --json             print the sandbox as JSON\n";
 
-static int num_arg(const char *flag, const char *v, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long n = strtoull(v, &end, 10);
-	if (errno || *end || !*v || v[0] == '-')
-		return cli_say(-1, "%s: expected a number, not \"%s\"", flag,
-		               v);
-	*out = n;
-	return 0;
-}
-
 static int cmd_create(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"memory", required_argument, NULL, 'm'},
-	    {"cpus", required_argument, NULL, 'c'},
-	    {"pids", required_argument, NULL, 'p'},
-	    {"disk", required_argument, NULL, 'd'},
-	    {"sleep-after", required_argument, NULL, 's'},
-	    {"keep-alive", no_argument, NULL, 'k'},
-	    {"from-snapshot", required_argument, NULL, 'F'},
-	    {"image", required_argument, NULL, 'I'},
-	    {"env", required_argument, NULL, 'e'},
-	    {"label", required_argument, NULL, 'l'},
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct sbx_create_opts o = {0};
-	const char **env = calloc((size_t)argc + 1, sizeof(char *));
-	const char **labels = calloc((size_t)argc + 1, sizeof(char *));
-	size_t ne = 0, nl = 0;
+	struct cli_list env = {0}, labels = {0};
+	const char *cpus = NULL;
+	uint64_t sleep_after = 0;
 	bool json = false;
-	int ch;
-	if (!env || !labels)
-		return cli_say(EXIT_FAIL, "out of memory");
-	while ((ch = getopt_long(argc, argv, "he:l:", opts, NULL)) != -1) {
-		uint64_t v = 0;
+	const struct cli_opt opts[] = {
+	    {"memory", 0, CLI_NUM, {.num = &o.limits.memory_mb}},
+	    {"cpus", 0, CLI_STR, {.str = &cpus}},
+	    {"pids", 0, CLI_NUM, {.num = &o.limits.pids}},
+	    {"disk", 0, CLI_NUM, {.num = &o.limits.disk_mb}},
+	    {"sleep-after", 0, CLI_NUM, {.num = &sleep_after}},
+	    {"keep-alive", 0, CLI_FLAG, {.flag = &o.keep_alive}},
+	    {"from-snapshot", 0, CLI_STR, {.str = &o.from_snapshot}},
+	    {"image", 0, CLI_STR, {.str = &o.image}},
+	    {"env", 'e', CLI_LIST, {.list = &env}},
+	    {"label", 'l', CLI_LIST, {.list = &labels}},
+	    {"json", 0, CLI_FLAG, {.flag = &json}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_create, opts, 0, 1);
+	if (rc != CLI_GO_ON)
+		return rc;
+	if (cpus) {
 		char *end;
-		switch (ch) {
-		case 'm':
-		case 'p':
-		case 'd':
-		case 's':
-			if (num_arg(argv[optind - 1], optarg, &v))
-				return EXIT_USAGE;
-			if (ch == 'm')
-				o.limits.memory_mb = v;
-			else if (ch == 'p')
-				o.limits.pids = v;
-			else if (ch == 'd')
-				o.limits.disk_mb = v;
-			else
-				o.sleep_after_ms = v * 1000;
-			break;
-		case 'c':
-			o.limits.cpus = strtod(optarg, &end);
-			if (*end || !(o.limits.cpus > 0))
-				return cli_say(
-				    EXIT_USAGE,
-				    "--cpus: expected a number, not \"%s\"",
-				    optarg);
-			break;
-		case 'k':
-			o.keep_alive = true;
-			break;
-		case 'F':
-			o.from_snapshot = optarg;
-			break;
-		case 'I':
-			o.image = optarg;
-			break;
-		case 'e':
-			env[ne++] = optarg;
-			o.env = env;
-			break;
-		case 'l':
-			labels[nl++] = optarg;
-			o.labels = labels;
-			break;
-		case 'j':
-			json = true;
-			break;
-			GETOPT_DEFAULT(help_create);
+		o.limits.cpus = strtod(cpus, &end);
+		if (*end || !(o.limits.cpus > 0)) {
+			free(env.v);
+			free(labels.v);
+			return cli_say(EXIT_USAGE,
+			               "--cpus: expected a number, not \"%s\"",
+			               cpus);
 		}
 	}
-	if (argc - optind > 1)
-		return usage(help_create);
+	o.sleep_after_ms = sleep_after * 1000;
+	o.env = env.v;
+	o.labels = labels.v;
 	if (optind < argc)
 		o.id = argv[optind];
 	struct sbx_sandbox *s = NULL;
 	struct sbx_error err;
-	int rc = sbx_sandbox_create(c, &o, &s, &err);
-	free(env);
-	free(labels);
+	rc = sbx_sandbox_create(c, &o, &s, &err);
+	free(env.v);
+	free(labels.v);
 	if (rc)
 		return cli_fail("create", &err);
 	if (json)
@@ -312,27 +247,15 @@ static const char help_ls[] =
 
 static int cmd_ls(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"quiet", no_argument, NULL, 'q'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	bool json = false, quiet = false;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			json = true;
-			break;
-		case 'q':
-			quiet = true;
-			break;
-			GETOPT_DEFAULT(help_ls);
-		}
-	}
-	if (optind != argc)
-		return usage(help_ls);
+	const struct cli_opt opts[] = {
+	    {"json", 0, CLI_FLAG, {.flag = &json}},
+	    {"quiet", 'q', CLI_FLAG, {.flag = &quiet}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_ls, opts, 0, 0);
+	if (rc != CLI_GO_ON)
+		return rc;
 	struct sbx_sandbox *list = NULL;
 	size_t n = 0;
 	struct sbx_error err;
@@ -371,23 +294,14 @@ static const char help_info[] =
 
 static int cmd_info(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	bool json = false;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			json = true;
-			break;
-			GETOPT_DEFAULT(help_info);
-		}
-	}
-	if (argc - optind != 1)
-		return usage(help_info);
+	const struct cli_opt opts[] = {
+	    {"json", 0, CLI_FLAG, {.flag = &json}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_info, opts, 1, 1);
+	if (rc != CLI_GO_ON)
+		return rc;
 	struct sbx_sandbox *s = NULL;
 	struct sbx_error err;
 	if (sbx_sandbox_info(c, argv[optind], &s, &err))
@@ -438,18 +352,11 @@ static int
 each_id(struct sbx_client *c, int argc, char **argv, const char *text,
         int (*fn)(struct sbx_client *, const char *, struct sbx_error *))
 {
-	int ch, rc = 0;
-	static const struct option opts[] = {
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-			GETOPT_DEFAULT(text);
-		}
-	}
-	if (optind >= argc)
-		return usage(text);
+	static const struct cli_opt opts[] = {{0}};
+	int rc = cli_args(argc, argv, text, opts, 1, CLI_ANY);
+	if (rc != CLI_GO_ON)
+		return rc;
+	rc = 0;
 	for (int i = optind; i < argc; i++) {
 		struct sbx_error err;
 		if (fn(c, argv[i], &err))
@@ -480,7 +387,7 @@ static const char help_exec[] =
 
 #define STDIN_MAX (512u << 10)
 
-static int write_all(int fd, const void *data, size_t len)
+int cli_write_all(int fd, const void *data, size_t len)
 {
 	const char *p = data;
 	while (len) {
@@ -499,7 +406,7 @@ static int out_to_fds(void *ud, int stream, const void *data, size_t len)
 {
 	(void)ud;
 	/* a closed stdout (sbx exec ... | head) stops the command */
-	return write_all(stream == SBX_STDERR ? 2 : 1, data, len);
+	return cli_write_all(stream == SBX_STDERR ? 2 : 1, data, len);
 }
 
 /* stdin to its end; -1 past max (*len then says so), -2 on a read error */
@@ -545,59 +452,27 @@ static int slurp(int fd, char **out, size_t *len, size_t max)
 
 static int cmd_exec(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"command", required_argument, NULL, 'c'},
-	    {"cwd", required_argument, NULL, 'w'},
-	    {"env", required_argument, NULL, 'e'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"session", required_argument, NULL, 's'},
-	    {"no-stdin", no_argument, NULL, 'n'},
-	    {"stdin", no_argument, NULL, 'i'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	struct sbx_exec_opts o = {0};
-	const char **env = calloc((size_t)argc + 1, sizeof(char *));
-	size_t ne = 0;
+	struct cli_list env = {0};
+	uint64_t timeout = 0;
 	bool no_stdin = false, force_stdin = false;
-	int ch;
-	if (!env)
-		return cli_say(EXIT_FAIL, "out of memory");
-	/* "+": options end at the first non-option (the ID), so the
+	const struct cli_opt opts[] = {
+	    {"command", 'c', CLI_STR, {.str = &o.command}},
+	    {"cwd", 'w', CLI_STR, {.str = &o.cwd}},
+	    {"env", 'e', CLI_LIST, {.list = &env}},
+	    {"timeout", 't', CLI_NUM, {.num = &timeout}},
+	    {"session", 's', CLI_STR, {.str = &o.session}},
+	    {"no-stdin", 'n', CLI_FLAG, {.flag = &no_stdin}},
+	    {"stdin", 'i', CLI_FLAG, {.flag = &force_stdin}},
+	    {0},
+	};
+	/* CLI_REST: options end at the first operand (the ID), so the
 	 * command's own flags are never taken for sbx's */
-	while ((ch = getopt_long(argc, argv, "+hc:w:e:t:s:ni", opts, NULL)) !=
-	       -1) {
-		uint64_t v;
-		switch (ch) {
-		case 'c':
-			o.command = optarg;
-			break;
-		case 'w':
-			o.cwd = optarg;
-			break;
-		case 'e':
-			env[ne++] = optarg;
-			o.env = env;
-			break;
-		case 't':
-			if (num_arg("--timeout", optarg, &v))
-				return EXIT_USAGE;
-			o.timeout_ms = v * 1000;
-			break;
-		case 's':
-			o.session = optarg;
-			break;
-		case 'n':
-			no_stdin = true;
-			break;
-		case 'i':
-			force_stdin = true;
-			break;
-			GETOPT_DEFAULT(help_exec);
-		}
-	}
-	if (optind >= argc)
-		return usage(help_exec);
+	int rc = cli_args(argc, argv, help_exec, opts, 1, CLI_REST);
+	if (rc != CLI_GO_ON)
+		return rc;
+	o.env = env.v;
+	o.timeout_ms = timeout * 1000;
 	const char *id = argv[optind++];
 	/* options may also follow the ID: sbx exec ID -c '...' */
 	if (!o.command && optind + 1 < argc && !strcmp(argv[optind], "-c")) {
@@ -611,7 +486,7 @@ static int cmd_exec(struct sbx_client *c, int argc, char **argv)
 		               "exec: give -c or a command, not both");
 	if (!o.command) {
 		if (optind >= argc)
-			return usage(help_exec);
+			return cli_usage(help_exec);
 		o.argv = (const char *const *)&argv[optind];
 	}
 	char *in = NULL;
@@ -633,9 +508,9 @@ static int cmd_exec(struct sbx_client *c, int argc, char **argv)
 	}
 	struct sbx_exec_result r;
 	struct sbx_error err;
-	int rc = sbx_exec_stream(c, id, &o, out_to_fds, NULL, &r, &err);
+	rc = sbx_exec_stream(c, id, &o, out_to_fds, NULL, &r, &err);
 	free(in);
-	free(env);
+	free(env.v);
 	if (rc) {
 		if (!strcmp(err.code, "aborted"))
 			return EXIT_FAIL; /* our stdout closed */
@@ -662,30 +537,20 @@ static const char help_ps[] =
 
 static int cmd_ps(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	bool json = false;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			json = true;
-			break;
-			GETOPT_DEFAULT(help_ps);
-		}
-	}
-	if (argc - optind != 1)
-		return usage(help_ps);
+	const struct cli_opt opts[] = {
+	    {"json", 0, CLI_FLAG, {.flag = &json}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_ps, opts, 1, 1);
+	if (rc != CLI_GO_ON)
+		return rc;
 	struct sbx_error err;
 	if (json) {
 		char *body = NULL, *path = NULL;
 		if (asprintf(&path, "/v1/sandbox/%s/process", argv[optind]) < 0)
 			return cli_say(EXIT_FAIL, "out of memory");
-		int rc =
-		    sbx_request(c, "GET", path, NULL, NULL, &body, NULL, &err);
+		rc = sbx_request(c, "GET", path, NULL, NULL, &body, NULL, &err);
 		free(path);
 		if (rc)
 			return cli_fail(argv[optind], &err);
@@ -721,23 +586,14 @@ static const char help_logs[] =
 
 static int cmd_logs(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"follow", no_argument, NULL, 'f'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	bool follow = false;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "hf", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'f':
-			follow = true;
-			break;
-			GETOPT_DEFAULT(help_logs);
-		}
-	}
-	if (argc - optind != 2)
-		return usage(help_logs);
+	const struct cli_opt opts[] = {
+	    {"follow", 'f', CLI_FLAG, {.flag = &follow}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_logs, opts, 2, 2);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[optind], *pid = argv[optind + 1];
 	struct sbx_error err;
 	if (follow) {
@@ -751,8 +607,8 @@ static int cmd_logs(struct sbx_client *c, int argc, char **argv)
 	struct sbx_exec_result r;
 	if (sbx_process_logs(c, id, pid, &r, &err))
 		return cli_fail(pid, &err);
-	write_all(1, r.out, r.out_len);
-	write_all(2, r.err, r.err_len);
+	cli_write_all(1, r.out, r.out_len);
+	cli_write_all(2, r.err, r.err_len);
 	sbx_exec_result_clear(&r);
 	return 0;
 }
@@ -766,7 +622,7 @@ static const char help_kill[] =
 static int cmd_kill(struct sbx_client *c, int argc, char **argv)
 {
 	if (argc != 3 || argv[1][0] == '-')
-		return usage(help_kill);
+		return cli_usage(help_kill);
 	struct sbx_error err;
 	if (sbx_process_kill(c, argv[1], argv[2], &err))
 		return cli_fail(argv[2], &err);
@@ -792,8 +648,9 @@ static int cell_event(void *ud, const char *event, const char *data)
 	if (!strcmp(event, "stdout") || !strcmp(event, "stderr")) {
 		json_t *t = json_object_get(j, "text");
 		if (json_is_string(t))
-			write_all(strcmp(event, "stdout") ? 2 : 1,
-			          json_string_value(t), json_string_length(t));
+			cli_write_all(strcmp(event, "stdout") ? 2 : 1,
+			              json_string_value(t),
+			              json_string_length(t));
 	} else if (!strcmp(event, "result")) {
 		json_t *t = json_object_get(j, "text/plain");
 		if (json_is_string(t))
@@ -864,36 +721,24 @@ static char *read_text(const char *path)
 
 static int cmd_run_code(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"lang", required_argument, NULL, 'l'},
-	    {"timeout", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	const char *lang = "python";
 	uint64_t timeout = 0;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "hl:t:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'l':
-			lang = optarg;
-			break;
-		case 't':
-			if (num_arg("--timeout", optarg, &timeout))
-				return EXIT_USAGE;
-			break;
-			GETOPT_DEFAULT(help_run_code);
-		}
-	}
-	if (argc - optind != 2)
-		return usage(help_run_code);
+	const struct cli_opt opts[] = {
+	    {"lang", 'l', CLI_STR, {.str = &lang}},
+	    {"timeout", 't', CLI_NUM, {.num = &timeout}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_run_code, opts, 2, 2);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[optind], *file = argv[optind + 1];
 	char *code = read_text(file);
 	if (!code)
 		return cli_say(EXIT_FAIL, "%s: %s", file, strerror(errno));
 	struct sbx_error err;
 	char *cid = NULL;
-	int failed = 0, rc = 0;
+	int failed = 0;
+	rc = 0;
 	if (sbx_context_create(c, id, lang, NULL, &cid, &err)) {
 		free(code);
 		return cli_fail(id, &err);
@@ -971,11 +816,11 @@ int main(int argc, char **argv)
 			token = a + 8;
 		} else {
 			cli_say(0, "unknown option %s", a);
-			return usage(help_main);
+			return cli_usage(help_main);
 		}
 	}
 	if (i >= argc)
-		return usage(help_main);
+		return cli_usage(help_main);
 	const char *name = argv[i];
 	if (!strcmp(name, "help")) {
 		for (size_t k = 0;
@@ -994,7 +839,7 @@ int main(int argc, char **argv)
 			cmd = &commands[k];
 	if (!cmd) {
 		cli_say(0, "unknown command \"%s\"", name);
-		return usage(help_main);
+		return cli_usage(help_main);
 	}
 	/* --help needs no daemon, and no configuration */
 	int cargc = argc - i;

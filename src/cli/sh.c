@@ -76,51 +76,22 @@ static void window(unsigned *cols, unsigned *rows)
 
 static int to_stdout(void *ud, int stream, const void *data, size_t len)
 {
-	const char *p = data;
 	(void)ud;
 	(void)stream;
-	while (len) {
-		ssize_t n = write(1, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return cli_write_all(1, data, len);
 }
 
 int cmd_sh(struct sbx_client *c, int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"session", required_argument, NULL, 's'},
-	    {"shell", required_argument, NULL, 'S'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
 	const char *session = NULL, *shell = NULL;
-	int ch;
-	while ((ch = getopt_long(argc, argv, "hs:", opts, NULL)) != -1) {
-		switch (ch) {
-		case 's':
-			session = optarg;
-			break;
-		case 'S':
-			shell = optarg;
-			break;
-		case 'h':
-			fputs(help_sh, stdout);
-			return 0;
-		default:
-			fputs(help_sh, stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 1) {
-		fputs(help_sh, stderr);
-		return EXIT_USAGE;
-	}
+	const struct cli_opt opts[] = {
+	    {"session", 's', CLI_STR, {.str = &session}},
+	    {"shell", 0, CLI_STR, {.str = &shell}},
+	    {0},
+	};
+	int rc = cli_args(argc, argv, help_sh, opts, 1, 1);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[optind];
 	bool tty = isatty(0);
 	unsigned cols, rows;
@@ -148,7 +119,8 @@ int cmd_sh(struct sbx_client *c, int argc, char **argv)
 			raw = true;
 	}
 
-	int rc = -1, code = 0;
+	int code = 0;
+	rc = -1;
 	bool in_open = true;
 	while (rc < 0) {
 		struct pollfd fds[3] = {

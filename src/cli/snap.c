@@ -4,6 +4,7 @@
  * sbx_request: JSON in, JSON out, the same errors as every command. */
 #include <getopt.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,62 +129,24 @@ struct sub {
 	bool json;
 	const char *name, *sandbox, *dir;
 	uint64_t ttl;
-	json_t *excludes;
+	struct cli_list excludes;
 };
 
-/* options shared by the subcommands; -1 on a usage error, 1 for --help */
-static int sub_opts(int argc, char **argv, const char *help, struct sub *o)
+/* the options, which every subcommand accepts, and min to max operands
+ * (cli_args) */
+static int sub_opts(int argc, char **argv, const char *help, struct sub *o,
+                    int min, int max)
 {
-	static const struct option opts[] = {
-	    {"json", no_argument, NULL, 'j'},
-	    {"name", required_argument, NULL, 'N'},
-	    {"sandbox", required_argument, NULL, 'S'},
-	    {"dir", required_argument, NULL, 'd'},
-	    {"exclude", required_argument, NULL, 'x'},
-	    {"ttl", required_argument, NULL, 't'},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+	const struct cli_opt opts[] = {
+	    {"json", 0, CLI_FLAG, {.flag = &o->json}},
+	    {"name", 0, CLI_STR, {.str = &o->name}},
+	    {"sandbox", 0, CLI_STR, {.str = &o->sandbox}},
+	    {"dir", 0, CLI_STR, {.str = &o->dir}},
+	    {"exclude", 0, CLI_LIST, {.list = &o->excludes}},
+	    {"ttl", 0, CLI_NUM, {.num = &o->ttl}},
+	    {0},
 	};
-	int ch;
-	char *end;
-	while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (ch) {
-		case 'j':
-			o->json = true;
-			break;
-		case 'N':
-			o->name = optarg;
-			break;
-		case 'S':
-			o->sandbox = optarg;
-			break;
-		case 'd':
-			o->dir = optarg;
-			break;
-		case 'x':
-			if (!o->excludes)
-				o->excludes = json_array();
-			json_array_append_new(o->excludes, json_string(optarg));
-			break;
-		case 't':
-			o->ttl = strtoull(optarg, &end, 10);
-			if (*end || !*optarg)
-				return -1;
-			break;
-		case 'h':
-			fputs(help, stdout);
-			return 1;
-		default:
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int usage_of(const char *help)
-{
-	fputs(help, stderr);
-	return EXIT_USAGE;
+	return cli_args(argc, argv, help, opts, min, max);
 }
 
 static int print_id(json_t *ans, bool json)
@@ -196,80 +159,101 @@ static int print_id(json_t *ans, bool json)
 	return 0;
 }
 
+/* A column of a listing: its header, the key of its value, its width
+ * (negative: aligned left), at most max characters (0: no limit), and how
+ * the value reads. */
+struct column {
+	const char *head, *key;
+	int width, max;
+	enum { COL_STR, COL_SIZE, COL_INT } kind;
+};
+
+static const struct column snapshot_cols[] = {
+    {"ID", "id", -22, 0, COL_STR},
+    {"SANDBOX", "sandboxId", -24, 0, COL_STR},
+    {"NAME", "name", -20, 20, COL_STR},
+    {"CREATED", "createdAt", -24, 0, COL_STR},
+    {"SIZE", "sizeBytes", 10, 0, COL_SIZE},
+    {0},
+};
+static const struct column backup_cols[] = {
+    {"ID", "id", -22, 0, COL_STR},
+    {"DIR", "dir", -20, 0, COL_STR},
+    {"SIZE", "sizeBytes", 10, 0, COL_SIZE},
+    {"CREATED", "createdAt", -24, 0, COL_STR},
+    {"EXPIRES", "expiresAt", -24, 0, COL_STR},
+    {0},
+};
+static const struct column image_cols[] = {
+    {"NAME", "name", -24, 0, COL_STR},
+    {"DIGEST", "digest", -20, 19, COL_STR},
+    {"SIZE", "sizeBytes", 10, 0, COL_SIZE},
+    {"SANDBOXES", "sandboxes", 9, 0, COL_INT},
+    {0},
+};
+
+/* a header line, then a line for each object of arr */
+static void print_table(json_t *arr, const struct column *cols)
+{
+	for (const struct column *k = cols; k->head; k++)
+		printf("%s%*s", k == cols ? "" : " ", k->width, k->head);
+	printf("\n");
+	size_t i;
+	json_t *row;
+	json_array_foreach(arr, i, row)
+	{
+		for (const struct column *k = cols; k->head; k++) {
+			char v[32];
+			const char *s = v;
+			if (k->kind == COL_SIZE)
+				size_h(row, k->key, v, sizeof(v));
+			else if (k->kind == COL_INT)
+				snprintf(v, sizeof(v), "%d",
+				         (int)json_integer_value(
+				             json_object_get(row, k->key)));
+			else
+				s = str(row, k->key);
+			printf("%s%*.*s", k == cols ? "" : " ", k->width,
+			       k->max ? k->max : INT_MAX, s);
+		}
+		printf("\n");
+	}
+}
+
 /* ls, info and rm of /v1/snapshot, /v1/backup and /v1/image */
 static int listing(struct sbx_client *c, const char *kind, const char *what,
                    int argc, char **argv, const char *help)
 {
 	struct sub o = {0};
-	int r = sub_opts(argc, argv, help, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help);
+	bool ls = !strcmp(what, "ls");
+	int rc = sub_opts(argc, argv, help, &o, ls ? 0 : 1, ls ? 0 : CLI_ANY);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	char path[256];
 	json_t *ans = NULL;
-	if (!strcmp(what, "ls")) {
-		if (optind != argc)
-			return usage_of(help);
+	if (ls) {
 		if (o.sandbox && !path_of("%s", o.sandbox))
-			return usage_of(help);
+			return cli_usage(help);
 		snprintf(path, sizeof(path), "/v1/%s%s%s", kind,
 		         o.sandbox ? "?sandbox=" : "",
 		         o.sandbox ? o.sandbox : "");
 		if (api(c, "GET", path, NULL, &ans, kind))
 			return EXIT_FAIL;
-		json_t *arr = json_object_get(
-		    ans, !strcmp(kind, "snapshot") ? "snapshots"
-		         : !strcmp(kind, "image")  ? "images"
-		                                   : "backups");
-		if (o.json) {
+		json_t *arr =
+		    json_object_get(ans, !strcmp(kind, "snapshot") ? "snapshots"
+		                         : !strcmp(kind, "image")  ? "images"
+		                                                   : "backups");
+		if (o.json)
 			print_json(ans);
-		} else if (!strcmp(kind, "image")) {
-			printf("%-24s %-20s %10s %9s\n", "NAME", "DIGEST",
-			       "SIZE", "SANDBOXES");
-			size_t i;
-			json_t *m;
-			json_array_foreach(arr, i, m)
-			{
-				char sz[32];
-				size_h(m, "sizeBytes", sz, sizeof(sz));
-				printf("%-24s %-20.19s %10s %9d\n",
-				       str(m, "name"), str(m, "digest"), sz,
-				       (int)json_integer_value(
-				           json_object_get(m, "sandboxes")));
-			}
-		} else if (!strcmp(kind, "snapshot")) {
-			printf("%-22s %-24s %-20s %-24s %10s\n", "ID",
-			       "SANDBOX", "NAME", "CREATED", "SIZE");
-			size_t i;
-			json_t *s;
-			json_array_foreach(arr, i, s)
-			{
-				char sz[32];
-				size_h(s, "sizeBytes", sz, sizeof(sz));
-				printf("%-22s %-24s %-20.20s %-24s %10s\n",
-				       str(s, "id"), str(s, "sandboxId"),
-				       str(s, "name"), str(s, "createdAt"), sz);
-			}
-		} else {
-			printf("%-22s %-20s %10s %-24s %-24s\n", "ID", "DIR",
-			       "SIZE", "CREATED", "EXPIRES");
-			size_t i;
-			json_t *b;
-			json_array_foreach(arr, i, b)
-			{
-				char sz[32];
-				size_h(b, "sizeBytes", sz, sizeof(sz));
-				printf("%-22s %-20s %10s %-24s %-24s\n",
-				       str(b, "id"), str(b, "dir"), sz,
-				       str(b, "createdAt"),
-				       str(b, "expiresAt"));
-			}
-		}
+		else
+			print_table(arr, !strcmp(kind, "snapshot") ? snapshot_cols
+			                 : !strcmp(kind, "image")  ? image_cols
+			                                           : backup_cols);
 		json_decref(ans);
 		return 0;
 	}
-	if (optind >= argc)
-		return usage_of(help);
-	int rc = 0;
+	rc = 0;
 	for (int i = optind; i < argc; i++) {
 		char *p = path_of(!strcmp(kind, "snapshot") ? "/v1/snapshot/%s"
 		                  : !strcmp(kind, "image")  ? "/v1/image/%s"
@@ -312,62 +296,74 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 	return rc;
 }
 
-int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
+/* POST body (consumed) to /v1/sandbox/ID/WHAT; with print, the answer's id
+ * is printed (with json, the whole answer) */
+static int sandbox_post(struct sbx_client *c, const char *id, const char *what,
+                        json_t *body, bool print, bool json)
+{
+	char fmt[64];
+	snprintf(fmt, sizeof(fmt), "/v1/sandbox/%%s/%s", what);
+	char *p = path_of(fmt, id);
+	if (!p) {
+		json_decref(body);
+		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
+	}
+	json_t *ans = NULL;
+	int rc = api(c, "POST", p, body, print ? &ans : NULL, id);
+	free(p);
+	return rc || !print ? rc : print_id(ans, json);
+}
+
+/* `sbx KIND VERB ...` of snapshot, backup and image: ls, info and rm are
+ * listing's; make ("create", "import") goes on (CLI_GO_ON) with its options
+ * in *o and n operands after them (argv[1 + optind]...); else the status to
+ * exit with. */
+static int verb(struct sbx_client *c, int argc, char **argv, const char *kind,
+                const char *make, int n, const char *help, struct sub *o)
 {
 	if (argc < 2)
-		return usage_of(help_snapshot);
+		return cli_usage(help);
 	const char *what = argv[1];
 	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
-		return listing(c, "snapshot", what, argc - 1, argv + 1,
-		               help_snapshot);
-	if (strcmp(what, "create"))
-		return usage_of(help_snapshot);
+		return listing(c, kind, what, argc - 1, argv + 1, help);
+	if (strcmp(what, make))
+		return cli_usage(help);
+	return sub_opts(argc - 1, argv + 1, help, o, n, n);
+}
+
+int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
+{
 	struct sub o = {0};
-	int r = sub_opts(argc - 1, argv + 1, help_snapshot, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_snapshot);
-	if (argc - 1 - optind != 1)
-		return usage_of(help_snapshot);
-	const char *id = argv[1 + optind];
-	char *p = path_of("/v1/sandbox/%s/snapshot", id);
-	if (!p)
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
-	json_t *body = json_object(), *ans = NULL;
+	int rc = verb(c, argc, argv, "snapshot", "create", 1, help_snapshot, &o);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
+	json_t *body = json_object();
 	if (o.name)
 		json_object_set_new(body, "name", json_string(o.name));
-	int rc = api(c, "POST", p, body, &ans, id);
-	free(p);
-	return rc ? rc : print_id(ans, o.json);
+	return sandbox_post(c, argv[1 + optind], "snapshot", body, true, o.json);
 }
 
 int cmd_fork(struct sbx_client *c, int argc, char **argv)
 {
 	struct sub o = {0};
-	int r = sub_opts(argc, argv, help_fork, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_fork);
-	if (argc - optind < 1 || argc - optind > 2)
-		return usage_of(help_fork);
-	const char *id = argv[optind];
-	char *p = path_of("/v1/sandbox/%s/fork", id);
-	if (!p)
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
-	json_t *body = json_object(), *ans = NULL;
+	int rc = sub_opts(argc, argv, help_fork, &o, 1, 2);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
+	json_t *body = json_object();
 	if (optind + 1 < argc)
 		json_object_set_new(body, "id", json_string(argv[optind + 1]));
-	int rc = api(c, "POST", p, body, &ans, id);
-	free(p);
-	return rc ? rc : print_id(ans, o.json);
+	return sandbox_post(c, argv[optind], "fork", body, true, o.json);
 }
 
 int cmd_restore(struct sbx_client *c, int argc, char **argv)
 {
 	struct sub o = {0};
-	int r = sub_opts(argc, argv, help_restore, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_restore);
-	if (argc - optind != 2)
-		return usage_of(help_restore);
+	int rc = sub_opts(argc, argv, help_restore, &o, 2, 2);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *id = argv[optind], *from = argv[optind + 1];
 	bool snap = !strncmp(from, "snap_", 5);
 	if (!snap && strncmp(from, "bkp_", 4))
@@ -376,73 +372,43 @@ int cmd_restore(struct sbx_client *c, int argc, char **argv)
 		    "restore: %s is neither a snapshot (snap_...) nor "
 		    "a backup (bkp_...)",
 		    from);
-	char *p = path_of("/v1/sandbox/%s/restore", id);
-	if (!p)
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
 	json_t *body = json_object();
 	json_object_set_new(body, snap ? "snapshot" : "backup",
 	                    json_string(from));
 	if (o.dir)
 		json_object_set_new(body, "dir", json_string(o.dir));
-	int rc = api(c, "POST", p, body, NULL, id);
-	free(p);
-	return rc;
+	return sandbox_post(c, id, "restore", body, false, false);
 }
 
 int cmd_backup(struct sbx_client *c, int argc, char **argv)
 {
-	if (argc < 2)
-		return usage_of(help_backup);
-	const char *what = argv[1];
-	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
-		return listing(c, "backup", what, argc - 1, argv + 1,
-		               help_backup);
-	if (strcmp(what, "create"))
-		return usage_of(help_backup);
 	struct sub o = {0};
-	int r = sub_opts(argc - 1, argv + 1, help_backup, &o);
-	if (r) {
-		json_decref(o.excludes);
-		return r > 0 ? 0 : usage_of(help_backup);
-	}
-	if (argc - 1 - optind != 1) {
-		json_decref(o.excludes);
-		return usage_of(help_backup);
-	}
-	const char *id = argv[1 + optind];
-	char *p = path_of("/v1/sandbox/%s/backup", id);
-	if (!p) {
-		json_decref(o.excludes);
-		return cli_say(EXIT_USAGE, "%s: not a sandbox ID", id);
-	}
-	json_t *body = json_object(), *ans = NULL;
+	int rc = verb(c, argc, argv, "backup", "create", 1, help_backup, &o);
+	if (rc != CLI_GO_ON)
+		return rc;
+	json_t *body = json_object();
 	if (o.dir)
 		json_object_set_new(body, "dir", json_string(o.dir));
-	if (o.excludes)
-		json_object_set_new(body, "excludes", o.excludes);
+	if (o.excludes.v) {
+		json_t *x = json_array();
+		for (size_t i = 0; i < o.excludes.n; i++)
+			json_array_append_new(x, json_string(o.excludes.v[i]));
+		json_object_set_new(body, "excludes", x);
+		free(o.excludes.v);
+	}
 	if (o.ttl)
 		json_object_set_new(body, "ttlSeconds",
 		                    json_integer((json_int_t)o.ttl));
-	int rc = api(c, "POST", p, body, &ans, id);
-	free(p);
-	return rc ? rc : print_id(ans, o.json);
+	return sandbox_post(c, argv[1 + optind], "backup", body, true, o.json);
 }
 
 int cmd_image(struct sbx_client *c, int argc, char **argv)
 {
-	if (argc < 2)
-		return usage_of(help_image);
-	const char *what = argv[1];
-	if (!strcmp(what, "ls") || !strcmp(what, "info") || !strcmp(what, "rm"))
-		return listing(c, "image", what, argc - 1, argv + 1, help_image);
-	if (strcmp(what, "import"))
-		return usage_of(help_image);
 	struct sub o = {0};
-	int r = sub_opts(argc - 1, argv + 1, help_image, &o);
-	if (r)
-		return r > 0 ? 0 : usage_of(help_image);
-	if (argc - 1 - optind != 2)
-		return usage_of(help_image);
+	int rc = verb(c, argc, argv, "image", "import", 2, help_image, &o);
+	free(o.excludes.v);
+	if (rc != CLI_GO_ON)
+		return rc;
 	const char *name = argv[1 + optind], *source = argv[2 + optind];
 	json_t *ans = NULL;
 	if (api(c, "POST", "/v1/image",

@@ -257,6 +257,15 @@ char *url_sandbox(struct sbx_client *c, const char *id, const char *fmt, ...)
 
 /* ---- the client ---- */
 
+char *url_sandbox_item(struct sbx_client *c, const char *id, const char *dir,
+                       const char *item, const char *rest)
+{
+	char *e = url_escape(item ? item : "", false);
+	char *u = e ? url_sandbox(c, id, "%s/%s%s", dir, e, rest) : NULL;
+	free(e);
+	return u;
+}
+
 struct sbx_client *sbx_client_new(const char *url, const char *token,
                                   struct sbx_error *err)
 {
@@ -497,13 +506,115 @@ int call_run(struct sbx_client *c, struct call *k, struct sbx_error *err)
 	return rc;
 }
 
+int call_whole(struct sbx_client *c, struct call *k, char **body, size_t *len,
+               struct sbx_error *err)
+{
+	k->mode = CALL_BUFFER;
+	if (!k->accept)
+		k->accept = "application/json";
+	int rc = call_run(c, k, err);
+	if (rc == 0 && len)
+		*len = k->resp.len;
+	if (rc == 0 && body) {
+		*body = k->resp.data ? k->resp.data : strdup("");
+		k->resp.data = NULL;
+	}
+	dbuf_free(&k->resp);
+	return rc;
+}
+
+int call_json(struct sbx_client *c, struct call *k, json_t *body, json_t **out,
+              struct sbx_error *err)
+{
+	char *text = NULL, *ans = NULL;
+	size_t len = 0;
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT);
+		json_decref(body);
+		if (!text) {
+			free(k->url);
+			k->url = NULL;
+			sbx_err_set(err, 0, "io", "out of memory");
+			return -1;
+		}
+		k->body = text;
+		k->body_len = strlen(text);
+	}
+	int rc = call_whole(c, k, out ? &ans : NULL, &len, err);
+	free(text);
+	if (rc == 0 && out) {
+		json_error_t je;
+		*out = json_loadb(ans ? ans : "", len, 0, &je);
+		if (!*out) {
+			sbx_err_set(err, (int)k->status, "protocol",
+			            "the daemon's answer is not JSON: %s",
+			            je.text);
+			rc = -1;
+		}
+	}
+	free(ans);
+	return rc;
+}
+
+int json_call(struct sbx_client *c, const char *method, char *url, json_t *body,
+              json_t **out, struct sbx_error *err)
+{
+	struct call k = {.method = method, .url = url};
+	return call_json(c, &k, body, out, err);
+}
+
+int json_create(struct sbx_client *c, char *url, json_t *body, const char *what,
+                char **idp, struct sbx_error *err)
+{
+	json_t *ans = NULL;
+	if (json_call(c, "POST", url, body, &ans, err))
+		return -1;
+	*idp = jstrdup(ans, "id");
+	json_decref(ans);
+	if (!*idp) {
+		sbx_err_set(err, 0, "protocol", "the answer has no %s id", what);
+		return -1;
+	}
+	return 0;
+}
+
+void *json_array_fill(json_t *arr, size_t size, void (*fill)(void *, json_t *),
+                      size_t *n, struct sbx_error *err)
+{
+	size_t count = json_array_size(arr);
+	char *list = calloc(count ? count : 1, size);
+	if (!list) {
+		sbx_err_set(err, 0, "io", "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < count; i++)
+		fill(list + i * size, json_array_get(arr, i));
+	*n = count;
+	return list;
+}
+
+void *json_one_fill(json_t *j, size_t size, void (*fill)(void *, json_t *),
+                    const char *what, struct sbx_error *err)
+{
+	if (!json_is_object(j) || !json_is_string(json_object_get(j, "id"))) {
+		sbx_err_set(err, 0, "protocol", "the answer has no %s", what);
+		json_decref(j);
+		return NULL;
+	}
+	void *one = calloc(1, size);
+	if (one)
+		fill(one, j);
+	else
+		sbx_err_set(err, 0, "io", "out of memory");
+	json_decref(j);
+	return one;
+}
+
 int sbx_request(struct sbx_client *c, const char *method, const char *path,
                 const char *json_body, long *status, char **body, size_t *len,
                 struct sbx_error *err)
 {
-	struct call k = {.method = method,
-	                 .mode = CALL_BUFFER,
-	                 .accept = "application/json"};
+	struct call k = {.method = method};
 	if (asprintf(&k.url, "%s%s%s", c->base, *path == '/' ? "" : "/", path) <
 	    0)
 		k.url = NULL;
@@ -511,15 +622,8 @@ int sbx_request(struct sbx_client *c, const char *method, const char *path,
 		k.body = json_body;
 		k.body_len = strlen(json_body);
 	}
-	int rc = call_run(c, &k, err);
+	int rc = call_whole(c, &k, body, len, err);
 	if (status)
 		*status = k.status;
-	if (rc == 0 && body) {
-		*body = k.resp.data ? k.resp.data : strdup("");
-		k.resp.data = NULL;
-	}
-	if (rc == 0 && len)
-		*len = k.resp.len;
-	dbuf_free(&k.resp);
 	return rc;
 }

@@ -72,10 +72,35 @@ struct call {
  * k->resp (dbuf_free) when it used CALL_BUFFER. */
 int call_run(struct sbx_client *c, struct call *k, struct sbx_error *err);
 
-/* A JSON call (body consumed, url freed) whose answer is parsed into *out
- * (may be NULL: not parsed). */
+/* The one request whose answer is read whole, which every buffered call
+ * goes through: call_run in CALL_BUFFER mode, with "Accept:
+ * application/json" unless k->accept says otherwise (k->url consumed). On
+ * a 2xx (0), the answer's body moves to *body (NUL-terminated, *len its
+ * length; the caller frees it) when body is not NULL; k->status is the
+ * status either way. */
+int call_whole(struct sbx_client *c, struct call *k, char **body, size_t *len,
+               struct sbx_error *err);
+/* call_whole with a JSON body (consumed; may be NULL) and the answer parsed
+ * into *out (may be NULL: not parsed). */
+int call_json(struct sbx_client *c, struct call *k, json_t *body, json_t **out,
+              struct sbx_error *err);
+/* call_json of method and url alone. */
 int json_call(struct sbx_client *c, const char *method, char *url, json_t *body,
               json_t **out, struct sbx_error *err);
+/* POST body (consumed) to url (consumed); the answer's "id" into *idp
+ * (malloc'd), else a protocol error: "the answer has no <what> id". */
+int json_create(struct sbx_client *c, char *url, json_t *body, const char *what,
+                char **idp, struct sbx_error *err);
+/* The elements of arr as an array of *n structs of size bytes, each filled
+ * by fill (calloc'd: one struct when arr is empty or not an array); NULL
+ * with err set when out of memory. */
+void *json_array_fill(json_t *arr, size_t size, void (*fill)(void *, json_t *),
+                      size_t *n, struct sbx_error *err);
+/* The answer j (consumed) as one struct of size bytes filled by fill
+ * (calloc'd); NULL with err set when j is not an object with a string "id"
+ * ("the answer has no <what>") or out of memory. */
+void *json_one_fill(json_t *j, size_t size, void (*fill)(void *, json_t *),
+                    const char *what, struct sbx_error *err);
 
 void sbx_err_set(struct sbx_error *err, int status, const char *code,
                  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
@@ -84,6 +109,10 @@ void sbx_err_set(struct sbx_error *err, int status, const char *code,
  * escaped pieces). */
 char *url_sandbox(struct sbx_client *c, const char *id, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* url_sandbox's URL of one item of a sandbox's collection dir ("/process"):
+ * dir + "/" + the escaped item + rest (already escaped). */
+char *url_sandbox_item(struct sbx_client *c, const char *id, const char *dir,
+                       const char *item, const char *rest);
 /* Percent-escapes s (keeping '/' when keep_slash); malloc'd. */
 char *url_escape(const char *s, bool keep_slash);
 

@@ -86,26 +86,18 @@ int sbx_exec(struct sbx_client *c, const char *id,
              const struct sbx_exec_opts *o, struct sbx_exec_result *r,
              struct sbx_error *err)
 {
-	json_t *b = exec_body(o, err);
-	char *text = b ? dump(b, err) : NULL;
-	if (!text)
+	json_t *b = exec_body(o, err), *j = NULL;
+	if (!b)
 		return -1;
 	struct call k = {.method = "POST",
 	                 .url = url_sandbox(c, id, "/exec"),
-	                 .mode = CALL_BUFFER,
-	                 .accept = "application/json",
-	                 .session = o->session,
-	                 .body = text,
-	                 .body_len = strlen(text)};
-	int rc = call_run(c, &k, err);
-	free(text);
-	if (rc)
+	                 .session = o->session};
+	if (call_json(c, &k, b, &j, err))
 		return -1;
-	json_t *j = json_loadb(k.resp.data, k.resp.len, 0, NULL);
-	dbuf_free(&k.resp);
 	if (!json_is_object(j)) {
 		json_decref(j);
-		sbx_err_set(err, 0, "protocol", "the exec answer is not JSON");
+		sbx_err_set(err, 0, "protocol",
+		            "the exec answer is not a JSON object");
 		return -1;
 	}
 	memset(r, 0, sizeof(*r));
@@ -237,8 +229,9 @@ int sbx_exec_stream(struct sbx_client *c, const char *id,
 
 /* ---- background processes ---- */
 
-static void process_fill(struct sbx_process *p, json_t *j)
+static void process_fill(void *to, json_t *j)
 {
+	struct sbx_process *p = to;
 	memset(p, 0, sizeof(*p));
 	p->id = jstrdup(j, "id");
 	p->pid = (long)json_integer_value(json_object_get(j, "pid"));
@@ -277,20 +270,8 @@ void sbx_process_list_free(struct sbx_process *list, size_t n)
 static int one_process(json_t *j, struct sbx_process **out,
                        struct sbx_error *err)
 {
-	if (!json_is_object(j)) {
-		json_decref(j);
-		sbx_err_set(err, 0, "protocol", "the answer has no process");
-		return -1;
-	}
-	*out = calloc(1, sizeof(**out));
-	if (*out)
-		process_fill(*out, j);
-	json_decref(j);
-	if (!*out) {
-		sbx_err_set(err, 0, "io", "out of memory");
-		return -1;
-	}
-	return 0;
+	*out = json_one_fill(j, sizeof(**out), process_fill, "process", err);
+	return *out ? 0 : -1;
 }
 
 int sbx_process_start(struct sbx_client *c, const char *id,
@@ -319,28 +300,16 @@ int sbx_process_list(struct sbx_client *c, const char *id,
 	if (json_call(c, "GET", url_sandbox(c, id, "/process"), NULL, &ans,
 	              err))
 		return -1;
-	json_t *arr = json_object_get(ans, "processes");
-	size_t count = json_array_size(arr);
-	*list = calloc(count ? count : 1, sizeof(**list));
-	if (!*list) {
-		json_decref(ans);
-		sbx_err_set(err, 0, "io", "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < count; i++)
-		process_fill(&(*list)[i], json_array_get(arr, i));
-	*n = count;
+	*list = json_array_fill(json_object_get(ans, "processes"),
+	                        sizeof(**list), process_fill, n, err);
 	json_decref(ans);
-	return 0;
+	return *list ? 0 : -1;
 }
 
 static char *process_url(struct sbx_client *c, const char *id, const char *pid,
                          const char *rest)
 {
-	char *e = url_escape(pid ? pid : "", false);
-	char *u = e ? url_sandbox(c, id, "/process/%s%s", e, rest) : NULL;
-	free(e);
-	return u;
+	return url_sandbox_item(c, id, "/process", pid, rest);
 }
 
 int sbx_process_info(struct sbx_client *c, const char *id, const char *pid,
@@ -411,15 +380,11 @@ int sbx_process_stdin(struct sbx_client *c, const char *id, const char *pid,
 	struct membuf m = {data, len};
 	struct call k = {.method = "POST",
 	                 .url = process_url(c, id, pid, "/stdin"),
-	                 .mode = CALL_BUFFER,
-	                 .accept = "application/json",
 	                 .content_type = "application/octet-stream",
 	                 .src = mem_read,
 	                 .src_ud = &m,
 	                 .src_size = len};
-	int rc = call_run(c, &k, err);
-	dbuf_free(&k.resp);
-	return rc;
+	return call_whole(c, &k, NULL, NULL, err);
 }
 
 /* ---- the code interpreter ---- */
@@ -428,29 +393,19 @@ int sbx_context_create(struct sbx_client *c, const char *id,
                        const char *language, const char *cwd, char **cid,
                        struct sbx_error *err)
 {
-	json_t *b = json_object(), *ans = NULL;
+	json_t *b = json_object();
 	if (language)
 		json_object_set_new(b, "language", json_string(language));
 	if (cwd)
 		json_object_set_new(b, "cwd", json_string(cwd));
-	if (json_call(c, "POST", url_sandbox(c, id, "/contexts"), b, &ans, err))
-		return -1;
-	*cid = jstrdup(ans, "id");
-	json_decref(ans);
-	if (!*cid) {
-		sbx_err_set(err, 0, "protocol", "the answer has no context id");
-		return -1;
-	}
-	return 0;
+	return json_create(c, url_sandbox(c, id, "/contexts"), b, "context", cid,
+	                   err);
 }
 
 static char *context_url(struct sbx_client *c, const char *id, const char *cid,
                          const char *rest)
 {
-	char *e = url_escape(cid ? cid : "", false);
-	char *u = e ? url_sandbox(c, id, "/contexts/%s%s", e, rest) : NULL;
-	free(e);
-	return u;
+	return url_sandbox_item(c, id, "/contexts", cid, rest);
 }
 
 int sbx_context_delete(struct sbx_client *c, const char *id, const char *cid,

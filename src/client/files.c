@@ -52,18 +52,15 @@ int sbx_file_put(struct sbx_client *c, const char *id, const char *path,
 {
 	struct call k = {.method = "PUT",
 	                 .url = file_url(c, id, path, ""),
-	                 .mode = CALL_BUFFER,
-	                 .accept = "application/json",
 	                 .content_type = "application/octet-stream",
 	                 .src = src,
 	                 .src_ud = ud,
 	                 .src_size = size,
 	                 .progress = progress,
 	                 .pud = pud};
-	int rc = call_run(c, &k, err);
+	int rc = call_whole(c, &k, NULL, NULL, err);
 	if (rc == 0 && created)
 		*created = k.status == 201;
-	dbuf_free(&k.resp);
 	return rc;
 }
 
@@ -127,21 +124,30 @@ void sbx_dirents_free(struct sbx_dirent *ents, size_t n)
 	free(ents);
 }
 
+static void dirent_fill(void *p, json_t *e)
+{
+	struct sbx_dirent *d = p;
+	d->name = jstrdup(e, "name");
+	d->type = jstrdup(e, "type");
+	d->size = juint(e, "size");
+	d->mode = (uint32_t)juint(e, "mode");
+	d->mtime = jstrdup(e, "mtime");
+}
+
 int sbx_file_list(struct sbx_client *c, const char *id, const char *path,
                   struct sbx_dirent **ents, size_t *n, struct sbx_error *err)
 {
-	struct call k = {.method = "GET",
-	                 .url = file_url(c, id, path, ""),
-	                 .mode = CALL_BUFFER};
-	if (call_run(c, &k, err))
+	struct call k = {.method = "GET", .url = file_url(c, id, path, "")};
+	char *body = NULL;
+	size_t len = 0;
+	if (call_whole(c, &k, &body, &len, err))
 		return -1;
 	char *ct = NULL;
 	curl_easy_getinfo(c->curl, CURLINFO_CONTENT_TYPE, &ct);
 	json_t *j = NULL;
 	if (ct && !strncmp(ct, "application/json", 16))
-		j = json_loadb(k.resp.data ? k.resp.data : "", k.resp.len, 0,
-		               NULL);
-	dbuf_free(&k.resp);
+		j = json_loadb(body ? body : "", len, 0, NULL);
+	free(body);
 	json_t *arr = json_object_get(j, "entries");
 	if (!json_is_array(arr)) {
 		json_decref(j);
@@ -149,24 +155,9 @@ int sbx_file_list(struct sbx_client *c, const char *id, const char *path,
 		            path);
 		return -1;
 	}
-	size_t count = json_array_size(arr);
-	*ents = calloc(count ? count : 1, sizeof(**ents));
-	if (!*ents) {
-		json_decref(j);
-		sbx_err_set(err, 0, "io", "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < count; i++) {
-		json_t *e = json_array_get(arr, i);
-		(*ents)[i].name = jstrdup(e, "name");
-		(*ents)[i].type = jstrdup(e, "type");
-		(*ents)[i].size = juint(e, "size");
-		(*ents)[i].mode = (uint32_t)juint(e, "mode");
-		(*ents)[i].mtime = jstrdup(e, "mtime");
-	}
-	*n = count;
+	*ents = json_array_fill(arr, sizeof(**ents), dirent_fill, n, err);
 	json_decref(j);
-	return 0;
+	return *ents ? 0 : -1;
 }
 
 int sbx_file_delete(struct sbx_client *c, const char *id, const char *path,
@@ -174,11 +165,8 @@ int sbx_file_delete(struct sbx_client *c, const char *id, const char *path,
 {
 	struct call k = {
 	    .method = "DELETE",
-	    .url = file_url(c, id, path, recursive ? "?recursive=1" : ""),
-	    .mode = CALL_BUFFER};
-	int rc = call_run(c, &k, err);
-	dbuf_free(&k.resp);
-	return rc;
+	    .url = file_url(c, id, path, recursive ? "?recursive=1" : "")};
+	return call_whole(c, &k, NULL, NULL, err);
 }
 
 int sbx_persist(struct sbx_client *c, const char *id, const char *excludes,
@@ -201,13 +189,9 @@ int sbx_hydrate(struct sbx_client *c, const char *id, uint64_t size,
 {
 	struct call k = {.method = "POST",
 	                 .url = url_sandbox(c, id, "/hydrate"),
-	                 .mode = CALL_BUFFER,
-	                 .accept = "application/json",
 	                 .content_type = "application/x-tar",
 	                 .src = src,
 	                 .src_ud = ud,
 	                 .src_size = size};
-	int rc = call_run(c, &k, err);
-	dbuf_free(&k.resp);
-	return rc;
+	return call_whole(c, &k, NULL, NULL, err);
 }

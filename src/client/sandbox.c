@@ -6,44 +6,9 @@
 
 #include "client/client.h"
 
-int json_call(struct sbx_client *c, const char *method, char *url, json_t *body,
-              json_t **out, struct sbx_error *err)
+static void sandbox_fill(void *p, json_t *j)
 {
-	struct call k = {.method = method,
-	                 .url = url,
-	                 .mode = CALL_BUFFER,
-	                 .accept = "application/json"};
-	char *text = NULL;
-	if (body) {
-		text = json_dumps(body, JSON_COMPACT);
-		json_decref(body);
-		if (!text) {
-			free(url);
-			sbx_err_set(err, 0, "io", "out of memory");
-			return -1;
-		}
-		k.body = text;
-		k.body_len = strlen(text);
-	}
-	int rc = call_run(c, &k, err);
-	free(text);
-	if (rc == 0 && out) {
-		json_error_t je;
-		*out = json_loadb(k.resp.data ? k.resp.data : "", k.resp.len, 0,
-		                  &je);
-		if (!*out) {
-			sbx_err_set(err, (int)k.status, "protocol",
-			            "the daemon's answer is not JSON: %s",
-			            je.text);
-			rc = -1;
-		}
-	}
-	dbuf_free(&k.resp);
-	return rc;
-}
-
-static void sandbox_fill(struct sbx_sandbox *s, json_t *j)
-{
+	struct sbx_sandbox *s = p;
 	memset(s, 0, sizeof(*s));
 	s->id = jstrdup(j, "id");
 	s->state = jstrdup(j, "state");
@@ -100,20 +65,8 @@ static json_t *kv_object(const char *const *kv)
 static int one_sandbox(json_t *j, struct sbx_sandbox **out,
                        struct sbx_error *err)
 {
-	if (!json_is_object(j) || !json_is_string(json_object_get(j, "id"))) {
-		sbx_err_set(err, 0, "protocol", "the answer has no sandbox");
-		json_decref(j);
-		return -1;
-	}
-	*out = calloc(1, sizeof(**out));
-	if (*out)
-		sandbox_fill(*out, j);
-	json_decref(j);
-	if (!*out) {
-		sbx_err_set(err, 0, "io", "out of memory");
-		return -1;
-	}
-	return 0;
+	*out = json_one_fill(j, sizeof(**out), sandbox_fill, "sandbox", err);
+	return *out ? 0 : -1;
 }
 
 int sbx_sandbox_create(struct sbx_client *c, const struct sbx_create_opts *o,
@@ -193,18 +146,9 @@ int sbx_sandbox_list(struct sbx_client *c, struct sbx_sandbox **list, size_t *n,
 		sbx_err_set(err, 0, "protocol", "the answer has no sandboxes");
 		return -1;
 	}
-	size_t count = json_array_size(arr);
-	*list = calloc(count ? count : 1, sizeof(**list));
-	if (!*list) {
-		json_decref(ans);
-		sbx_err_set(err, 0, "io", "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < count; i++)
-		sandbox_fill(&(*list)[i], json_array_get(arr, i));
-	*n = count;
+	*list = json_array_fill(arr, sizeof(**list), sandbox_fill, n, err);
 	json_decref(ans);
-	return 0;
+	return *list ? 0 : -1;
 }
 
 int sbx_sandbox_running(struct sbx_client *c, const char *id, bool *running,
@@ -236,27 +180,16 @@ int sbx_sandbox_delete(struct sbx_client *c, const char *id,
 int sbx_session_create(struct sbx_client *c, const char *id, const char *cwd,
                        char **sid, struct sbx_error *err)
 {
-	json_t *b = json_object(), *ans = NULL;
+	json_t *b = json_object();
 	if (cwd)
 		json_object_set_new(b, "cwd", json_string(cwd));
-	if (json_call(c, "POST", url_sandbox(c, id, "/session"), b, &ans, err))
-		return -1;
-	*sid = jstrdup(ans, "id");
-	json_decref(ans);
-	if (!*sid) {
-		sbx_err_set(err, 0, "protocol", "the answer has no session id");
-		return -1;
-	}
-	return 0;
+	return json_create(c, url_sandbox(c, id, "/session"), b, "session", sid,
+	                   err);
 }
 
 int sbx_session_delete(struct sbx_client *c, const char *id, const char *sid,
                        struct sbx_error *err)
 {
-	char *esid = url_escape(sid, false);
-	int rc = json_call(c, "DELETE",
-	                   url_sandbox(c, id, "/session/%s", esid ? esid : ""),
-	                   NULL, NULL, err);
-	free(esid);
-	return rc;
+	return json_call(c, "DELETE", url_sandbox_item(c, id, "/session", sid, ""),
+	                 NULL, NULL, err);
 }

@@ -4,61 +4,30 @@
 // what a user sees on the page: xterm.js draws with its DOM renderer, so
 // the terminal's rows are text in the page.
 //
+// The daemon is tests/lib/daemon.mjs's, shared with the other node suites.
 // SBX_BIN names the daemon (scripts/run-tests sets it); SBX_CHROMIUM the
 // browser (default: Debian's); SBX_SCREENSHOT where the screenshot of the
 // console goes (default: build/console.png; docs/console.png is a copy).
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import fs from "node:fs";
-import net from "node:net";
-import os from "node:os";
 import path from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 
 import { chromium } from "playwright-core";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
-const ROOT = path.resolve(HERE, "../..");
-const SBX_BIN = process.env.SBX_BIN || path.join(ROOT, "build/sandboxd");
+import { Daemon, SBX_BIN } from "../lib/daemon.mjs";
+
 const CHROMIUM = process.env.SBX_CHROMIUM ||
 	["/usr/lib/chromium/chromium", "/usr/bin/chromium"].find((p) => fs.existsSync(p));
 const SHOT = process.env.SBX_SCREENSHOT || path.join(path.dirname(SBX_BIN), "console.png");
 const TOKEN = "browser-token-0123456789abcdef";
 const T = 60000; // per wait: the machine is shared and busy
 
-let daemon, base, url, browser;
-
-async function freePort() {
-	const srv = net.createServer();
-	srv.listen(0, "127.0.0.1");
-	await once(srv, "listening");
-	const { port } = srv.address();
-	srv.close();
-	await once(srv, "close");
-	return port;
-}
+let daemon, url, browser;
 
 before(async () => {
-	base = fs.mkdtempSync(path.join(os.tmpdir(), "sbx-browser-"));
-	fs.mkdirSync(path.join(base, "state"), { mode: 0o700 });
-	fs.writeFileSync(path.join(base, "tokens"), `${TOKEN} web\n`);
-	const port = await freePort();
-	url = `http://127.0.0.1:${port}`;
-	const log = fs.openSync(path.join(base, "sandboxd.log"), "a");
-	daemon = spawn(SBX_BIN, ["--listen", `127.0.0.1:${port}`, "--state-dir",
-		path.join(base, "state"), "--tokens", path.join(base, "tokens")],
-		{ stdio: ["ignore", log, log] });
-	const deadline = Date.now() + 30000;
-	for (;;) {
-		try {
-			if ((await fetch(url + "/health")).ok) break;
-		} catch { /* not yet */ }
-		if (Date.now() > deadline) throw new Error("sandboxd did not start: " +
-			fs.readFileSync(path.join(base, "sandboxd.log"), "utf8").slice(-2000));
-		await new Promise((r) => setTimeout(r, 100));
-	}
+	daemon = await Daemon.start([], { tokens: [`${TOKEN} web`], stem: "sbx-browser-" });
+	url = daemon.url;
 	assert.ok(CHROMIUM, "no chromium (scripts/install-deps installs Debian's)");
 	browser = await chromium.launch({ executablePath: CHROMIUM, headless: true,
 		args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
@@ -66,14 +35,8 @@ before(async () => {
 
 after(async () => {
 	if (browser) await browser.close();
-	if (daemon) {
-		daemon.kill("SIGTERM");
-		const [code] = await once(daemon, "exit");
-		assert.equal(code, 0, "sandboxd exited badly: " +
-			fs.readFileSync(path.join(base, "sandboxd.log"), "utf8").slice(-2000));
-	}
-	// the daemon unmounted its sandboxes on exit; what is left is files
-	fs.rmSync(base, { recursive: true, force: true });
+	// exit status 0, no mount left behind
+	await daemon?.stop();
 });
 
 async function logIn(page) {
