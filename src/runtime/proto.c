@@ -263,8 +263,10 @@ int proto_init_decode(const char *buf, size_t len, struct init_params *p,
 		return sbx_err_set(err, EPROTO, "init: short packet");
 	memcpy(&f, buf, sizeof(f));
 	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
-		if (f.insns[i] == 0 || f.insns[i] > BPF_MAXINSNS)
+		if (f.insns[i] == 0 || f.insns[i] > BPF_MAXINSNS) {
+			seccomp_prog_free(&p->seccomp);
 			return sbx_err_set(err, EPROTO, "init: bad filter length");
+		}
 		size_t n = f.insns[i] * sizeof(struct sock_filter);
 		if (n > len - off) {
 			seccomp_prog_free(&p->seccomp);

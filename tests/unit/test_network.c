@@ -59,6 +59,7 @@ static void test_rules(void **state)
 	assert_int_equal(q.nallow, 3);
 	assert_int_equal(q.ndeny, 1);
 	assert_string_equal(q.allow[1].text, "*.example.com:443");
+	net_policy_clear(&q);
 	assert_int_equal(net_policy_decode("everything\n", &q), -EINVAL);
 	free(enc);
 	net_policy_clear(&q);

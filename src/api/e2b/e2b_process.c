@@ -436,12 +436,12 @@ static void start(struct e2b_req *q)
 		goto out;
 	}
 	if (pty) {
+		/* "o" takes a reference: the body's own values get one */
+		json_t *envs = json_object_get(proc, "envs");
 		json_t *note = json_pack(
-		    "{s:{s:s, s:O, s:O, s:s}}", "config", "cmd", cmd, "args",
-		    args ? args : json_array(), "envs",
-		    json_is_object(json_object_get(proc, "envs"))
-		        ? json_object_get(proc, "envs")
-		        : json_object(),
+		    "{s:{s:s, s:o, s:o, s:s}}", "config", "cmd", cmd, "args",
+		    args ? json_incref(args) : json_array(), "envs",
+		    json_is_object(envs) ? json_incref(envs) : json_object(),
 		    "cwd", cwd);
 		const char *tag =
 		    json_string_value(json_object_get(q->body, "tag"));
