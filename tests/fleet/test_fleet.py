@@ -1,0 +1,161 @@
+"""A fleet: three sandboxd nodes behind HAProxy (the shipped configuration),
+ownership in etcd, checkpoints in S3 (s3rver). The cases run in order on one
+fleet: sandboxes spread and keep their files, every face routes one ID to one
+node, a non-owner answers 307, a drained node's sandboxes answer from the
+others with every file, and a SIGKILLed node's come back elsewhere from their
+last checkpoint. Each request's serving node is its Sandboxd-Node header."""
+import json
+
+import requests
+
+from helpers import wait_until
+
+JSON = {"Accept": "application/json"}
+N = 30
+IDS = [f"fleet-{i:03d}" for i in range(N)]
+# sid -> the node that served it when it was made (filled by the first test)
+MADE = {}
+
+
+def req(base, method, path, **kw):
+    kw.setdefault("timeout", 120)
+    return requests.request(method, base + path, allow_redirects=False, **kw)
+
+
+def node_of(r):
+    return r.headers.get("Sandboxd-Node")
+
+
+def run(base, sid, command):
+    r = req(base, "POST", f"/v1/sandbox/{sid}/exec", json={"command": command}, headers=JSON)
+    assert r.status_code == 200, f"{sid}: {command!r}: {r.status_code} {r.text[:500]}"
+    res = r.json()
+    assert res["exitCode"] == 0, f"{sid}: {command!r}: {res}"
+    return r, res["stdout"]
+
+
+def checkpoint_gen(fleet, sid):
+    """The generation of sid's latest checkpoint in etcd (0: none)."""
+    kvs = fleet.etcd.get_prefix(f"sbx/ckpt/{sid}/")
+    return max((json.loads(v)["gen"] for v in kvs.values()), default=0)
+
+
+def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
+    lb = fleet.haproxy.url
+    for sid in IDS:
+        r = req(lb, "POST", "/v1/sandbox", json={"id": sid})
+        assert r.status_code == 201, f"{sid}: {r.status_code} {r.text}"
+        node = node_of(r)
+        assert node in {"node1", "node2", "node3"}, r.headers
+        MADE[sid] = node
+        r, _ = run(lb, sid, f"mkdir -p /workspace/d && echo {sid} > /workspace/d/f.txt && cd /workspace/d")
+        assert node_of(r) == node
+        assert fleet.owner(sid) == node
+    for sid in IDS:
+        r, out = run(lb, sid, "pwd && cat f.txt")
+        assert node_of(r) == MADE[sid]
+        assert out == f"/workspace/d\n{sid}\n"
+        r = req(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+        assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == MADE[sid]
+    counts = {n: sum(1 for v in MADE.values() if v == n) for n in ("node1", "node2", "node3")}
+    assert min(counts.values()) >= 4, counts
+
+
+def test_one_id_one_node_on_every_face(fleet):
+    lb = fleet.haproxy.url
+    for room in ("faces-a", "faces-b", "faces-c", "faces-d"):
+        sid = f"sandbox-{room}"
+        r = req(lb, "POST", "/v1/sandbox", json={"id": sid})
+        assert r.status_code == 201, r.text
+        node = node_of(r)
+        answers = [
+            req(lb, "POST", f"/api/rooms/{room}/sandbox/exec", json={"cmd": "echo hi > /workspace/hi"}),
+            req(lb, "GET", f"/v1/sandbox/{sid}/file/hi"),
+            req(lb, "GET", f"/v1/sandbox/{sid}"),
+            req(lb, "POST", f"/v1/sandbox/{sid}/api/execute", json={"command": "true"}),
+            req(lb, "GET", "/health", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}),
+            req(lb, "GET", f"/sandboxes/{sid}"),
+            req(lb, "GET", f"/mcp?sandbox={sid}"),
+        ]
+        for a in answers:
+            assert a.status_code != 307, f"{a.request.method} {a.request.url}: {a.text}"
+            assert node_of(a) == node, (a.request.method, a.request.url, a.status_code,
+                                        node_of(a), node)
+        assert answers[1].status_code == 200 and answers[1].text == "hi\n"
+        assert fleet.owner(sid) == node
+
+
+def test_a_node_that_does_not_own_answers_307(fleet):
+    sid = next(s for s in IDS if MADE[s] == "node1")
+    other = fleet.by_name("node2")
+    r = req(other.url, "GET", f"/v1/sandbox/{sid}/file/d/f.txt?x=1")
+    assert r.status_code == 307, r.text
+    assert node_of(r) == "node2"
+    owner = fleet.by_name("node1")
+    assert r.headers["Location"] == f"{owner.url}/v1/sandbox/{sid}/file/d/f.txt?x=1"
+    assert r.json()["code"] == "moved"
+    r = requests.get(r.headers["Location"], timeout=60)
+    assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == "node1"
+    assert fleet.owner(sid) == "node1"
+
+
+def test_drain_moves_a_nodes_sandboxes_with_every_file(fleet):
+    lb = fleet.haproxy.url
+    n1 = fleet.by_name("node1")
+    mine = [s for s in IDS if fleet.owner(s) == "node1"]
+    assert mine
+    for sid in mine:  # written after the last periodic checkpoint, maybe
+        run(lb, sid, f"echo late-{sid} > /workspace/late.txt")
+    r = req(n1.url, "POST", "/v1/admin/drain", timeout=600)
+    assert r.status_code == 200, r.text
+    assert r.json()["failed"] == 0 and r.json()["node"] == "node1", r.json()
+    assert req(n1.url, "GET", "/health").status_code == 503
+    # a draining node serves none of them any more
+    r = req(n1.url, "GET", f"/v1/sandbox/{mine[0]}/file/late.txt")
+    assert r.status_code in (307, 503), r.text
+
+    def moved(sid):
+        try:
+            r = req(lb, "GET", f"/v1/sandbox/{sid}/file/late.txt", timeout=30)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and node_of(r) in ("node2", "node3") and r
+    for sid in mine:
+        r = wait_until(lambda: moved(sid), 120, interval=0.5)
+        assert r, f"{sid} did not come back on another node"
+        assert r.text == f"late-{sid}\n"
+        r2, out = run(lb, sid, "cat /workspace/d/f.txt")
+        assert out == f"{sid}\n" and node_of(r2) == node_of(r)
+        assert fleet.owner(sid) == node_of(r)
+
+
+def test_a_killed_nodes_sandboxes_come_back_from_their_checkpoint(fleet):
+    lb = fleet.haproxy.url
+    n2 = fleet.by_name("node2")
+    on2 = [s for s in IDS if fleet.owner(s) == "node2"]
+    on3 = [s for s in IDS if fleet.owner(s) == "node3"]
+    assert on2 and on3
+    for sid in on2:
+        before = checkpoint_gen(fleet, sid)
+        run(lb, sid, f"echo kept-{sid} > /workspace/k.txt")
+        # a checkpoint after the write (every --checkpoint-every)
+        assert wait_until(lambda: checkpoint_gen(fleet, sid) > before, 60 + fleet.checkpoint_s,
+                          interval=0.2), f"{sid}: no checkpoint after the write"
+    n2.kill()
+
+    def back(sid):
+        try:
+            r = req(lb, "GET", f"/v1/sandbox/{sid}/file/k.txt", timeout=30)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and r
+    for sid in on2:
+        r = wait_until(lambda: back(sid), 60 + fleet.ttl_s, interval=0.5)
+        assert r, f"{sid} did not come back after node2 died"
+        assert r.text == f"kept-{sid}\n" and node_of(r) == "node3"
+        _, out = run(lb, sid, "cat /workspace/d/f.txt")
+        assert out == f"{sid}\n"
+    # the survivor's own sandboxes are untouched
+    for sid in on3:
+        r = req(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+        assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == "node3"
