@@ -287,6 +287,63 @@ static void own_add(struct fleet *f, const char *id)
 		f->owned[f->nowned++] = s;
 }
 
+static void own_drop(struct fleet *f, const char *id)
+{
+	for (size_t i = 0; i < f->nowned; i++)
+		if (!strcmp(f->owned[i], id)) {
+			free(f->owned[i]);
+			f->owned[i] = f->owned[--f->nowned];
+			return;
+		}
+}
+
+/* This node's record for an owner key (the key's value). */
+static char *own_value(const struct fleet *f)
+{
+	json_t *v = json_pack("{s:s, s:s}", "node", f->node, "url", f->url);
+	char *vs = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	json_decref(v);
+	return vs;
+}
+
+struct running_ctx {
+	const char *id;
+	bool running;
+};
+
+static void running_one(struct sandbox *sb, void *data)
+{
+	struct running_ctx *c = data;
+	if (sb->state != SB_STOPPED && !strcmp(sb->id, c->id))
+		c->running = true;
+}
+
+static void release_answer(struct fleet *f, void *ctx, json_t *a,
+			   const struct sbx_err *err);
+
+/* A stopped sandbox whose checkpoint has all of it: give its ID up, so
+ * that the node the load balancer picks for it next takes it (and this
+ * one, if it is that node, takes it back without a restore). */
+static void own_release(struct fleet *f, const char *id)
+{
+	struct running_ctx rc = {.id = id};
+	manager_foreach(f->m, running_one, &rc);
+	if (rc.running || !owned(f, id) || f->draining)
+		return;
+	own_drop(f, id);
+	char k[128];
+	own_key(id, k, sizeof(k));
+	char *vs = own_value(f);
+	if (!vs)
+		return;
+	json_t *txn = json_pack(
+		"{s:[{s:o, s:s, s:s, s:o}], s:[{s:{s:o}}]}", "compare", "key",
+		b64s(k), "target", "VALUE", "result", "EQUAL", "value",
+		b64s(vs), "success", "request_delete_range", "key", b64s(k));
+	free(vs);
+	etcd_post(f, "/v3/kv/txn", txn, release_answer, NULL);
+}
+
 static void stop_one(struct sandbox *sb, void *data)
 {
 	(void)data;
@@ -305,6 +362,16 @@ static void lease_lost(struct fleet *f, const char *why)
 		free(f->owned[i]);
 	f->nowned = 0;
 	manager_foreach(f->m, stop_one, NULL);
+}
+
+static void release_answer(struct fleet *f, void *ctx, json_t *a,
+			   const struct sbx_err *err)
+{
+	(void)f;
+	(void)ctx;
+	(void)a;
+	if (err)
+		log_error("event=fleet-release-failed error=\"%s\"", err->msg);
 }
 
 /* ---- claims ---- */
@@ -340,6 +407,8 @@ static void claim_fail(struct claim_op *op, int code, const char *why)
 
 static void restore_done(void *ctx, const struct backup_info *info,
 			 const struct sbx_err *err);
+static int opts_create(struct manager *m, const char *tenant, const char *id,
+		       json_t *o, struct sandbox **out, struct sbx_err *err);
 static void ignore_answer(struct fleet *f, void *ctx, json_t *a,
 			  const struct sbx_err *err);
 
@@ -387,6 +456,7 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 	struct fleet *f = op->f;
 	size_t i;
 	json_t *kv;
+	op->restores++; /* a restore that fails at once must not end op here */
 	json_array_foreach(ckpts, i, kv) {
 		char *val = unb64(json_object_get(kv, "value"));
 		json_t *j = val ? json_loads(val, 0, NULL) : NULL;
@@ -403,10 +473,12 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 		}
 		registry_checkpoint_get(f->m->reg, tenant, op->id, &have,
 					have_b, sizeof(have_b));
-		struct sandbox *sb;
+		struct sandbox *sb = manager_find(f->m, tenant, op->id);
 		struct sbx_err err = {0};
 		if ((uint64_t)gen <= have ||
-		    manager_get(f->m, tenant, op->id, &sb, &err) < 0) {
+		    (!sb && opts_create(f->m, tenant, op->id,
+					json_object_get(j, "opts"), &sb,
+					&err) < 0)) {
 			if (err.code) {
 				op->failed = true;
 				snprintf(op->why, sizeof(op->why),
@@ -435,6 +507,7 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 		backup_restore(f->m->backups, sb, bid, NULL, &cbs, rc, &rc->bop);
 		json_decref(j);
 	}
+	op->restores--;
 	restore_progress_end(op);
 }
 
@@ -560,9 +633,7 @@ static void claim_send(struct claim_op *op)
 	own_key(op->id, k, sizeof(k));
 	snprintf(pre, sizeof(pre), "sbx/ckpt/%s/", op->id);
 	snprintf(end, sizeof(end), "sbx/ckpt/%s0", op->id); /* '/'+1 */
-	json_t *v = json_pack("{s:s, s:s}", "node", f->node, "url", f->url);
-	char *vs = json_dumps(v, JSON_COMPACT);
-	json_decref(v);
+	char *vs = own_value(f);
 	json_t *txn = json_pack(
 		"{s:[{s:o, s:s, s:s, s:s}], "
 		"s:[{s:{s:o, s:o, s:s}}, {s:{s:o, s:o}}], "
@@ -721,6 +792,52 @@ static void lease_tick(struct loop_timer *t)
 
 /* ---- checkpoints ---- */
 
+/* What a sandbox was made with, for the node that takes it next. */
+static json_t *opts_encode(const struct sandbox *sb)
+{
+	json_t *env = json_array();
+	for (size_t i = 0; env && i < sb->envc; i++)
+		json_array_append_new(env, json_string(sb->env[i]));
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:s?}",
+			 "memoryBytes", (json_int_t)sb->limits.memory_bytes,
+			 "pids", (json_int_t)sb->limits.pids, "cpuMillis",
+			 (json_int_t)sb->limits.cpu_millis, "diskBytes",
+			 (json_int_t)sb->disk_bytes, "sleepAfterMs",
+			 (json_int_t)sb->sleep_after_ms, "keepAlive",
+			 sb->keep_alive, "env", env ? env : json_array(),
+			 "labels", sb->labels);
+}
+
+/* Make tenant's id here as the checkpoint's record says it was made. */
+static int opts_create(struct manager *m, const char *tenant, const char *id,
+		       json_t *o, struct sandbox **out, struct sbx_err *err)
+{
+	struct sandbox_opts opts = {0};
+	json_t *env = json_object_get(o, "env");
+	size_t n = json_array_size(env), k = 0;
+	const char **v = n ? calloc(n, sizeof(*v)) : NULL;
+	for (size_t i = 0; v && i < n; i++)
+		if (json_is_string(json_array_get(env, i)))
+			v[k++] = json_string_value(json_array_get(env, i));
+	opts.limits.memory_bytes =
+		(uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
+	opts.limits.pids =
+		(uint32_t)json_integer_value(json_object_get(o, "pids"));
+	opts.limits.cpu_millis =
+		(uint32_t)json_integer_value(json_object_get(o, "cpuMillis"));
+	opts.disk_bytes =
+		(uint64_t)json_integer_value(json_object_get(o, "diskBytes"));
+	opts.sleep_after_ms =
+		(uint64_t)json_integer_value(json_object_get(o, "sleepAfterMs"));
+	opts.keep_alive = json_is_true(json_object_get(o, "keepAlive"));
+	opts.env = v;
+	opts.envc = k;
+	opts.labels = json_string_value(json_object_get(o, "labels"));
+	int r = manager_create(m, tenant, id, &opts, out, err);
+	free(v);
+	return r;
+}
+
 static void ckpt_next(struct fleet *f);
 
 static void ckpt_free(struct ckpt *c)
@@ -750,8 +867,11 @@ static void ckpt_end(struct ckpt *c, bool ok)
 						     ? c->touched_ms
 						     : c->before_ms;
 		if (c->stop_after && sb->state != SB_STOPPED &&
-		    (!ok || sb->last_active_ms == c->touched_ms))
+		    (!ok || sb->last_active_ms == c->touched_ms)) {
 			sandbox_stop(sb, "idle");
+			if (ok && !f->draining)
+				own_release(f, c->id);
+		}
 	}
 	if (f->draining) {
 		if (ok)
@@ -821,9 +941,10 @@ static void ckpt_backup_done(void *ctx, const struct backup_info *info,
 	c->touched_ms = sb ? sb->last_active_ms : 0;
 	char k[256];
 	ckpt_key(c->id, c->tenant, k, sizeof(k));
-	json_t *v = json_pack("{s:s, s:I, s:s, s:s}", "tenant", c->tenant,
+	json_t *v = json_pack("{s:s, s:I, s:s, s:s, s:o*}", "tenant", c->tenant,
 			      "gen", (json_int_t)c->gen, "backup", c->backup,
-			      "node", f->node);
+			      "node", f->node, "opts",
+			      sb ? opts_encode(sb) : NULL);
 	char *vs = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	etcd_post(f, "/v3/kv/put",
@@ -908,8 +1029,13 @@ static bool dirty(const struct sandbox *sb)
 
 bool fleet_sandbox_idle(struct fleet *f, struct sandbox *sb)
 {
-	if (!dirty(sb) || !owned(f, sb->id) || !f->m->backups)
+	if (!owned(f, sb->id) || !f->m->backups)
 		return false;
+	if (!dirty(sb)) { /* its checkpoint has it all */
+		sandbox_stop(sb, "idle");
+		own_release(f, sb->id);
+		return true;
+	}
 	if (!ckpt_queue(f, sb, true))
 		return false;
 	ckpt_next(f);
