@@ -43,7 +43,8 @@ def checkpoint_gen(fleet, sid):
 def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
     lb = fleet.haproxy.url
     for sid in IDS:
-        r = req(lb, "POST", "/v1/sandbox", json={"id": sid})
+        r = req(lb, "POST", "/v1/sandbox", json={"id": sid, "labels": {"sid": sid},
+                                                 "env": {"FLEET_ENV": sid}})
         assert r.status_code == 201, f"{sid}: {r.status_code} {r.text}"
         node = node_of(r)
         assert node in {"node1", "node2", "node3"}, r.headers
@@ -59,6 +60,14 @@ def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
         assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == MADE[sid]
     counts = {n: sum(1 for v in MADE.values() if v == n) for n in ("node1", "node2", "node3")}
     assert min(counts.values()) >= 4, counts
+
+
+def same_sandbox(lb, sid):
+    """What it was made with came along: its labels and environment."""
+    r = req(lb, "GET", f"/v1/sandbox/{sid}")
+    assert r.status_code == 200 and r.json()["labels"] == {"sid": sid}, r.text
+    _, out = run(lb, sid, "echo $FLEET_ENV")
+    assert out == f"{sid}\n"
 
 
 def test_one_id_one_node_on_every_face(fleet):
@@ -127,6 +136,7 @@ def test_drain_moves_a_nodes_sandboxes_with_every_file(fleet):
         r2, out = run(lb, sid, "cat /workspace/d/f.txt")
         assert out == f"{sid}\n" and node_of(r2) == node_of(r)
         assert fleet.owner(sid) == node_of(r)
+        same_sandbox(lb, sid)
 
 
 def test_a_killed_nodes_sandboxes_come_back_from_their_checkpoint(fleet):
@@ -155,7 +165,28 @@ def test_a_killed_nodes_sandboxes_come_back_from_their_checkpoint(fleet):
         assert r.text == f"kept-{sid}\n" and node_of(r) == "node3"
         _, out = run(lb, sid, "cat /workspace/d/f.txt")
         assert out == f"{sid}\n"
+        same_sandbox(lb, sid)
     # the survivor's own sandboxes are untouched
     for sid in on3:
         r = req(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
         assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == "node3"
+
+
+def test_a_restarted_node_never_serves_what_another_holds(fleet):
+    lb = fleet.haproxy.url
+    n2 = fleet.by_name("node2")
+    n2.restart()  # its state dir still has the sandboxes it held
+    for sid in IDS:
+        answers = {n.name: req(n.url, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+                   for n in fleet.nodes}
+        served = {name: r for name, r in answers.items() if r.status_code == 200}
+        assert len(served) == 1, {k: (r.status_code, r.text[:200]) for k, r in answers.items()}
+        (name, r), = served.items()
+        assert r.text == f"{sid}\n" and node_of(r) == name == fleet.owner(sid)
+        for other, a in answers.items():
+            if other != name:  # the drained node1 says 503, the others 307
+                assert a.status_code in (307, 503), (other, a.status_code, a.text)
+                if a.status_code == 307:
+                    assert a.headers["Location"].startswith(fleet.by_name(name).url)
+        r = requests.get(f"{lb}/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
+        assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == name
