@@ -108,6 +108,27 @@ def test_a_node_that_does_not_own_answers_307(fleet):
     assert fleet.owner(sid) == "node1"
 
 
+def test_an_idle_sandbox_is_checkpointed_and_given_up(fleet):
+    lb = fleet.haproxy.url
+    sid = "fleet-idle"
+    r = req(lb, "POST", "/v1/sandbox", json={"id": sid, "sleepAfter": "2s"})
+    assert r.status_code == 201, r.text
+    node = node_of(r)
+    run(lb, sid, "echo idle > /workspace/idle.txt")
+    # stopped for idleness once a checkpoint has it all, its ID given up
+    assert wait_until(lambda: fleet.owner(sid) is None and checkpoint_gen(fleet, sid) >= 1,
+                      120, interval=0.2), (fleet.owner(sid), checkpoint_gen(fleet, sid))
+    # so any node may take it, from that checkpoint
+    other = next(n for n in fleet.nodes if n.name != node)
+    r = req(other.url, "GET", f"/v1/sandbox/{sid}/file/idle.txt")
+    assert r.status_code == 200 and r.text == "idle\n" and node_of(r) == other.name, r.text
+    assert fleet.owner(sid) == other.name
+    r = req(fleet.by_name(node).url, "GET", f"/v1/sandbox/{sid}/file/idle.txt")
+    assert r.status_code in (200, 307), r.text
+    if r.status_code == 307:  # unless it went idle again meanwhile
+        assert r.headers["Location"].startswith(other.url)
+
+
 def test_drain_moves_a_nodes_sandboxes_with_every_file(fleet):
     lb = fleet.haproxy.url
     n1 = fleet.by_name("node1")
