@@ -308,13 +308,17 @@ static char *own_value(const struct fleet *f)
 
 struct running_ctx {
 	const char *id;
-	bool running;
+	const struct sandbox *gone; /* being destroyed: counts as nothing */
+	bool running, other;
 };
 
 static void running_one(struct sandbox *sb, void *data)
 {
 	struct running_ctx *c = data;
-	if (sb->state != SB_STOPPED && !strcmp(sb->id, c->id))
+	if (sb == c->gone || strcmp(sb->id, c->id))
+		return;
+	c->other = true;
+	if (sb->state != SB_STOPPED)
 		c->running = true;
 }
 
@@ -324,22 +328,39 @@ static void release_answer(struct fleet *f, void *ctx, json_t *a,
 /* A stopped sandbox whose checkpoint has all of it: give its ID up, so
  * that the node the load balancer picks for it next takes it (and this
  * one, if it is that node, takes it back without a restore). */
-static void own_release(struct fleet *f, const char *id)
+/* also_key: deleted in the same transaction either way (a destroyed
+ * sandbox's checkpoint record goes before its ID is free), or NULL. */
+static void own_release(struct fleet *f, const char *id,
+			const struct sandbox *gone, const char *also_key)
 {
-	struct running_ctx rc = {.id = id};
+	struct running_ctx rc = {.id = id, .gone = gone};
 	manager_foreach(f->m, running_one, &rc);
-	if (rc.running || !owned(f, id) || f->draining)
+	bool release = !rc.running && !(gone && rc.other) && owned(f, id) &&
+		       !f->draining;
+	if (!release && !also_key)
 		return;
-	own_drop(f, id);
 	char k[128];
 	own_key(id, k, sizeof(k));
 	char *vs = own_value(f);
 	if (!vs)
 		return;
-	json_t *txn = json_pack(
-		"{s:[{s:o, s:s, s:s, s:o}], s:[{s:{s:o}}]}", "compare", "key",
-		b64s(k), "target", "VALUE", "result", "EQUAL", "value",
-		b64s(vs), "success", "request_delete_range", "key", b64s(k));
+	if (release)
+		own_drop(f, id);
+	json_t *also = json_array();
+	if (also_key)
+		json_array_append_new(
+			also, json_pack("{s:{s:o}}", "request_delete_range",
+					"key", b64s(also_key)));
+	json_t *ok = json_deep_copy(also);
+	if (release)
+		json_array_append_new(
+			ok, json_pack("{s:{s:o}}", "request_delete_range", "key",
+				      b64s(k)));
+	/* released only while the key is this node's */
+	json_t *txn = json_pack("{s:[{s:o, s:s, s:s, s:o}], s:o, s:o}",
+				"compare", "key", b64s(k), "target", "VALUE",
+				"result", "EQUAL", "value", b64s(vs), "success",
+				ok, "failure", also);
 	free(vs);
 	etcd_post(f, "/v3/kv/txn", txn, release_answer, NULL);
 }
@@ -432,7 +453,7 @@ static void restore_progress_end(struct claim_op *op)
 		etcd_post(f, "/v3/kv/deleterange",
 			  json_pack("{s:o}", "key", b64s(k)), ignore_answer,
 			  NULL);
-		claim_fail(op, EREMOTEIO, op->why);
+		claim_fail(op, f->draining ? EAGAIN : EREMOTEIO, op->why);
 		return;
 	}
 	own_add(f, op->id);
@@ -734,6 +755,9 @@ static void keepalive_answer(struct fleet *f, void *ctx, json_t *a,
 	}
 	json_t *r = json_object_get(a, "result");
 	const char *ttl = json_string_value(json_object_get(r, "TTL"));
+	const char *id = json_string_value(json_object_get(r, "ID"));
+	if (!id || strcmp(id, f->lease))
+		return; /* an answer about a lease given up meanwhile */
 	if (!ttl || strtoull(ttl, NULL, 10) == 0) {
 		lease_lost(f, "etcd says the lease expired");
 		return;
@@ -870,7 +894,7 @@ static void ckpt_end(struct ckpt *c, bool ok)
 		    (!ok || sb->last_active_ms == c->touched_ms)) {
 			sandbox_stop(sb, "idle");
 			if (ok && !f->draining)
-				own_release(f, c->id);
+				own_release(f, c->id, NULL, NULL);
 		}
 	}
 	if (f->draining) {
@@ -1033,7 +1057,7 @@ bool fleet_sandbox_idle(struct fleet *f, struct sandbox *sb)
 		return false;
 	if (!dirty(sb)) { /* its checkpoint has it all */
 		sandbox_stop(sb, "idle");
-		own_release(f, sb->id);
+		own_release(f, sb->id, NULL, NULL);
 		return true;
 	}
 	if (!ckpt_queue(f, sb, true))
@@ -1082,7 +1106,17 @@ void fleet_drain(struct fleet *f,
 	f->draining = true;
 	f->drain_done = done;
 	f->drain_ctx = ctx;
-	claims_fail_all(f, EAGAIN, "this node is draining");
+	/* claims waiting for etcd fail now; one restoring fails when its
+	 * restore ends (and gives the ID up) */
+	for (struct claim_op *op = f->claims, *next; op; op = next) {
+		next = op->next;
+		if (!op->restores) {
+			claim_fail(op, EAGAIN, "this node is draining");
+		} else {
+			op->failed = true;
+			snprintf(op->why, sizeof(op->why), "this node is draining");
+		}
+	}
 	if (f->m->backups && lease_valid(f))
 		manager_foreach(f->m, drain_one, f);
 	ckpt_next(f);
@@ -1101,11 +1135,12 @@ void fleet_sandbox_gone(struct fleet *f, struct sandbox *sb)
 {
 	char k[256];
 	ckpt_key(sb->id, sb->tenant, k, sizeof(k));
-	etcd_post(f, "/v3/kv/deleterange", json_pack("{s:o}", "key", b64s(k)),
-		  ignore_answer, NULL);
 	for (struct ckpt *c = f->ckpts; c; c = c->next)
 		if (!strcmp(c->id, sb->id) && !strcmp(c->tenant, sb->tenant))
 			c->stop_after = false;
+	/* its checkpoint record goes; if it was the last sandbox of that ID
+	 * here, the ID is free again */
+	own_release(f, sb->id, sb, k);
 }
 
 /* ---- life ---- */

@@ -129,6 +129,26 @@ def test_an_idle_sandbox_is_checkpointed_and_given_up(fleet):
         assert r.headers["Location"].startswith(other.url)
 
 
+def test_a_deleted_sandbox_frees_its_id_and_leaves_no_checkpoint(fleet):
+    lb = fleet.haproxy.url
+    sid = "fleet-deleted"
+    r = req(lb, "POST", "/v1/sandbox", json={"id": sid})
+    assert r.status_code == 201, r.text
+    node = node_of(r)
+    run(lb, sid, "echo x > /workspace/x")
+    assert wait_until(lambda: checkpoint_gen(fleet, sid) >= 1, 60, interval=0.2)
+    assert req(lb, "DELETE", f"/v1/sandbox/{sid}").status_code == 204
+    assert wait_until(lambda: fleet.owner(sid) is None and
+                      not fleet.etcd.get_prefix(f"sbx/ckpt/{sid}/"), 60, interval=0.2)
+    # made again elsewhere: a new, empty sandbox (no checkpoint restored)
+    other = next(n for n in fleet.nodes if n.name != node)
+    r = req(other.url, "POST", "/v1/sandbox", json={"id": sid})
+    assert r.status_code == 201 and node_of(r) == other.name, r.text
+    _, out = run(other.url, sid, "ls /workspace")
+    assert out == ""
+    assert req(other.url, "DELETE", f"/v1/sandbox/{sid}").status_code == 204
+
+
 def test_drain_moves_a_nodes_sandboxes_with_every_file(fleet):
     lb = fleet.haproxy.url
     n1 = fleet.by_name("node1")
