@@ -129,6 +129,29 @@ def test_an_idle_sandbox_is_checkpointed_and_given_up(fleet):
         assert r.headers["Location"].startswith(other.url)
 
 
+def test_an_upload_to_a_node_that_must_take_the_sandbox_first(fleet):
+    """A streamed body (PUT file) waits while the node takes the sandbox
+    and restores it; to a node that does not hold it, 307 (body dropped)."""
+    sid = "fleet-idle"  # the test above: sleepAfter 2s, so given up again
+    assert wait_until(lambda: fleet.owner(sid) is None, 120, interval=0.2)
+    data = bytes(range(256)) * 4096  # 1 MiB
+    taker = fleet.nodes[2]
+    r = req(taker.url, "PUT", f"/v1/sandbox/{sid}/file/up.bin", data=data)
+    assert r.status_code in (200, 201, 204), r.text
+    assert node_of(r) == taker.name and fleet.owner(sid) == taker.name
+    other = fleet.nodes[0]
+    r = req(other.url, "PUT", f"/v1/sandbox/{sid}/file/up2.bin", data=data)
+    if fleet.owner(sid) == taker.name:  # unless it went idle meanwhile
+        assert r.status_code == 307, r.text
+        assert r.headers["Location"] == f"{taker.url}/v1/sandbox/{sid}/file/up2.bin"
+    r = req(taker.url, "GET", f"/v1/sandbox/{sid}/file/up.bin")
+    if r.status_code == 307:  # given up and taken by `other` meanwhile: follow
+        r = requests.get(r.headers["Location"], timeout=60)
+    assert r.status_code == 200 and r.content == data
+    r = requests.get(f"{fleet.haproxy.url}/v1/sandbox/{sid}/file/idle.txt", timeout=60)
+    assert r.status_code == 200 and r.text == "idle\n"
+
+
 def test_a_deleted_sandbox_frees_its_id_and_leaves_no_checkpoint(fleet):
     lb = fleet.haproxy.url
     sid = "fleet-deleted"
