@@ -23,7 +23,7 @@
 
 struct etcd_call;
 typedef void (*etcd_cb)(struct fleet *f, void *ctx, json_t *answer,
-			const struct sbx_err *err);
+                        const struct sbx_err *err);
 
 struct etcd_call {
 	struct fleet *f;
@@ -62,8 +62,8 @@ struct ckpt {
 	char id[ID_MAX];
 	struct backup_op *op;
 	uint64_t before_ms, touched_ms; /* sb's last use before the
-					   checkpoint, and once its archive
-					   was written */
+	                                   checkpoint, and once its archive
+	                                   was written */
 	uint64_t gen;
 	char backup[ID_RANDOM_MAX], old_backup[ID_RANDOM_MAX];
 	bool stop_after, running, done;
@@ -139,18 +139,18 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
 	json_t *j = NULL;
 	if (cc != CURLE_OK)
 		sbx_err_set(&err, EREMOTEIO, "etcd %s: %s", f->etcd,
-			    curl_easy_strerror(cc));
+		            curl_easy_strerror(cc));
 	else if (!(j = json_loadb(c->answer.data ? c->answer.data : "",
-				  c->answer.len, 0, NULL)))
+	                          c->answer.len, 0, NULL)))
 		sbx_err_set(&err, EREMOTEIO,
-			    "etcd %s answered HTTP %ld, not JSON", f->etcd,
-			    status);
+		            "etcd %s answered HTTP %ld, not JSON", f->etcd,
+		            status);
 	else if (status < 200 || status > 299)
 		sbx_err_set(&err, EREMOTEIO, "etcd %s answered HTTP %ld: %s",
-			    f->etcd, status,
-			    json_string_value(json_object_get(j, "error"))
-				    ? json_string_value(json_object_get(j, "error"))
-				    : "");
+		            f->etcd, status,
+		            json_string_value(json_object_get(j, "error"))
+		                ? json_string_value(json_object_get(j, "error"))
+		                : "");
 	call_unlink(c);
 	c->cb(f, c->ctx, err.code ? NULL : j, err.code ? &err : NULL);
 	json_decref(j);
@@ -159,7 +159,7 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
 
 /* POST path with body (taken); cb once, from the loop. */
 static void etcd_post(struct fleet *f, const char *path, json_t *body,
-		      etcd_cb cb, void *ctx)
+                      etcd_cb cb, void *ctx)
 {
 	struct sbx_err err = {0};
 	struct etcd_call *c = calloc(1, sizeof(*c));
@@ -189,7 +189,7 @@ static void etcd_post(struct fleet *f, const char *path, json_t *body,
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
 	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-			 (curl_off_t)strlen(c->body));
+	                 (curl_off_t)strlen(c->body));
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
@@ -244,8 +244,7 @@ static void own_key(const char *id, char *buf, size_t cap)
 	snprintf(buf, cap, "sbx/own/%s", id);
 }
 
-static void ckpt_key(const char *id, const char *tenant, char *buf,
-		     size_t cap)
+static void ckpt_key(const char *id, const char *tenant, char *buf, size_t cap)
 {
 	char tk[300];
 	backup_tenant_key(tenant, tk, sizeof(tk)); /* "<hex>/" */
@@ -323,7 +322,7 @@ static void running_one(struct sandbox *sb, void *data)
 }
 
 static void release_answer(struct fleet *f, void *ctx, json_t *a,
-			   const struct sbx_err *err);
+                           const struct sbx_err *err);
 
 /* A stopped sandbox whose checkpoint has all of it: give its ID up, so
  * that the node the load balancer picks for it next takes it (and this
@@ -331,12 +330,12 @@ static void release_answer(struct fleet *f, void *ctx, json_t *a,
 /* also_key: deleted in the same transaction either way (a destroyed
  * sandbox's checkpoint record goes before its ID is free), or NULL. */
 static void own_release(struct fleet *f, const char *id,
-			const struct sandbox *gone, const char *also_key)
+                        const struct sandbox *gone, const char *also_key)
 {
 	struct running_ctx rc = {.id = id, .gone = gone};
 	manager_foreach(f->m, running_one, &rc);
-	bool release = !rc.running && !(gone && rc.other) && owned(f, id) &&
-		       !f->draining;
+	bool release =
+	    !rc.running && !(gone && rc.other) && owned(f, id) && !f->draining;
 	if (!release && !also_key)
 		return;
 	char k[128];
@@ -348,19 +347,19 @@ static void own_release(struct fleet *f, const char *id,
 		own_drop(f, id);
 	json_t *also = json_array();
 	if (also_key)
-		json_array_append_new(
-			also, json_pack("{s:{s:o}}", "request_delete_range",
-					"key", b64s(also_key)));
+		json_array_append_new(also, json_pack("{s:{s:o}}",
+		                                      "request_delete_range",
+		                                      "key", b64s(also_key)));
 	json_t *ok = json_deep_copy(also);
 	if (release)
-		json_array_append_new(
-			ok, json_pack("{s:{s:o}}", "request_delete_range", "key",
-				      b64s(k)));
+		json_array_append_new(ok, json_pack("{s:{s:o}}",
+		                                    "request_delete_range",
+		                                    "key", b64s(k)));
 	/* released only while the key is this node's */
-	json_t *txn = json_pack("{s:[{s:o, s:s, s:s, s:o}], s:o, s:o}",
-				"compare", "key", b64s(k), "target", "VALUE",
-				"result", "EQUAL", "value", b64s(vs), "success",
-				ok, "failure", also);
+	json_t *txn =
+	    json_pack("{s:[{s:o, s:s, s:s, s:o}], s:o, s:o}", "compare", "key",
+	              b64s(k), "target", "VALUE", "result", "EQUAL", "value",
+	              b64s(vs), "success", ok, "failure", also);
 	free(vs);
 	etcd_post(f, "/v3/kv/txn", txn, release_answer, NULL);
 }
@@ -377,7 +376,7 @@ static void lease_lost(struct fleet *f, const char *why)
 {
 	if (f->lease[0])
 		log_error("event=fleet-lease-lost node=%s lease=%s why=\"%s\"",
-			  f->node, f->lease, why);
+		          f->node, f->lease, why);
 	f->lease[0] = '\0';
 	for (size_t i = 0; i < f->nowned; i++)
 		free(f->owned[i]);
@@ -386,7 +385,7 @@ static void lease_lost(struct fleet *f, const char *why)
 }
 
 static void release_answer(struct fleet *f, void *ctx, json_t *a,
-			   const struct sbx_err *err)
+                           const struct sbx_err *err)
 {
 	(void)f;
 	(void)ctx;
@@ -401,7 +400,7 @@ static void claims_fail_all(struct fleet *f, int code, const char *why);
 static void claim_send(struct claim_op *op);
 
 static void claim_finish(struct claim_op *op, enum fleet_where w,
-			 const char *url, const struct sbx_err *err)
+                         const char *url, const struct sbx_err *err)
 {
 	struct fleet *f = op->f;
 	for (struct claim_op **p = &f->claims; *p; p = &(*p)->next)
@@ -427,11 +426,11 @@ static void claim_fail(struct claim_op *op, int code, const char *why)
 }
 
 static void restore_done(void *ctx, const struct backup_info *info,
-			 const struct sbx_err *err);
+                         const struct sbx_err *err);
 static int opts_create(struct manager *m, const char *tenant, const char *id,
-		       json_t *o, struct sandbox **out, struct sbx_err *err);
+                       json_t *o, struct sandbox **out, struct sbx_err *err);
 static void ignore_answer(struct fleet *f, void *ctx, json_t *a,
-			  const struct sbx_err *err);
+                          const struct sbx_err *err);
 
 struct restore_ctx {
 	struct claim_op *op;
@@ -451,8 +450,8 @@ static void restore_progress_end(struct claim_op *op)
 		char k[128];
 		own_key(op->id, k, sizeof(k));
 		etcd_post(f, "/v3/kv/deleterange",
-			  json_pack("{s:o}", "key", b64s(k)), ignore_answer,
-			  NULL);
+		          json_pack("{s:o}", "key", b64s(k)), ignore_answer,
+		          NULL);
 		claim_fail(op, f->draining ? EAGAIN : EREMOTEIO, op->why);
 		return;
 	}
@@ -461,7 +460,7 @@ static void restore_progress_end(struct claim_op *op)
 }
 
 static void ignore_answer(struct fleet *f, void *ctx, json_t *a,
-			  const struct sbx_err *err)
+                          const struct sbx_err *err)
 {
 	(void)f;
 	(void)ctx;
@@ -478,12 +477,15 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 	size_t i;
 	json_t *kv;
 	op->restores++; /* a restore that fails at once must not end op here */
-	json_array_foreach(ckpts, i, kv) {
+	json_array_foreach(ckpts, i, kv)
+	{
 		char *val = unb64(json_object_get(kv, "value"));
 		json_t *j = val ? json_loads(val, 0, NULL) : NULL;
 		free(val);
-		const char *tenant = json_string_value(json_object_get(j, "tenant"));
-		const char *bid = json_string_value(json_object_get(j, "backup"));
+		const char *tenant =
+		    json_string_value(json_object_get(j, "tenant"));
+		const char *bid =
+		    json_string_value(json_object_get(j, "backup"));
 		json_int_t gen = json_integer_value(json_object_get(j, "gen"));
 		uint64_t have = 0;
 		char have_b[ID_RANDOM_MAX];
@@ -493,17 +495,17 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 			continue;
 		}
 		registry_checkpoint_get(f->m->reg, tenant, op->id, &have,
-					have_b, sizeof(have_b));
+		                        have_b, sizeof(have_b));
 		struct sandbox *sb = manager_find(f->m, tenant, op->id);
 		struct sbx_err err = {0};
 		if ((uint64_t)gen <= have ||
-		    (!sb && opts_create(f->m, tenant, op->id,
-					json_object_get(j, "opts"), &sb,
-					&err) < 0)) {
+		    (!sb &&
+		     opts_create(f->m, tenant, op->id,
+		                 json_object_get(j, "opts"), &sb, &err) < 0)) {
 			if (err.code) {
 				op->failed = true;
 				snprintf(op->why, sizeof(op->why),
-					 "sandbox %s: %s", op->id, err.msg);
+				         "sandbox %s: %s", op->id, err.msg);
 			}
 			json_decref(j);
 			continue;
@@ -520,12 +522,13 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 		rc->gen = (uint64_t)gen;
 		snprintf(rc->backup, sizeof(rc->backup), "%s", bid);
 		log_info("sandbox=%s event=fleet-restore tenant=%s gen=%llu "
-			 "backup=%s had=%llu",
-			 op->id, tenant, (unsigned long long)gen, bid,
-			 (unsigned long long)have);
+		         "backup=%s had=%llu",
+		         op->id, tenant, (unsigned long long)gen, bid,
+		         (unsigned long long)have);
 		op->restores++;
 		static const struct backup_cbs cbs = {.done = restore_done};
-		backup_restore(f->m->backups, sb, bid, NULL, &cbs, rc, &rc->bop);
+		backup_restore(f->m->backups, sb, bid, NULL, &cbs, rc,
+		               &rc->bop);
 		json_decref(j);
 	}
 	op->restores--;
@@ -533,7 +536,7 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 }
 
 static void restore_done(void *ctx, const struct backup_info *info,
-			 const struct sbx_err *err)
+                         const struct sbx_err *err)
 {
 	struct restore_ctx *rc = ctx;
 	struct claim_op *op = rc->op;
@@ -543,14 +546,14 @@ static void restore_done(void *ctx, const struct backup_info *info,
 	} else if (!info) {
 		op->failed = true;
 		snprintf(op->why, sizeof(op->why),
-			 "restoring sandbox %s's checkpoint %s: %s", op->id,
-			 rc->backup, err ? err->msg : "failed");
+		         "restoring sandbox %s's checkpoint %s: %s", op->id,
+		         rc->backup, err ? err->msg : "failed");
 		log_error("sandbox=%s event=fleet-restore-failed error=\"%s\"",
-			  op->id, op->why);
+		          op->id, op->why);
 	} else {
 		struct sbx_err e2 = {0};
 		registry_checkpoint_put(f->m->reg, rc->tenant, op->id, rc->gen,
-					rc->backup, &e2);
+		                        rc->backup, &e2);
 		struct sandbox *sb = manager_find(f->m, rc->tenant, op->id);
 		if (sb)
 			sb->fleet_saved_ms = sb->last_active_ms;
@@ -566,7 +569,7 @@ static void restore_done(void *ctx, const struct backup_info *info,
 }
 
 static void claim_answer(struct fleet *f, void *ctx, json_t *a,
-			 const struct sbx_err *err)
+                         const struct sbx_err *err)
 {
 	struct claim_op *op = ctx;
 	if (err) {
@@ -576,17 +579,18 @@ static void claim_answer(struct fleet *f, void *ctx, json_t *a,
 	json_t *resp = json_object_get(a, "responses");
 	if (json_is_true(json_object_get(a, "succeeded"))) {
 		/* success: [put, range of checkpoints] */
-		claim_take(op, json_object_get(
-			json_object_get(json_array_get(resp, 1), "response_range"),
-			"kvs"));
+		claim_take(
+		    op, json_object_get(json_object_get(json_array_get(resp, 1),
+		                                        "response_range"),
+		                        "kvs"));
 		return;
 	}
 	/* failure: [range of the owner key] */
 	json_t *kv = json_array_get(
-		json_object_get(json_object_get(json_array_get(resp, 0),
-						"response_range"),
-				"kvs"),
-		0);
+	    json_object_get(
+	        json_object_get(json_array_get(resp, 0), "response_range"),
+	        "kvs"),
+	    0);
 	if (!kv) { /* gone meanwhile: try again */
 		claim_send(op);
 		return;
@@ -607,11 +611,11 @@ static void claim_answer(struct fleet *f, void *ctx, json_t *a,
 			char k[128];
 			own_key(op->id, k, sizeof(k));
 			const char *mod = json_string_value(
-				json_object_get(kv, "mod_revision"));
+			    json_object_get(kv, "mod_revision"));
 			log_info("sandbox=%s event=fleet-reclaim old-lease=%s",
-				 op->id, lease ? lease : "-");
+			         op->id, lease ? lease : "-");
 			json_t *v = json_pack("{s:s, s:s}", "node", f->node,
-					      "url", f->url);
+			                      "url", f->url);
 			char *vs = json_dumps(v, JSON_COMPACT);
 			json_decref(v);
 			char pre[160];
@@ -619,16 +623,16 @@ static void claim_answer(struct fleet *f, void *ctx, json_t *a,
 			char end[160];
 			snprintf(end, sizeof(end), "sbx/ckpt/%s0", op->id);
 			json_t *txn = json_pack(
-				"{s:[{s:o, s:s, s:s, s:s}], "
-				"s:[{s:{s:o, s:o, s:s}}, {s:{s:o, s:o}}], "
-				"s:[{s:{s:o}}]}",
-				"compare", "key", b64s(k), "target", "MOD",
-				"result", "EQUAL", "mod_revision", mod ? mod : "0",
-				"success", "request_put", "key", b64s(k), "value",
-				b64s(vs ? vs : "{}"), "lease", f->lease,
-				"request_range", "key", b64s(pre), "range_end",
-				b64s(end), "failure", "request_range", "key",
-				b64s(k));
+			    "{s:[{s:o, s:s, s:s, s:s}], "
+			    "s:[{s:{s:o, s:o, s:s}}, {s:{s:o, s:o}}], "
+			    "s:[{s:{s:o}}]}",
+			    "compare", "key", b64s(k), "target", "MOD",
+			    "result", "EQUAL", "mod_revision", mod ? mod : "0",
+			    "success", "request_put", "key", b64s(k), "value",
+			    b64s(vs ? vs : "{}"), "lease", f->lease,
+			    "request_range", "key", b64s(pre), "range_end",
+			    b64s(end), "failure", "request_range", "key",
+			    b64s(k));
 			free(vs);
 			etcd_post(f, "/v3/kv/txn", txn, claim_answer, op);
 		}
@@ -639,7 +643,8 @@ static void claim_answer(struct fleet *f, void *ctx, json_t *a,
 	snprintf(u, sizeof(u), "%s", url ? url : "");
 	json_decref(j);
 	if (!u[0]) {
-		claim_fail(op, EREMOTEIO, "the owner's record in etcd is unreadable");
+		claim_fail(op, EREMOTEIO,
+		           "the owner's record in etcd is unreadable");
 		return;
 	}
 	claim_finish(op, FLEET_THERE, u, NULL);
@@ -655,21 +660,21 @@ static void claim_send(struct claim_op *op)
 	snprintf(pre, sizeof(pre), "sbx/ckpt/%s/", op->id);
 	snprintf(end, sizeof(end), "sbx/ckpt/%s0", op->id); /* '/'+1 */
 	char *vs = own_value(f);
-	json_t *txn = json_pack(
-		"{s:[{s:o, s:s, s:s, s:s}], "
-		"s:[{s:{s:o, s:o, s:s}}, {s:{s:o, s:o}}], "
-		"s:[{s:{s:o}}]}",
-		"compare", "key", b64s(k), "target", "CREATE", "result",
-		"EQUAL", "create_revision", "0", "success", "request_put",
-		"key", b64s(k), "value", b64s(vs ? vs : "{}"), "lease",
-		f->lease, "request_range", "key", b64s(pre), "range_end",
-		b64s(end), "failure", "request_range", "key", b64s(k));
+	json_t *txn =
+	    json_pack("{s:[{s:o, s:s, s:s, s:s}], "
+	              "s:[{s:{s:o, s:o, s:s}}, {s:{s:o, s:o}}], "
+	              "s:[{s:{s:o}}]}",
+	              "compare", "key", b64s(k), "target", "CREATE", "result",
+	              "EQUAL", "create_revision", "0", "success", "request_put",
+	              "key", b64s(k), "value", b64s(vs ? vs : "{}"), "lease",
+	              f->lease, "request_range", "key", b64s(pre), "range_end",
+	              b64s(end), "failure", "request_range", "key", b64s(k));
 	free(vs);
 	etcd_post(f, "/v3/kv/txn", txn, claim_answer, op);
 }
 
 int fleet_claim(struct fleet *f, const char *id, fleet_claim_cb cb, void *ctx,
-		struct fleet_claim **out)
+                struct fleet_claim **out)
 {
 	if (!f->draining && lease_valid(f) && owned(f, id))
 		return 1;
@@ -743,12 +748,13 @@ static void claims_fail_all(struct fleet *f, int code, const char *why)
 static void lease_grant(struct fleet *f);
 
 static void keepalive_answer(struct fleet *f, void *ctx, json_t *a,
-			     const struct sbx_err *err)
+                             const struct sbx_err *err)
 {
 	uint64_t sent = (uint64_t)(uintptr_t)ctx;
 	f->renewing = false;
 	if (err) {
-		log_error("event=fleet-keepalive-failed error=\"%s\"", err->msg);
+		log_error("event=fleet-keepalive-failed error=\"%s\"",
+		          err->msg);
 		if (!lease_valid(f))
 			lease_lost(f, "etcd unreachable for the lease's TTL");
 		return;
@@ -766,22 +772,22 @@ static void keepalive_answer(struct fleet *f, void *ctx, json_t *a,
 }
 
 static void grant_answer(struct fleet *f, void *ctx, json_t *a,
-			 const struct sbx_err *err)
+                         const struct sbx_err *err)
 {
 	uint64_t sent = (uint64_t)(uintptr_t)ctx;
 	f->granting = false;
 	const char *id = json_string_value(json_object_get(a, "ID"));
 	if (err || !id || strlen(id) >= sizeof(f->lease)) {
 		log_error("event=fleet-lease-grant-failed error=\"%s\"",
-			  err ? err->msg : "no lease ID in etcd's answer");
-		claims_fail_all(f, EREMOTEIO, err ? err->msg
-					     : "etcd granted no lease");
+		          err ? err->msg : "no lease ID in etcd's answer");
+		claims_fail_all(f, EREMOTEIO,
+		                err ? err->msg : "etcd granted no lease");
 		return;
 	}
 	snprintf(f->lease, sizeof(f->lease), "%s", id);
 	f->lease_until_ms = sent + f->ttl_s * 1000;
 	log_info("event=fleet-lease node=%s lease=%s ttl=%llu", f->node,
-		 f->lease, (unsigned long long)f->ttl_s);
+	         f->lease, (unsigned long long)f->ttl_s);
 	for (struct claim_op *op = f->claims; op; op = op->next)
 		claim_send(op);
 }
@@ -792,14 +798,14 @@ static void lease_grant(struct fleet *f)
 		return;
 	f->granting = true;
 	etcd_post(f, "/v3/lease/grant",
-		  json_pack("{s:I}", "TTL", (json_int_t)f->ttl_s), grant_answer,
-		  (void *)(uintptr_t)now_mono_ms());
+	          json_pack("{s:I}", "TTL", (json_int_t)f->ttl_s), grant_answer,
+	          (void *)(uintptr_t)now_mono_ms());
 }
 
 static void lease_tick(struct loop_timer *t)
 {
-	struct fleet *f = (struct fleet *)((char *)t -
-					   offsetof(struct fleet, lease_t));
+	struct fleet *f =
+	    (struct fleet *)((char *)t - offsetof(struct fleet, lease_t));
 	if (f->lease[0] && !lease_valid(f))
 		lease_lost(f, "etcd unreachable for the lease's TTL");
 	if (!f->lease[0]) {
@@ -807,8 +813,8 @@ static void lease_tick(struct loop_timer *t)
 	} else if (!f->renewing) {
 		f->renewing = true;
 		etcd_post(f, "/v3/lease/keepalive",
-			  json_pack("{s:s}", "ID", f->lease), keepalive_answer,
-			  (void *)(uintptr_t)now_mono_ms());
+		          json_pack("{s:s}", "ID", f->lease), keepalive_answer,
+		          (void *)(uintptr_t)now_mono_ms());
 	}
 	uint64_t every = f->ttl_s * 1000 / 3;
 	loop_timer_start(f->loop, t, every < 500 ? 500 : every);
@@ -823,18 +829,18 @@ static json_t *opts_encode(const struct sandbox *sb)
 	for (size_t i = 0; env && i < sb->envc; i++)
 		json_array_append_new(env, json_string(sb->env[i]));
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:o, s:s?}",
-			 "memoryBytes", (json_int_t)sb->limits.memory_bytes,
-			 "pids", (json_int_t)sb->limits.pids, "cpuMillis",
-			 (json_int_t)sb->limits.cpu_millis, "diskBytes",
-			 (json_int_t)sb->disk_bytes, "sleepAfterMs",
-			 (json_int_t)sb->sleep_after_ms, "keepAlive",
-			 sb->keep_alive, "env", env ? env : json_array(),
-			 "labels", sb->labels);
+	                 "memoryBytes", (json_int_t)sb->limits.memory_bytes,
+	                 "pids", (json_int_t)sb->limits.pids, "cpuMillis",
+	                 (json_int_t)sb->limits.cpu_millis, "diskBytes",
+	                 (json_int_t)sb->disk_bytes, "sleepAfterMs",
+	                 (json_int_t)sb->sleep_after_ms, "keepAlive",
+	                 sb->keep_alive, "env", env ? env : json_array(),
+	                 "labels", sb->labels);
 }
 
 /* Make tenant's id here as the checkpoint's record says it was made. */
 static int opts_create(struct manager *m, const char *tenant, const char *id,
-		       json_t *o, struct sandbox **out, struct sbx_err *err)
+                       json_t *o, struct sandbox **out, struct sbx_err *err)
 {
 	struct sandbox_opts opts = {0};
 	json_t *env = json_object_get(o, "env");
@@ -844,15 +850,15 @@ static int opts_create(struct manager *m, const char *tenant, const char *id,
 		if (json_is_string(json_array_get(env, i)))
 			v[k++] = json_string_value(json_array_get(env, i));
 	opts.limits.memory_bytes =
-		(uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
+	    (uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
 	opts.limits.pids =
-		(uint32_t)json_integer_value(json_object_get(o, "pids"));
+	    (uint32_t)json_integer_value(json_object_get(o, "pids"));
 	opts.limits.cpu_millis =
-		(uint32_t)json_integer_value(json_object_get(o, "cpuMillis"));
+	    (uint32_t)json_integer_value(json_object_get(o, "cpuMillis"));
 	opts.disk_bytes =
-		(uint64_t)json_integer_value(json_object_get(o, "diskBytes"));
+	    (uint64_t)json_integer_value(json_object_get(o, "diskBytes"));
 	opts.sleep_after_ms =
-		(uint64_t)json_integer_value(json_object_get(o, "sleepAfterMs"));
+	    (uint64_t)json_integer_value(json_object_get(o, "sleepAfterMs"));
 	opts.keep_alive = json_is_true(json_object_get(o, "keepAlive"));
 	opts.env = v;
 	opts.envc = k;
@@ -888,8 +894,8 @@ static void ckpt_end(struct ckpt *c, bool ok)
 	if (sb) {
 		if (ok)
 			sb->fleet_saved_ms = sb->last_active_ms == c->touched_ms
-						     ? c->touched_ms
-						     : c->before_ms;
+			                         ? c->touched_ms
+			                         : c->before_ms;
 		if (c->stop_after && sb->state != SB_STOPPED &&
 		    (!ok || sb->last_active_ms == c->touched_ms)) {
 			sandbox_stop(sb, "idle");
@@ -912,33 +918,34 @@ static void deleted(void *ctx, const struct sbx_err *err)
 	(void)ctx;
 	if (err)
 		log_error("event=fleet-checkpoint-delete-failed error=\"%s\"",
-			  err->msg);
+		          err->msg);
 }
 
 static void ckpt_recorded(struct fleet *f, void *ctx, json_t *a,
-			  const struct sbx_err *err)
+                          const struct sbx_err *err)
 {
 	struct ckpt *c = ctx;
 	(void)a;
 	if (err) {
-		log_error("sandbox=%s event=fleet-checkpoint-failed error=\"%s\"",
-			  c->id, err->msg);
+		log_error(
+		    "sandbox=%s event=fleet-checkpoint-failed error=\"%s\"",
+		    c->id, err->msg);
 		ckpt_end(c, false);
 		return;
 	}
 	struct sbx_err e2 = {0};
 	registry_checkpoint_put(f->m->reg, c->tenant, c->id, c->gen, c->backup,
-				&e2);
-	log_info("sandbox=%s event=fleet-checkpoint gen=%llu backup=%s",
-		 c->id, (unsigned long long)c->gen, c->backup);
+	                        &e2);
+	log_info("sandbox=%s event=fleet-checkpoint gen=%llu backup=%s", c->id,
+	         (unsigned long long)c->gen, c->backup);
 	if (c->old_backup[0] && strcmp(c->old_backup, c->backup))
-		backup_delete(f->m->backups, c->tenant, c->old_backup,
-			      deleted, NULL);
+		backup_delete(f->m->backups, c->tenant, c->old_backup, deleted,
+		              NULL);
 	ckpt_end(c, true);
 }
 
 static void ckpt_backup_done(void *ctx, const struct backup_info *info,
-			     const struct sbx_err *err)
+                             const struct sbx_err *err)
 {
 	struct ckpt *c = ctx;
 	struct fleet *f = c->f;
@@ -953,8 +960,9 @@ static void ckpt_backup_done(void *ctx, const struct backup_info *info,
 		return;
 	}
 	if (!info) {
-		log_error("sandbox=%s event=fleet-checkpoint-failed error=\"%s\"",
-			  c->id, err ? err->msg : "failed");
+		log_error(
+		    "sandbox=%s event=fleet-checkpoint-failed error=\"%s\"",
+		    c->id, err ? err->msg : "failed");
 		ckpt_end(c, false);
 		return;
 	}
@@ -965,16 +973,16 @@ static void ckpt_backup_done(void *ctx, const struct backup_info *info,
 	c->touched_ms = sb ? sb->last_active_ms : 0;
 	char k[256];
 	ckpt_key(c->id, c->tenant, k, sizeof(k));
-	json_t *v = json_pack("{s:s, s:I, s:s, s:s, s:o*}", "tenant", c->tenant,
-			      "gen", (json_int_t)c->gen, "backup", c->backup,
-			      "node", f->node, "opts",
-			      sb ? opts_encode(sb) : NULL);
+	json_t *v =
+	    json_pack("{s:s, s:I, s:s, s:s, s:o*}", "tenant", c->tenant, "gen",
+	              (json_int_t)c->gen, "backup", c->backup, "node", f->node,
+	              "opts", sb ? opts_encode(sb) : NULL);
 	char *vs = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	etcd_post(f, "/v3/kv/put",
-		  json_pack("{s:o, s:o}", "key", b64s(k), "value",
-			    b64s(vs ? vs : "{}")),
-		  ckpt_recorded, c);
+	          json_pack("{s:o, s:o}", "key", b64s(k), "value",
+	                    b64s(vs ? vs : "{}")),
+	          ckpt_recorded, c);
 	free(vs);
 }
 
@@ -989,12 +997,12 @@ static void ckpt_run(struct ckpt *c)
 	}
 	uint64_t gen = 0;
 	registry_checkpoint_get(f->m->reg, c->tenant, c->id, &gen,
-				c->old_backup, sizeof(c->old_backup));
+	                        c->old_backup, sizeof(c->old_backup));
 	c->gen = gen + 1;
 	c->before_ms = sb->last_active_ms;
 	static const struct backup_cbs cbs = {.done = ckpt_backup_done};
-	int r = backup_create(f->m->backups, sb, "/workspace", NULL, 0, 0,
-			      &cbs, c, &c->op);
+	int r = backup_create(f->m->backups, sb, "/workspace", NULL, 0, 0, &cbs,
+	                      c, &c->op);
 	if (c->done || r < 0) {
 		ckpt_end(c, false);
 		return;
@@ -1015,11 +1023,12 @@ static void ckpt_next(struct fleet *f)
 		f->drain_released = true;
 		if (f->lease[0])
 			etcd_post(f, "/v3/lease/revoke",
-				  json_pack("{s:s}", "ID", f->lease),
-				  ignore_answer, NULL);
+			          json_pack("{s:s}", "ID", f->lease),
+			          ignore_answer, NULL);
 		lease_lost(f, "drained");
 		if (f->drain_done)
-			f->drain_done(f->drain_ctx, f->drain_n, f->drain_failed);
+			f->drain_done(f->drain_ctx, f->drain_n,
+			              f->drain_failed);
 		f->drain_done = NULL;
 	}
 }
@@ -1075,8 +1084,8 @@ static void periodic_one(struct sandbox *sb, void *data)
 
 static void ckpt_tick(struct loop_timer *t)
 {
-	struct fleet *f = (struct fleet *)((char *)t -
-					   offsetof(struct fleet, ckpt_t));
+	struct fleet *f =
+	    (struct fleet *)((char *)t - offsetof(struct fleet, ckpt_t));
 	if (!f->draining && lease_valid(f) && f->m->backups) {
 		manager_foreach(f->m, periodic_one, f);
 		ckpt_next(f);
@@ -1094,15 +1103,15 @@ static void drain_one(struct sandbox *sb, void *data)
 }
 
 void fleet_drain(struct fleet *f,
-		 void (*done)(void *ctx, unsigned n, unsigned failed),
-		 void *ctx)
+                 void (*done)(void *ctx, unsigned n, unsigned failed),
+                 void *ctx)
 {
 	if (f->draining) {
 		done(ctx, 0, 0);
 		return;
 	}
 	log_info("event=fleet-drain node=%s sandboxes=%zu", f->node,
-		 f->m->count);
+	         f->m->count);
 	f->draining = true;
 	f->drain_done = done;
 	f->drain_ctx = ctx;
@@ -1114,7 +1123,8 @@ void fleet_drain(struct fleet *f,
 			claim_fail(op, EAGAIN, "this node is draining");
 		} else {
 			op->failed = true;
-			snprintf(op->why, sizeof(op->why), "this node is draining");
+			snprintf(op->why, sizeof(op->why),
+			         "this node is draining");
 		}
 	}
 	if (f->m->backups && lease_valid(f))
@@ -1171,8 +1181,8 @@ int fleet_new(struct manager *m, struct fleet **out, struct sbx_err *err)
 	} else {
 		const char *h = strstr(f->url, "://");
 		h = h ? h + 3 : f->url;
-		snprintf(f->node, sizeof(f->node), "%.*s",
-			 (int)strcspn(h, "/"), h);
+		snprintf(f->node, sizeof(f->node), "%.*s", (int)strcspn(h, "/"),
+		         h);
 	}
 	if ((rc = curl_loop_new(m->loop, on_done, f, &f->cl, err)) < 0) {
 		free(f->etcd);

@@ -35,10 +35,10 @@ enum fleet_where {
 	FLEET_HERE,  /* this node holds it: serve */
 	FLEET_THERE, /* another live node does: url is where */
 	FLEET_FAIL,  /* neither: err says why (etcd unreachable, draining,
-			a restore that failed) */
+	                a restore that failed) */
 };
 typedef void (*fleet_claim_cb)(void *ctx, enum fleet_where w, const char *url,
-			       const struct sbx_err *err);
+                               const struct sbx_err *err);
 
 /* Made by main when --etcd is given (m->fleet); starts the lease. */
 int fleet_new(struct manager *m, struct fleet **out, struct sbx_err *err);
@@ -55,7 +55,7 @@ bool fleet_draining(const struct fleet *f);
  * called); 0: cb follows once (not after fleet_claim_cancel), *out is
  * set. Taking a free ID restores its checkpoints. */
 int fleet_claim(struct fleet *f, const char *id, fleet_claim_cb cb, void *ctx,
-		struct fleet_claim **out);
+                struct fleet_claim **out);
 void fleet_claim_cancel(struct fleet_claim *c);
 
 /* From the manager: sb was made here (take its ID, if it is not yet);
@@ -68,7 +68,7 @@ void fleet_sandbox_gone(struct fleet *f, struct sandbox *sb);
 /* Checkpoint every sandbox changed since its last checkpoint, stop them,
  * give up every ID; done(ctx, checkpointed, failed) once. */
 void fleet_drain(struct fleet *f,
-		 void (*done)(void *ctx, unsigned n, unsigned failed),
-		 void *ctx);
+                 void (*done)(void *ctx, unsigned n, unsigned failed),
+                 void *ctx);
 
 #endif
