@@ -254,3 +254,41 @@ def test_a_restarted_node_never_serves_what_another_holds(fleet):
                     assert a.headers["Location"].startswith(fleet.by_name(name).url)
         r = requests.get(f"{lb}/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
         assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == name
+
+
+def test_a_node_cut_off_from_etcd_stops_serving_until_it_is_back(fleet):
+    """etcd paused past the lease's TTL: a node can no longer prove it holds
+    a sandbox, so it stops it and answers 503; once etcd is back it serves
+    it again (taking its key back), with its files."""
+    import os
+    import signal
+    lb = fleet.haproxy.url
+    sid = next(s for s in IDS if fleet.owner(s) in ("node2", "node3"))
+    holder = fleet.by_name(fleet.owner(sid))
+    os.kill(fleet.etcd.proc.pid, signal.SIGSTOP)
+    try:
+        seen = []
+
+        def refused():
+            try:
+                r = req(holder.url, "GET", f"/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
+            except requests.RequestException as e:
+                seen.append(repr(e))
+                return False
+            seen.append((r.status_code, r.text[:200]))
+            return r.status_code == 503 and [r]  # (a 503 Response is falsy)
+        got = wait_until(refused, 120, interval=0.5)
+        assert got, f"{holder.name} kept serving {sid} without its lease: {seen[-5:]}"
+        assert got[0].json()["code"] == "unavailable"
+    finally:
+        os.kill(fleet.etcd.proc.pid, signal.SIGCONT)
+
+    def served():
+        try:
+            r = req(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and r
+    r = wait_until(served, 120, interval=0.5)
+    assert r and r.text == f"{sid}\n"
+    assert fleet.owner(sid) == node_of(r)
