@@ -991,7 +991,9 @@ static void ckpt_run(struct ckpt *c)
 	struct fleet *f = c->f;
 	struct sandbox *sb = manager_find(f->m, c->tenant, c->id);
 	f->nrunning++;
-	if (!sb || !f->m->backups) {
+	/* a node that lost its lease writes nothing (nor starts the sandbox
+	 * again): another node may have it now */
+	if (!sb || !f->m->backups || !lease_valid(f) || !owned(f, c->id)) {
 		ckpt_end(c, false);
 		return;
 	}

@@ -173,10 +173,13 @@ int main(int argc, char **argv)
 		manager_free(m);
 		return 1;
 	}
-	/* a fleet's node names itself in every answer */
-	const char *node_hdr[] = {"Sandboxd-Node",
-				  m->fleet ? fleet_node_name(m->fleet) : "",
-				  NULL};
+	/* a fleet's node names itself in every answer (a copy: the answers
+	 * given at shutdown come after fleet_free) */
+	char node_name[64] = "";
+	if (m->fleet)
+		snprintf(node_name, sizeof(node_name), "%s",
+			 fleet_node_name(m->fleet));
+	const char *node_hdr[] = {"Sandboxd-Node", node_name, NULL};
 	struct http_config hc = {.addr = cfg.listen_addr, .port = cfg.port,
 				 .headers = m->fleet ? node_hdr : NULL,
 				 .max_body = cfg.max_body,
