@@ -78,7 +78,7 @@ STATE_DIR ?= /var/lib/sandboxd
 LISTEN    ?= 127.0.0.1:8080
 
 .PHONY: install uninstall deb
-.PHONY: all deps run test test-unit test-e2e test-asan bench fuzz clean format \
+.PHONY: all deps run test test-unit test-e2e test-fleet test-asan bench fuzz clean format \
 	check check-format check-layers lint
 
 all: $(BUILD)/sandboxd $(BUILD)/sbx $(CLIENT_OUT)
@@ -183,6 +183,9 @@ test-unit: all $(UNIT_BIN)
 
 test-e2e: all
 	@SBX_SUITES=e2e SBX_PYTEST_DIRS= scripts/run-tests $(BUILD)
+
+test-fleet: all
+	@SBX_SUITES=fleet SBX_PYTEST_DIRS= scripts/run-tests $(BUILD)
 
 # The whole suite against an ASan+UBSan build of the daemon.
 test-asan: deps

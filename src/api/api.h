@@ -239,6 +239,7 @@ void v1_watch(struct api *, struct http_req *, struct route_match *);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);
 void api_health(struct api *, struct http_req *, struct route_match *);
+void v1_admin_drain(struct api *, struct http_req *, struct route_match *);
 void metrics_exec_done(struct api *a, uint64_t ms, bool failed);
 
 #endif

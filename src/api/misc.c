@@ -1,8 +1,11 @@
-/* /health, /metrics (Prometheus text) and /v1/openapi.json. */
+/* /health, /metrics (Prometheus text), /v1/openapi.json and a fleet's
+ * POST /v1/admin/drain. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api/api.h"
+#include "core/fleet.h"
 #include "core/network.h"
 #include "core/process.h"
 #include "lib/buf.h"
@@ -26,9 +29,63 @@ void metrics_exec_done(struct api *a, uint64_t ms, bool failed)
 
 void api_health(struct api *a, struct http_req *r, struct route_match *m)
 {
-	(void)a;
 	(void)m;
-	http_respond_text(r, 200, "ok");
+	/* a draining node: the load balancer sends its traffic elsewhere */
+	if (a->m->fleet && fleet_draining(a->m->fleet))
+		http_respond_text(r, 503, "draining");
+	else
+		http_respond_text(r, 200, "ok");
+}
+
+struct drain_req {
+	struct http_req *r;
+	struct api *a;
+};
+
+static void drain_closed(struct http_req *r)
+{
+	struct drain_req *q = r->ctx;
+	q->r = NULL; /* the drain goes on; its answer goes nowhere */
+}
+
+static void drained(void *ctx, unsigned n, unsigned failed)
+{
+	struct drain_req *q = ctx;
+	if (q->r) {
+		q->r->on_close = NULL;
+		http_respond_json(
+			q->r, failed ? 500 : 200,
+			json_pack("{s:s, s:i, s:i}", "node",
+				  q->a->m && q->a->m->fleet
+					  ? fleet_node_name(q->a->m->fleet)
+					  : "",
+				  "checkpointed", (int)n, "failed", (int)failed));
+	}
+	free(q);
+}
+
+void v1_admin_drain(struct api *a, struct http_req *r, struct route_match *m)
+{
+	if (!auth_operator(a->auth, m->tenant)) {
+		v1_error(r, 403, "forbidden", "only the operator drains a node");
+		return;
+	}
+	if (!a->m->fleet) {
+		v1_error(r, 409, "not_a_fleet",
+			 "this daemon is not a node of a fleet (--etcd)");
+		return;
+	}
+	struct drain_req *q = calloc(1, sizeof(*q));
+	if (!q) {
+		v1_error(r, 500, "internal", "out of memory");
+		return;
+	}
+	q->r = r;
+	q->a = a;
+	r->ctx = q;
+	r->on_close = drain_closed;
+	http_suspend(r);
+	fleet_drain(a->m->fleet, drained, q);
 }
 
 void api_openapi(struct api *a, struct http_req *r, struct route_match *m)

@@ -9,12 +9,14 @@
 #include "api/api.h"
 #include "api/ticket.h"
 #include "api/ui/ui.h"
+#include "core/fleet.h"
 #include "lib/util.h"
 
 const struct route api_routes[] = {
 	{"GET", "/health", api_health, NULL},
 	{"GET", "/metrics", api_metrics, NULL},
 	{"GET", "/v1/openapi.json", api_openapi, NULL},
+	{"POST", "/v1/admin/drain", v1_admin_drain, NULL},
 	{"POST", "/v1/sandbox", v1_sandbox_create, NULL},
 	{"GET", "/v1/sandbox", v1_sandbox_list, NULL},
 	{"GET", "/v1/sandbox/{id}", v1_sandbox_info, NULL},
@@ -190,8 +192,16 @@ static bool cf_match(struct http_req *r, struct route_match *m,
 
 /* What router_begin decided for a request, kept for router_handle: the
  * tenant is authenticated and the route matched once per request. */
+enum begin_kind { BEGIN_NONE, BEGIN_E2B, BEGIN_CF, BEGIN_RT };
+
 struct routed {
 	struct route_match m;
+	/* a fleet's node: the sandbox the request is about, and the claim
+	 * it waits for (core/fleet.h) */
+	char fleet_id[64];
+	struct fleet_gate *gate;
+	bool claimed;
+	enum begin_kind begin;  /* a streamed body's begin, held by a claim */
 	bool port;              /* the port proxy: params id, port, rest */
 	bool link;              /* an exposed link: params token, rest */
 	const struct route *rt; /* NULL: cf, duet or no route */
@@ -270,6 +280,252 @@ static bool preview_match(struct api *a, struct http_req *r,
 	return true;
 }
 
+/* ---- a fleet's node: serve only the sandboxes this node holds ---- */
+
+struct fleet_gate {
+	struct api *a;
+	struct http_req *r;
+	struct fleet_claim *c;
+	bool body_ended;
+};
+
+/* The segment after pre in url, if url starts with it. */
+static bool url_segment(const char *url, const char *pre, char *out,
+			size_t cap)
+{
+	size_t pl = strlen(pre);
+	if (strncmp(url, pre, pl))
+		return false;
+	size_t n = strcspn(url + pl, "/");
+	if (!n || n >= cap)
+		return false;
+	memcpy(out, url + pl, n);
+	out[n] = '\0';
+	return true;
+}
+
+/* Which sandbox ID the request names, wherever its face carries it
+ * (contrib/haproxy/sandboxd.cfg hashes the same places). */
+static bool fleet_id_of(struct http_req *r, struct routed *d)
+{
+	char *id = d->fleet_id, room[56]; /* "sandbox-" + 55 */
+	size_t cap = sizeof(d->fleet_id);
+	const char *h = http_header(r, "E2b-Sandbox-Id");
+	id[0] = '\0';
+	if (h)
+		snprintf(id, cap, "%s", h);
+	else if (d->port && d->m.params[0] && strncmp(r->url, "/v1/", 4))
+		snprintf(id, cap, "%s", d->m.params[0]); /* preview domain */
+	else if (url_segment(r->url, "/v1/sandbox/", id, cap) ||
+		 url_segment(r->url, "/sandboxes/", id, cap) ||
+		 url_segment(r->url, "/v2/sandboxes/", id, cap))
+		;
+	else if (url_segment(r->url, rooms, room, sizeof(room)))
+		snprintf(id, cap, "sandbox-%s", room);
+	else if (!strcmp(r->url, "/mcp") && http_query(r, "sandbox"))
+		snprintf(id, cap, "%s", http_query(r, "sandbox"));
+	return id[0] && sandbox_id_valid(id);
+}
+
+static void put_escaped(struct buf *b, const char *s, bool query)
+{
+	for (const char *u = s; *u; u++) {
+		unsigned char c = (unsigned char)*u;
+		if (c <= ' ' || c >= 0x7f || c == '%' || c == '?' || c == '#' ||
+		    (query && (c == '&' || c == '=' || c == '+'))) {
+			char esc[4];
+			snprintf(esc, sizeof(esc), "%%%02X", c);
+			buf_append(b, esc, 3);
+		} else {
+			buf_append(b, u, 1);
+		}
+	}
+}
+
+static int put_arg(void *ctx, const char *name, const char *value)
+{
+	struct buf *b = ctx;
+	buf_append(b, b->data && memchr(b->data, '?', b->len) ? "&" : "?", 1);
+	put_escaped(b, name, true);
+	if (value) {
+		buf_append(b, "=", 1);
+		put_escaped(b, value, true);
+	}
+	return 0;
+}
+
+/* The Location of the same request on the node at base (a copy). */
+static char *moved_to(struct http_req *r, const char *base)
+{
+	struct buf b;
+	buf_init(&b, 0);
+	size_t l = strlen(base);
+	while (l && base[l - 1] == '/')
+		l--;
+	buf_append(&b, base, l);
+	put_escaped(&b, r->url, false);
+	http_foreach(r, true, put_arg, &b);
+	char *s = strdup(buf_cstr(&b));
+	buf_free(&b);
+	return s;
+}
+
+static void gate_free(struct http_req *r)
+{
+	struct routed *d = r->route;
+	if (d && d->gate) {
+		fleet_claim_cancel(d->gate->c);
+		free(d->gate);
+		d->gate = NULL;
+	}
+}
+
+static void gate_closed(struct http_req *r)
+{
+	gate_free(r);
+}
+
+static void dispatch(struct api *a, struct http_req *r, struct routed *d);
+static void begin_route(struct api *a, struct http_req *r, struct routed *d);
+
+static size_t gate_body(struct http_req *r, const char *data, size_t len)
+{
+	(void)r;
+	(void)data;
+	(void)len;
+	return 0; /* wait for the claim */
+}
+
+static void gate_body_end(struct http_req *r)
+{
+	struct routed *d = r->route;
+	if (d->gate)
+		d->gate->body_ended = true;
+}
+
+static void claimed(void *ctx, enum fleet_where w, const char *url,
+		    const struct sbx_err *err)
+{
+	struct fleet_gate *g = ctx;
+	struct http_req *r = g->r;
+	struct api *a = g->a;
+	struct routed *d = r->route;
+	bool at_begin = d->begin != BEGIN_NONE, ended = g->body_ended;
+	d->gate = NULL;
+	free(g);
+	r->on_close = NULL;
+	/* answered now, a body still coming is dropped (gate_body stays) */
+	if (w == FLEET_THERE) {
+		char *loc = moved_to(r, url);
+		json_t *body = json_pack("{s:s, s:s, s:s}", "error",
+					 "this sandbox is served by another "
+					 "node", "code", "moved", "location",
+					 loc ? loc : "");
+		http_respond_json_headers(r, 307, body,
+					  (const char *const[]){"Location",
+								loc ? loc : "",
+								NULL});
+		free(loc);
+		return;
+	}
+	if (w == FLEET_FAIL) {
+		v1_error(r, 503, err && err->code == EAGAIN ? "draining"
+							    : "unavailable",
+			 "%s", err ? err->msg : "the fleet cannot say who serves "
+						"this sandbox");
+		return;
+	}
+	d->claimed = true;
+	if (!a->m) {
+		http_respond_json(r, 503, json_pack("{s:s, s:s}", "error",
+						    "sandboxd is shutting down",
+						    "code", "unavailable"));
+		return;
+	}
+	if (at_begin) {
+		r->on_body = NULL;
+		r->on_body_end = NULL;
+		begin_route(a, r, d);
+		if (r->answered)
+			return;
+		if (ended) {
+			if (r->on_body_end)
+				r->on_body_end(r);
+			else
+				dispatch(a, r, d);
+		} else {
+			http_resume(r);
+		}
+		return;
+	}
+	dispatch(a, r, d);
+}
+
+/* 1: serve it now; 0: the claim answers (the request is suspended). */
+static int gate(struct api *a, struct http_req *r, struct routed *d)
+{
+	if (!a->m || !a->m->fleet || d->claimed || !d->fleet_id[0])
+		return 1;
+	struct fleet_gate *g = calloc(1, sizeof(*g));
+	if (!g) {
+		http_respond_text(r, 500, "out of memory\n");
+		return 0;
+	}
+	g->a = a;
+	g->r = r;
+	d->gate = g;
+	struct fleet_claim *c = NULL;
+	int rc = fleet_claim(a->m->fleet, d->fleet_id, claimed, g, &c);
+	if (rc == 1) {
+		d->gate = NULL;
+		free(g);
+		d->claimed = true;
+		return 1;
+	}
+	if (d->gate == g) { /* not answered yet */
+		g->c = c;
+		r->on_close = gate_closed;
+		http_suspend(r);
+	}
+	return 0;
+}
+
+static void begin_route(struct api *a, struct http_req *r, struct routed *d)
+{
+	switch (d->begin) {
+	case BEGIN_E2B:
+		api_e2b_begin(a, r);
+		break;
+	case BEGIN_CF:
+		api_cf_begin(a, r, &d->m, d->cf_rest);
+		break;
+	case BEGIN_RT:
+		d->rt->begin(a, r, &d->m);
+		break;
+	case BEGIN_NONE:
+		break;
+	}
+}
+
+/* A streamed body's begin, unless a claim must come first: then the
+ * body waits (gate_body takes none of it) until the claim answers. */
+static void begin_gated(struct api *a, struct http_req *r, struct routed *d,
+			enum begin_kind k)
+{
+	d->begin = k;
+	if (!a->m->fleet || !fleet_id_of(r, d)) {
+		begin_route(a, r, d);
+		return;
+	}
+	r->on_body = gate_body;
+	r->on_body_end = gate_body_end;
+	if (gate(a, r, d)) {
+		r->on_body = NULL;
+		r->on_body_end = NULL;
+		begin_route(a, r, d);
+	}
+}
+
 void router_begin(struct http_req *r, void *data)
 {
 	struct api *a = data;
@@ -283,7 +539,7 @@ void router_begin(struct http_req *r, void *data)
 	if (api_e2b_match(r)) {
 		d->e2b = true;
 		d->m.tenant = "";
-		api_e2b_begin(a, r);
+		begin_gated(a, r, d, BEGIN_E2B);
 		return;
 	}
 	if (preview_match(a, r, &d->m)) {
@@ -304,7 +560,7 @@ void router_begin(struct http_req *r, void *data)
 		return;
 	}
 	if (cf_match(r, &d->m, &d->cf_rest)) {
-		api_cf_begin(a, r, &d->m, d->cf_rest);
+		begin_gated(a, r, d, BEGIN_CF);
 		return;
 	}
 	if (!strncmp(r->url, rooms, sizeof(rooms) - 1) || !strcmp(r->url, "/mcp"))
@@ -315,7 +571,7 @@ void router_begin(struct http_req *r, void *data)
 		d->wrong_method = false;
 	}
 	if (d->rt && d->rt->begin)
-		d->rt->begin(a, r, &d->m);
+		begin_gated(a, r, d, BEGIN_RT);
 }
 
 void router_handle(struct http_req *r, void *data)
@@ -335,6 +591,28 @@ void router_handle(struct http_req *r, void *data)
 	}
 	if (!d->m.tenant)
 		return; /* answered 401 in router_begin */
+	if (a->m->fleet && !d->claimed) {
+		/* POST /v1/sandbox names its sandbox in the body */
+		json_t *j = NULL;
+		if (!strcmp(r->method, "POST") && !strcmp(r->url, "/v1/sandbox") &&
+		    r->body.len &&
+		    (j = json_loadb(r->body.data, r->body.len, 0, NULL)) &&
+		    json_is_string(json_object_get(j, "id")))
+			snprintf(d->fleet_id, sizeof(d->fleet_id), "%s",
+				 json_string_value(json_object_get(j, "id")));
+		else
+			fleet_id_of(r, d);
+		json_decref(j);
+		if (!sandbox_id_valid(d->fleet_id))
+			d->fleet_id[0] = '\0';
+		if (!gate(a, r, d))
+			return;
+	}
+	dispatch(a, r, d);
+}
+
+static void dispatch(struct api *a, struct http_req *r, struct routed *d)
+{
 	if (d->e2b) {
 		api_e2b_handle(a, r);
 		return;

@@ -94,6 +94,21 @@ static const char usage[] =
 	"                           sandbox)\n"
 	"  --llm-timeout DURATION   the longest wait for the model's answer\n"
 	"                           (default 60s; then 504)\n"
+	"  --etcd URL               run as a node of a fleet: etcd's client URL\n"
+	"                           (http://HOST:PORT) says which node owns each\n"
+	"                           sandbox (docs/operations.md \"Running a fleet\");\n"
+	"                           without it, a single daemon\n"
+	"  --etcd-ttl DURATION      the node's lease: its sandboxes move elsewhere\n"
+	"                           this long after it died (default 10s)\n"
+	"  --advertise-url URL      where other nodes send a request for one of\n"
+	"                           this node's sandboxes (307); with --etcd\n"
+	"  --node-name NAME         this node's name in the fleet (default: the\n"
+	"                           advertised URL's host:port)\n"
+	"  --checkpoint-every DURATION\n"
+	"                           with --etcd, write active sandboxes' files to\n"
+	"                           the backup store this often (and always on an\n"
+	"                           idle stop and a drain); what a node loses when\n"
+	"                           it dies (default 60s)\n"
 	"  --tokens FILE            bearer tokens, one \"<token> <tenant>\n"
 	"                           [maxSandboxes=N] [maxRunning=N]\" per line\n"
 	"                           (a tenant's quotas); required to listen\n"
@@ -157,6 +172,7 @@ enum {
 	OPT_S3_REGION, OPT_S3_CREDS, OPT_S3_ADDRESSING,
 	OPT_NETDEFAULT, OPT_DNS, OPT_DENY, OPT_NETPOOL, OPT_PREVIEW,
 	OPT_LLM_URL, OPT_LLM_MODEL, OPT_LLM_KEY, OPT_LLM_TIMEOUT,
+	OPT_ETCD, OPT_ETCD_TTL, OPT_ADVERTISE, OPT_NODE_NAME, OPT_CHECKPOINT,
 };
 
 static const struct option opts[] = {
@@ -200,6 +216,11 @@ static const struct option opts[] = {
 	{"net-pool", required_argument, NULL, OPT_NETPOOL},
 	{"preview-domain", required_argument, NULL, OPT_PREVIEW},
 	{"llm-url", required_argument, NULL, OPT_LLM_URL},
+	{"etcd", required_argument, NULL, OPT_ETCD},
+	{"etcd-ttl", required_argument, NULL, OPT_ETCD_TTL},
+	{"advertise-url", required_argument, NULL, OPT_ADVERTISE},
+	{"node-name", required_argument, NULL, OPT_NODE_NAME},
+	{"checkpoint-every", required_argument, NULL, OPT_CHECKPOINT},
 	{"llm-model", required_argument, NULL, OPT_LLM_MODEL},
 	{"llm-key-file", required_argument, NULL, OPT_LLM_KEY},
 	{"llm-timeout", required_argument, NULL, OPT_LLM_TIMEOUT},
@@ -419,6 +440,8 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	net_cidr_parse("10.231.0.0/16", &cfg->net_pool);
 	cfg->llm_model = "default";
 	cfg->llm_timeout_ms = 60 * 1000;
+	cfg->etcd_ttl_s = 10;
+	cfg->checkpoint_every_ms = 60 * 1000;
 
 	int c;
 	optind = 1;
@@ -594,6 +617,40 @@ int config_parse(struct config *cfg, int argc, char **argv)
 		case OPT_LLM_KEY:
 			cfg->llm_key_file = optarg;
 			break;
+		case OPT_ETCD:
+		case OPT_ADVERTISE:
+			if ((strncmp(optarg, "http://", 7) &&
+			     strncmp(optarg, "https://", 8)) ||
+			    strlen(optarg) > 200 || strpbrk(optarg, " \r\n\"?#"))
+				return bad(c == OPT_ETCD ? "--etcd" : "--advertise-url",
+					   optarg, "expected http://HOST:PORT or https://...");
+			if (c == OPT_ETCD)
+				cfg->etcd_url = optarg;
+			else
+				cfg->advertise_url = optarg;
+			break;
+		case OPT_NODE_NAME:
+			if (!optarg[0] || strlen(optarg) > 63 ||
+			    strspn(optarg, "abcdefghijklmnopqrstuvwxyz"
+					   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					   "0123456789.:_-") != strlen(optarg))
+				return bad("--node-name", optarg,
+					   "expected 1-63 of [A-Za-z0-9.:_-]");
+			cfg->node_name = optarg;
+			break;
+		case OPT_ETCD_TTL:
+			if (parse_duration_ms(optarg, &v) || v < 2000 ||
+			    v > 3600 * 1000)
+				return bad("--etcd-ttl", optarg,
+					   "expected a duration of 2s to 1h");
+			cfg->etcd_ttl_s = (v + 999) / 1000;
+			break;
+		case OPT_CHECKPOINT:
+			if (parse_duration_ms(optarg, &v) || v < 1000)
+				return bad("--checkpoint-every", optarg,
+					   "expected a duration of 1s or more");
+			cfg->checkpoint_every_ms = v;
+			break;
 		case OPT_LLM_TIMEOUT:
 			if (parse_duration_ms(optarg, &v) || !v)
 				return bad("--llm-timeout", optarg,
@@ -682,6 +739,9 @@ int config_parse(struct config *cfg, int argc, char **argv)
 	}
 	if (optind < argc)
 		return bad("argument", argv[optind], "unexpected");
+	if (cfg->etcd_url && !cfg->advertise_url)
+		return bad("--etcd", cfg->etcd_url,
+			   "a node of a fleet needs --advertise-url");
 	if (cfg->backup_s3 && cfg->backup_dir)
 		return bad("--backup-dir", cfg->backup_dir,
 			   "not with --backup-s3 (backups go to one store)");

@@ -59,6 +59,12 @@ struct config {
 	const char *llm_model;
 	const char *llm_key_file;      /* NULL: no key */
 	uint64_t llm_timeout_ms;
+	/* a node of a fleet (core/fleet.h); etcd_url NULL: a single daemon */
+	const char *etcd_url;
+	const char *advertise_url;
+	const char *node_name;         /* NULL: the advertised host:port */
+	uint64_t etcd_ttl_s;
+	uint64_t checkpoint_every_ms;
 };
 
 enum {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core/exec.h"
+#include "core/fleet.h"
 #include "core/interp.h"
 #include "core/network.h"
 #include "core/process.h"
@@ -223,6 +224,7 @@ static int load_row(const struct registry_row *row, void *data)
 	sb->disk_bytes = row->disk_bytes;
 	sb->created_ms = row->created_ms;
 	sb->last_active_ms = row->last_active_ms;
+	sb->fleet_saved_ms = row->last_active_ms;
 	sb->sleep_after_ms = row->sleep_after_ms;
 	sb->keep_alive = row->keep_alive != 0;
 	char id[128];
@@ -450,6 +452,8 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	}
 	log_info("sandbox=%s event=created slot=%u uid=%u", id, slot,
 		 (unsigned)sb->base);
+	if (m->fleet)
+		fleet_sandbox_created(m->fleet, sb);
 	*out = sb;
 	return 0;
 }
@@ -1058,6 +1062,8 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 	uint32_t slot = sb->slot;
 	snapshot_sandbox_gone(sb);
 	backups_sandbox_gone(m->backups, sb);
+	if (m->fleet)
+		fleet_sandbox_gone(m->fleet, sb);
 	sandbox_stop(sb, "sandbox destroyed");
 	/* A removal that fails does not fail the request: the sandbox is
 	 * gone for its client either way, and its files are out of reach,
@@ -1091,7 +1097,9 @@ static void cron(struct loop_timer *t)
 			/* idle interpreter workers keep nobody awake */
 			if (sb->busy == (sb->busy ? interp_idle_workers(sb) : 0) &&
 			    !sb->keep_alive && now - sb->last_active_ms >= idle_ms) {
-				sandbox_stop(sb, "idle");
+				/* a fleet's node checkpoints it, then stops it */
+				if (!m->fleet || !fleet_sandbox_idle(m->fleet, sb))
+					sandbox_stop(sb, "idle");
 				continue;
 			}
 			if (sb->proc.cg)

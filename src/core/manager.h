@@ -73,6 +73,8 @@ struct sandbox {
 	struct net_policy *net_policy;        /* NULL: --network-default */
 	struct sandbox_net *net;             /* its link, while it has one */
 	uint64_t net_tx, net_rx;             /* bytes of earlier links */
+	uint64_t fleet_saved_ms;             /* last_active_ms its latest
+						checkpoint has (core/fleet.h) */
 	struct sandbox *hnext;
 };
 
@@ -104,6 +106,8 @@ struct manager {
 	uint64_t *groups;            /* store groups made this run */
 	size_t ngroups;
 	struct backups *backups;     /* the backup engine */
+	struct fleet *fleet;         /* a fleet's node (core/fleet.h), or NULL
+					(made and freed by main) */
 	struct network *net;         /* core/network.c */
 	struct llm *llm;             /* the room assistant's model, or NULL
 					(core/llm.h; made and freed by main) */

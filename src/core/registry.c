@@ -56,6 +56,12 @@ static const char schema[] =
 /* The room assistant's history (core/assistant.c): its messages in order,
  * the newest REGISTRY_MESSAGES_KEPT of each room. */
 static const char messages_schema[] =
+	"CREATE TABLE IF NOT EXISTS checkpoints ("
+	"  tenant TEXT NOT NULL,"
+	"  id TEXT NOT NULL,"
+	"  gen INTEGER NOT NULL,"
+	"  backup TEXT NOT NULL,"
+	"  PRIMARY KEY (tenant, id));"
 	"CREATE TABLE IF NOT EXISTS room_messages ("
 	"  seq INTEGER PRIMARY KEY AUTOINCREMENT,"
 	"  tenant TEXT NOT NULL,"
@@ -281,6 +287,8 @@ int registry_delete(struct registry *r, const char *tenant, const char *id,
 	}
 	if (rc == 0)
 		rc = registry_network_put(r, tenant, id, NULL, err);
+	if (rc == 0)
+		rc = registry_checkpoint_put(r, tenant, id, 0, NULL, err);
 	if (sqlite3_exec(r->db, rc ? "ROLLBACK" : "COMMIT", NULL, NULL, NULL) !=
 		    SQLITE_OK &&
 	    rc == 0) {
@@ -309,6 +317,55 @@ int registry_touch(struct registry *r, const char *tenant, const char *id,
 	sqlite3_bind_text(r->touch, 2, tenant, -1, SQLITE_STATIC);
 	sqlite3_bind_text(r->touch, 3, id, -1, SQLITE_STATIC);
 	return step_done(r, r->touch, err, "touch");
+}
+
+int registry_checkpoint_put(struct registry *r, const char *tenant,
+			    const char *id, uint64_t gen, const char *backup,
+			    struct sbx_err *err)
+{
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db,
+			       backup ? "INSERT OR REPLACE INTO checkpoints "
+					"VALUES (?,?,?,?)"
+				      : "DELETE FROM checkpoints WHERE "
+					"tenant=? AND id=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return db_err(r, err, "checkpoint");
+	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	if (backup) {
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)gen);
+		sqlite3_bind_text(st, 4, backup, -1, SQLITE_STATIC);
+	}
+	int rc = step_done(r, st, err, "checkpoint");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+int registry_checkpoint_get(struct registry *r, const char *tenant,
+			    const char *id, uint64_t *gen, char *backup,
+			    size_t cap)
+{
+	sqlite3_stmt *st;
+	*gen = 0;
+	if (cap)
+		backup[0] = '\0';
+	if (sqlite3_prepare_v2(r->db,
+			       "SELECT gen, backup FROM checkpoints WHERE "
+			       "tenant=? AND id=?",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*gen = (uint64_t)sqlite3_column_int64(st, 0);
+		const char *b = (const char *)sqlite3_column_text(st, 1);
+		if (cap)
+			snprintf(backup, cap, "%s", b ? b : "");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 int registry_set_labels(struct registry *r, const char *tenant, const char *id,

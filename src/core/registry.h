@@ -47,6 +47,16 @@ int registry_touch(struct registry *r, const char *tenant, const char *id,
 int registry_begin(struct registry *r);
 void registry_commit(struct registry *r);
 
+/* A fleet's checkpoints (core/fleet.h): the generation of a sandbox's
+ * files this node has, and the backup that holds it; backup NULL drops
+ * the row. get: gen 0 and backup "" when there is none. */
+int registry_checkpoint_put(struct registry *r, const char *tenant,
+			    const char *id, uint64_t gen, const char *backup,
+			    struct sbx_err *err);
+int registry_checkpoint_get(struct registry *r, const char *tenant,
+			    const char *id, uint64_t *gen, char *backup,
+			    size_t cap);
+
 /* Snapshots (core/snapshot.c): one row per snapshot, written once it is
  * complete on the store; they outlive their sandbox. */
 struct registry_snapshot {

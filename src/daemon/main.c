@@ -18,6 +18,7 @@
 
 #include "api/api.h"
 #include "core/config.h"
+#include "core/fleet.h"
 #include "core/llm.h"
 #include "http/http.h"
 #include "lib/loop.h"
@@ -180,6 +181,11 @@ int main(int argc, char **argv)
 		manager_free(m);
 		return 1;
 	}
+	if (cfg.etcd_url && fleet_new(m, &m->fleet, &err) < 0) {
+		log_error("event=fatal %s", err.msg);
+		manager_free(m);
+		return 1;
+	}
 	if (api.auth) {
 		m->quota_of = tenant_quota;
 		m->quota_data = api.auth;
@@ -192,7 +198,15 @@ int main(int argc, char **argv)
 		manager_free(m);
 		return 1;
 	}
+	/* a fleet's node names itself in every answer (a copy: the answers
+	 * given at shutdown come after fleet_free) */
+	char node_name[64] = "";
+	if (m->fleet)
+		snprintf(node_name, sizeof(node_name), "%s",
+			 fleet_node_name(m->fleet));
+	const char *node_hdr[] = {"Sandboxd-Node", node_name, NULL};
 	struct http_config hc = {.addr = cfg.listen_addr, .port = cfg.port,
+				 .headers = m->fleet ? node_hdr : NULL,
 				 .max_body = cfg.max_body,
 				 .begin = router_begin,
 				 .handler = router_handle, .handler_data = &api};
@@ -218,9 +232,12 @@ int main(int argc, char **argv)
 	llm_free(m->llm);
 	m->llm = NULL;
 	api_e2b_stop(&api);
+	struct fleet *fleet = m->fleet;
+	fleet_close(fleet); /* its work ends with the sandboxes, next */
 	/* stopping sandboxes answers the requests still waiting on them; a
 	 * request that still comes in meets no manager (503) */
 	manager_free(m);
+	fleet_free(fleet);
 	api.m = NULL;
 	http_run(http);
 	http_stop(http);

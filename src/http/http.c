@@ -98,6 +98,8 @@ static void answer(struct http_req *r, unsigned status,
 		return;
 	}
 	r->answered = true;
+	for (const char *const *h = r->srv->cfg.headers; h && h[0]; h += 2)
+		MHD_add_response_header(resp, h[0], h[1]);
 	r->pending = resp;
 	r->pending_status = status;
 	if (r->suspended) {
@@ -131,6 +133,24 @@ void http_respond_json(struct http_req *r, unsigned status, json_t *body)
 		from_buf(s, strlen(s), "application/json");
 	if (resp)
 		answer(r, status, resp);
+}
+
+void http_respond_json_headers(struct http_req *r, unsigned status,
+			       json_t *body, const char *const *headers)
+{
+	char *s = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (!s) {
+		http_respond_text(r, 500, "out of memory\n");
+		return;
+	}
+	struct MHD_Response *resp =
+		from_buf(s, strlen(s), "application/json");
+	if (!resp)
+		return;
+	for (const char *const *h = headers; h && h[0]; h += 2)
+		MHD_add_response_header(resp, h[0], h[1]);
+	answer(r, status, resp);
 }
 
 void http_respond_text(struct http_req *r, unsigned status, const char *text)

@@ -56,6 +56,8 @@ struct http_config {
 	size_t max_body;
 	http_handler handler;
 	void *handler_data;
+	/* name/value pairs (ending in NULL) added to every answer, or NULL */
+	const char *const *headers;
 };
 
 int http_start(struct loop *l, const struct http_config *cfg,
@@ -76,6 +78,8 @@ void http_foreach(struct http_req *r, bool query,
 
 /* Answers; each takes ownership of its body. */
 void http_respond_json(struct http_req *r, unsigned status, json_t *body);
+void http_respond_json_headers(struct http_req *r, unsigned status,
+			       json_t *body, const char *const *headers);
 void http_respond_text(struct http_req *r, unsigned status, const char *text);
 void http_respond_empty(struct http_req *r, unsigned status);
 /* Handler will answer later. */

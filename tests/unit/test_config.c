@@ -148,6 +148,40 @@ static void test_llm_flags(void **state)
 	assert_int_equal(parse(&cfg, bad_m), -1);
 }
 
+static void test_fleet_flags(void **state)
+{
+	(void)state;
+	struct config cfg;
+	const char *none[] = {NULL};
+	assert_int_equal(parse(&cfg, none), 0);
+	assert_null(cfg.etcd_url); /* a single daemon */
+	assert_int_equal(cfg.etcd_ttl_s, 10);
+	assert_int_equal(cfg.checkpoint_every_ms, 60000);
+	const char *ok[] = {"--etcd", "http://127.0.0.1:2379", "--advertise-url",
+			    "http://10.0.0.2:8080", "--node-name", "n-2",
+			    "--etcd-ttl", "4500ms", "--checkpoint-every", "30s",
+			    NULL};
+	assert_int_equal(parse(&cfg, ok), 0);
+	assert_string_equal(cfg.etcd_url, "http://127.0.0.1:2379");
+	assert_string_equal(cfg.advertise_url, "http://10.0.0.2:8080");
+	assert_string_equal(cfg.node_name, "n-2");
+	assert_int_equal(cfg.etcd_ttl_s, 5); /* whole seconds, rounded up */
+	assert_int_equal(cfg.checkpoint_every_ms, 30000);
+	const char *no_adv[] = {"--etcd", "http://127.0.0.1:2379", NULL};
+	assert_int_equal(parse(&cfg, no_adv), -1);
+	const char *bad_url[] = {"--etcd", "127.0.0.1:2379", "--advertise-url",
+				 "http://x", NULL};
+	assert_int_equal(parse(&cfg, bad_url), -1);
+	const char *bad_adv[] = {"--advertise-url", "http://x y", NULL};
+	assert_int_equal(parse(&cfg, bad_adv), -1);
+	const char *bad_ttl[] = {"--etcd-ttl", "1s", NULL};
+	assert_int_equal(parse(&cfg, bad_ttl), -1);
+	const char *bad_ck[] = {"--checkpoint-every", "10ms", NULL};
+	assert_int_equal(parse(&cfg, bad_ck), -1);
+	const char *bad_name[] = {"--node-name", "a/b", NULL};
+	assert_int_equal(parse(&cfg, bad_name), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -157,6 +191,7 @@ int main(void)
 		cmocka_unit_test(test_given_default_above_given_ceiling_refused),
 		cmocka_unit_test(test_flag_values),
 		cmocka_unit_test(test_llm_flags),
+		cmocka_unit_test(test_fleet_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,307 @@
+"""A fleet: three sandboxd nodes behind HAProxy (the shipped configuration),
+ownership in etcd, checkpoints in S3 (s3rver). The cases run in order on one
+fleet: sandboxes spread and keep their files, every face routes one ID to one
+node, a non-owner answers 307, a drained node's sandboxes answer from the
+others with every file, and a SIGKILLed node's come back elsewhere from their
+last checkpoint. Each request's serving node is its Sandboxd-Node header."""
+import json
+
+import requests
+
+from helpers import wait_until
+
+JSON = {"Accept": "application/json"}
+N = 30
+IDS = [f"fleet-{i:03d}" for i in range(N)]
+# sid -> the node that served it when it was made (filled by the first test)
+MADE = {}
+
+
+def req(base, method, path, **kw):
+    kw.setdefault("timeout", 120)
+    return requests.request(method, base + path, allow_redirects=False, **kw)
+
+
+def lbreq(base, method, path, **kw):
+    """Through HAProxy. It sends an ID to the node the hash picks among the
+    healthy ones; when a slow health check had a node out for a moment,
+    that node may not hold the sandbox and answers 307 to the one that
+    does: followed once, as a client would."""
+    r = req(base, method, path, **kw)
+    if r.status_code == 307:
+        kw.setdefault("timeout", 120)
+        r = requests.request(method, r.headers["Location"], allow_redirects=False, **kw)
+    return r
+
+
+def node_of(r):
+    return r.headers.get("Sandboxd-Node")
+
+
+def run(base, sid, command):
+    r = lbreq(base, "POST", f"/v1/sandbox/{sid}/exec", json={"command": command}, headers=JSON)
+    assert r.status_code == 200, f"{sid}: {command!r}: {r.status_code} {r.text[:500]}"
+    res = r.json()
+    assert res["exitCode"] == 0, f"{sid}: {command!r}: {res}"
+    return r, res["stdout"]
+
+
+def checkpoint_gen(fleet, sid):
+    """The generation of sid's latest checkpoint in etcd (0: none)."""
+    kvs = fleet.etcd.get_prefix(f"sbx/ckpt/{sid}/")
+    return max((json.loads(v)["gen"] for v in kvs.values()), default=0)
+
+
+def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
+    lb = fleet.haproxy.url
+    for sid in IDS:
+        r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid, "labels": {"sid": sid},
+                                                 "env": {"FLEET_ENV": sid}})
+        assert r.status_code == 201, f"{sid}: {r.status_code} {r.text}"
+        node = node_of(r)
+        assert node in {"node1", "node2", "node3"}, r.headers
+        MADE[sid] = node
+        r, _ = run(lb, sid, f"mkdir -p /workspace/d && echo {sid} > /workspace/d/f.txt && cd /workspace/d")
+        assert node_of(r) == node
+        assert fleet.owner(sid) == node
+    for sid in IDS:
+        r, out = run(lb, sid, "pwd && cat f.txt")
+        assert node_of(r) == MADE[sid]
+        assert out == f"/workspace/d\n{sid}\n"
+        r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+        assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == MADE[sid]
+    counts = {n: sum(1 for v in MADE.values() if v == n) for n in ("node1", "node2", "node3")}
+    assert min(counts.values()) >= 4, counts
+
+
+def same_sandbox(lb, sid):
+    """What it was made with came along: its labels and environment."""
+    r = lbreq(lb, "GET", f"/v1/sandbox/{sid}")
+    assert r.status_code == 200 and r.json()["labels"] == {"sid": sid}, r.text
+    _, out = run(lb, sid, "echo $FLEET_ENV")
+    assert out == f"{sid}\n"
+
+
+def test_one_id_one_node_on_every_face(fleet):
+    lb = fleet.haproxy.url
+    for room in ("faces-a", "faces-b", "faces-c", "faces-d"):
+        sid = f"sandbox-{room}"
+        r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid})
+        assert r.status_code == 201, r.text
+        node = node_of(r)
+        answers = [
+            lbreq(lb, "POST", f"/api/rooms/{room}/sandbox/exec", json={"cmd": "echo hi > /workspace/hi"}),
+            lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/hi"),
+            lbreq(lb, "GET", f"/v1/sandbox/{sid}"),
+            lbreq(lb, "POST", f"/v1/sandbox/{sid}/api/execute", json={"command": "true"}),
+            lbreq(lb, "GET", "/health", headers={"E2b-Sandbox-Id": sid, "E2b-Sandbox-Port": "49983"}),
+            lbreq(lb, "GET", f"/sandboxes/{sid}"),
+            lbreq(lb, "GET", f"/mcp?sandbox={sid}"),
+        ]
+        for a in answers:
+            assert a.status_code != 307, f"{a.request.method} {a.request.url}: {a.text}"
+            # the node that holds it answers, whichever face asks
+            assert node_of(a) == node, (a.request.method, a.request.url, a.status_code,
+                                        node_of(a), node)
+        assert answers[1].status_code == 200 and answers[1].text == "hi\n"
+        assert fleet.owner(sid) == node
+
+
+def test_a_node_that_does_not_own_answers_307(fleet):
+    sid = next(s for s in IDS if MADE[s] == "node1")
+    other = fleet.by_name("node2")
+    r = req(other.url, "GET", f"/v1/sandbox/{sid}/file/d/f.txt?x=1")
+    assert r.status_code == 307, r.text
+    assert node_of(r) == "node2"
+    owner = fleet.by_name("node1")
+    assert r.headers["Location"] == f"{owner.url}/v1/sandbox/{sid}/file/d/f.txt?x=1"
+    assert r.json()["code"] == "moved"
+    r = requests.get(r.headers["Location"], timeout=60)
+    assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == "node1"
+    assert fleet.owner(sid) == "node1"
+
+
+def test_an_idle_sandbox_is_checkpointed_and_given_up(fleet):
+    lb = fleet.haproxy.url
+    sid = "fleet-idle"
+    r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid, "sleepAfter": "2s"})
+    assert r.status_code == 201, r.text
+    node = node_of(r)
+    run(lb, sid, "echo idle > /workspace/idle.txt")
+    # stopped for idleness once a checkpoint has it all, its ID given up
+    assert wait_until(lambda: fleet.owner(sid) is None and checkpoint_gen(fleet, sid) >= 1,
+                      120, interval=0.2), (fleet.owner(sid), checkpoint_gen(fleet, sid))
+    # so any node may take it, from that checkpoint
+    other = next(n for n in fleet.nodes if n.name != node)
+    r = req(other.url, "GET", f"/v1/sandbox/{sid}/file/idle.txt")
+    assert r.status_code == 200 and r.text == "idle\n" and node_of(r) == other.name, r.text
+    assert fleet.owner(sid) == other.name
+    r = req(fleet.by_name(node).url, "GET", f"/v1/sandbox/{sid}/file/idle.txt")
+    assert r.status_code in (200, 307), r.text
+    if r.status_code == 307:  # unless it went idle again meanwhile
+        assert r.headers["Location"].startswith(other.url)
+
+
+def test_an_upload_to_a_node_that_must_take_the_sandbox_first(fleet):
+    """A streamed body (PUT file) waits while the node takes the sandbox
+    and restores it; to a node that does not hold it, 307 (body dropped)."""
+    sid = "fleet-idle"  # the test above: sleepAfter 2s, so given up again
+    assert wait_until(lambda: fleet.owner(sid) is None, 120, interval=0.2)
+    data = bytes(range(256)) * 4096  # 1 MiB
+    taker = fleet.nodes[2]
+    r = req(taker.url, "PUT", f"/v1/sandbox/{sid}/file/up.bin", data=data)
+    assert r.status_code in (200, 201, 204), r.text
+    assert node_of(r) == taker.name and fleet.owner(sid) == taker.name
+    other = fleet.nodes[0]
+    r = req(other.url, "PUT", f"/v1/sandbox/{sid}/file/up2.bin", data=data)
+    if fleet.owner(sid) == taker.name:  # unless it went idle meanwhile
+        assert r.status_code == 307, r.text
+        assert r.headers["Location"] == f"{taker.url}/v1/sandbox/{sid}/file/up2.bin"
+    r = req(taker.url, "GET", f"/v1/sandbox/{sid}/file/up.bin")
+    if r.status_code == 307:  # given up and taken by `other` meanwhile: follow
+        r = requests.get(r.headers["Location"], timeout=60)
+    assert r.status_code == 200 and r.content == data
+    r = requests.get(f"{fleet.haproxy.url}/v1/sandbox/{sid}/file/idle.txt", timeout=60)
+    assert r.status_code == 200 and r.text == "idle\n"
+
+
+def test_a_deleted_sandbox_frees_its_id_and_leaves_no_checkpoint(fleet):
+    lb = fleet.haproxy.url
+    sid = "fleet-deleted"
+    r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid})
+    assert r.status_code == 201, r.text
+    node = node_of(r)
+    run(lb, sid, "echo x > /workspace/x")
+    assert wait_until(lambda: checkpoint_gen(fleet, sid) >= 1, 60, interval=0.2)
+    assert lbreq(lb, "DELETE", f"/v1/sandbox/{sid}").status_code == 204
+    assert wait_until(lambda: fleet.owner(sid) is None and
+                      not fleet.etcd.get_prefix(f"sbx/ckpt/{sid}/"), 60, interval=0.2)
+    # made again elsewhere: a new, empty sandbox (no checkpoint restored)
+    other = next(n for n in fleet.nodes if n.name != node)
+    r = req(other.url, "POST", "/v1/sandbox", json={"id": sid})
+    assert r.status_code == 201 and node_of(r) == other.name, r.text
+    _, out = run(other.url, sid, "ls /workspace")
+    assert out == ""
+    assert req(other.url, "DELETE", f"/v1/sandbox/{sid}").status_code == 204
+
+
+def test_drain_moves_a_nodes_sandboxes_with_every_file(fleet):
+    lb = fleet.haproxy.url
+    n1 = fleet.by_name("node1")
+    mine = [s for s in IDS if fleet.owner(s) == "node1"]
+    assert mine
+    for sid in mine:  # written after the last periodic checkpoint, maybe
+        run(lb, sid, f"echo late-{sid} > /workspace/late.txt")
+    r = req(n1.url, "POST", "/v1/admin/drain", timeout=600)
+    assert r.status_code == 200, r.text
+    assert r.json()["failed"] == 0 and r.json()["node"] == "node1", r.json()
+    assert req(n1.url, "GET", "/health").status_code == 503
+    # a draining node serves none of them any more
+    r = req(n1.url, "GET", f"/v1/sandbox/{mine[0]}/file/late.txt")
+    assert r.status_code in (307, 503), r.text
+
+    def moved(sid):
+        try:
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/late.txt", timeout=30)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and node_of(r) in ("node2", "node3") and r
+    for sid in mine:
+        r = wait_until(lambda: moved(sid), 120, interval=0.5)
+        assert r, f"{sid} did not come back on another node"
+        assert r.text == f"late-{sid}\n"
+        r2, out = run(lb, sid, "cat /workspace/d/f.txt")
+        assert out == f"{sid}\n" and node_of(r2) == node_of(r)
+        assert fleet.owner(sid) == node_of(r)
+        same_sandbox(lb, sid)
+
+
+def test_a_killed_nodes_sandboxes_come_back_from_their_checkpoint(fleet):
+    lb = fleet.haproxy.url
+    n2 = fleet.by_name("node2")
+    on2 = [s for s in IDS if fleet.owner(s) == "node2"]
+    on3 = [s for s in IDS if fleet.owner(s) == "node3"]
+    assert on2 and on3
+    for sid in on2:
+        before = checkpoint_gen(fleet, sid)
+        run(lb, sid, f"echo kept-{sid} > /workspace/k.txt")
+        # a checkpoint after the write (every --checkpoint-every)
+        assert wait_until(lambda: checkpoint_gen(fleet, sid) > before, 60 + fleet.checkpoint_s,
+                          interval=0.2), f"{sid}: no checkpoint after the write"
+    n2.kill()
+
+    def back(sid):
+        try:
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/k.txt", timeout=30)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and r
+    for sid in on2:
+        r = wait_until(lambda: back(sid), 60 + fleet.ttl_s, interval=0.5)
+        assert r, f"{sid} did not come back after node2 died"
+        assert r.text == f"kept-{sid}\n" and node_of(r) == "node3"
+        _, out = run(lb, sid, "cat /workspace/d/f.txt")
+        assert out == f"{sid}\n"
+        same_sandbox(lb, sid)
+    # the survivor's own sandboxes are untouched
+    for sid in on3:
+        r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+        assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == "node3"
+
+
+def test_a_restarted_node_never_serves_what_another_holds(fleet):
+    lb = fleet.haproxy.url
+    n2 = fleet.by_name("node2")
+    n2.restart()  # its state dir still has the sandboxes it held
+    for sid in IDS:
+        answers = {n.name: req(n.url, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
+                   for n in fleet.nodes}
+        served = {name: r for name, r in answers.items() if r.status_code == 200}
+        assert len(served) == 1, {k: (r.status_code, r.text[:200]) for k, r in answers.items()}
+        (name, r), = served.items()
+        assert r.text == f"{sid}\n" and node_of(r) == name == fleet.owner(sid)
+        for other, a in answers.items():
+            if other != name:  # the drained node1 says 503, the others 307
+                assert a.status_code in (307, 503), (other, a.status_code, a.text)
+                if a.status_code == 307:
+                    assert a.headers["Location"].startswith(fleet.by_name(name).url)
+        r = requests.get(f"{lb}/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
+        assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == name
+
+
+def test_a_node_cut_off_from_etcd_stops_serving_until_it_is_back(fleet):
+    """etcd paused past the lease's TTL: a node can no longer prove it holds
+    a sandbox, so it stops it and answers 503; once etcd is back it serves
+    it again (taking its key back), with its files."""
+    import os
+    import signal
+    lb = fleet.haproxy.url
+    sid = next(s for s in IDS if fleet.owner(s) in ("node2", "node3"))
+    holder = fleet.by_name(fleet.owner(sid))
+    os.kill(fleet.etcd.proc.pid, signal.SIGSTOP)
+    try:
+        seen = []
+
+        def refused():
+            try:
+                r = req(holder.url, "GET", f"/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
+            except requests.RequestException as e:
+                seen.append(repr(e))
+                return False
+            seen.append((r.status_code, r.text[:200]))
+            return r.status_code == 503 and [r]  # (a 503 Response is falsy)
+        got = wait_until(refused, 120, interval=0.5)
+        assert got, f"{holder.name} kept serving {sid} without its lease: {seen[-5:]}"
+        assert got[0].json()["code"] == "unavailable"
+    finally:
+        os.kill(fleet.etcd.proc.pid, signal.SIGCONT)
+
+    def served():
+        try:
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and r
+    r = wait_until(served, 120, interval=0.5)
+    assert r and r.text == f"{sid}\n"
+    assert fleet.owner(sid) == node_of(r)
