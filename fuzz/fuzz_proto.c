@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(buf, data, size);
 	if (proto_spawn_decode(buf, size, &req, &err) == 0) {
 		char *again = malloc(size + 1);
-		ssize_t n = again ? proto_spawn_encode(&req, again, size + 1) : -1;
+		ssize_t n =
+		    again ? proto_spawn_encode(&req, again, size + 1) : -1;
 		if (n != (ssize_t)size || memcmp(again, buf, size))
 			abort();
 		free(again);

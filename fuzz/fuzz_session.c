@@ -58,7 +58,7 @@ static void check_round_trip(const struct session *s)
 	for (size_t i = 0; i < s->envc; i++) {
 		const char *eq = strchr(s->env[i], '=');
 		o += sprintf(o, "declare -x %.*s=", (int)(eq - s->env[i]),
-			     s->env[i]);
+		             s->env[i]);
 		o += quote(eq + 1, o);
 		*o++ = '\n';
 	}
@@ -107,7 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		if (session_state_encode(s, &enc, &len) == 0) {
 			if (len != size || memcmp(enc, buf, len))
-				abort(); /* what is read back is what was kept */
+				abort(); /* what is read back is what was kept
+				          */
 			free(enc);
 		}
 	}

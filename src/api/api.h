@@ -36,7 +36,7 @@ struct route {
 	const char *method;
 	const char *pattern; /* "{x}" one segment, "{x*}" the rest */
 	void (*handle)(struct api *a, struct http_req *r,
-		       struct route_match *m);
+	               struct route_match *m);
 	/* set for routes that stream their request body: called when the
 	 * headers are in, instead of handle at the end */
 	void (*begin)(struct api *a, struct http_req *r, struct route_match *m);
@@ -48,7 +48,7 @@ extern const size_t api_nroutes;
 /* The route for method + url (params into m); *wrong_method when only
  * the method differs. */
 const struct route *router_find(const char *method, const char *url,
-				struct route_match *m, bool *wrong_method);
+                                struct route_match *m, bool *wrong_method);
 /* NULL when id is a valid Duet room ID, else why not. */
 const char *duet_room_id_problem(const char *id, size_t len);
 
@@ -58,7 +58,7 @@ void router_begin(struct http_req *r, void *data);
 
 /* Duet: /api/rooms/...; rest is the path after "/api/rooms/". */
 void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
-		     const char *rest);
+                     const char *rest);
 
 /* The MCP server at /mcp (api/mcp/mcp.c). */
 void api_mcp_handle(struct api *a, struct http_req *r, const char *tenant);
@@ -68,9 +68,9 @@ void api_mcp_handle(struct api *a, struct http_req *r, const char *tenant);
  * sees the request when its headers are in (it may stream the body);
  * handle when the body is complete (unless begin took the body). */
 void api_cf_begin(struct api *a, struct http_req *r, struct route_match *m,
-		  const char *rest);
+                  const char *rest);
 void api_cf_handle(struct api *a, struct http_req *r, struct route_match *m,
-		   const char *rest);
+                   const char *rest);
 
 /* The E2B face (api/e2b/): whether r is E2B's (an E2b-Sandbox-Id header:
  * envd or the code interpreter; or a control-plane path), its begin hook
@@ -95,7 +95,7 @@ json_t *api_process_json(const struct process *p, unsigned flags);
 
 /* /v1 shared: {"error": msg, "code": code} with status. */
 void v1_error(struct http_req *r, unsigned status, const char *code,
-	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* A failed manager_create/manager_admit: 429 quota_exceeded (EDQUOT) or
  * limit (ENOSPC, no uid range), else 500. */
 void v1_create_error(struct http_req *r, const struct sbx_err *err);
@@ -113,12 +113,12 @@ void *v1_held_new(struct api *a, struct http_req *r, size_t size);
 /* The sandbox named by the route: found, or created with defaults; NULL
  * after answering the error. */
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
-			   struct route_match *m, bool create);
+                           struct route_match *m, bool create);
 /* As v1_sandbox(create), for a request that runs something in it: with
  * room for it to start (manager_admit), else NULL after answering 429 (and
  * a sandbox this request made is gone again). */
 struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
-				  struct route_match *m);
+                                  struct route_match *m);
 /* Session from the Session-Id header (NULL header: default); NULL after
  * answering 404. */
 struct session *v1_session(struct http_req *r, struct sandbox *sb);
@@ -138,8 +138,8 @@ struct v1_hold {
 	char *cwd;
 };
 int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
-		   struct session *sess, struct exec_params *p,
-		   struct v1_hold *hold);
+                   struct session *sess, struct exec_params *p,
+                   struct v1_hold *hold);
 void v1_exec_params_free(struct v1_hold *hold);
 /* The common start of exec-like requests: the body, the sandbox (created
  * if need be), the session and the exec fields; -1 after answering, else
@@ -152,7 +152,7 @@ struct v1_exec_req {
 	struct v1_hold hold;
 };
 int v1_exec_request(struct api *a, struct http_req *r, struct route_match *m,
-		    struct v1_exec_req *q);
+                    struct v1_exec_req *q);
 void v1_exec_request_free(struct v1_exec_req *q);
 /* Accept: application/json (else SSE). */
 bool v1_wants_json(struct http_req *r);
@@ -166,9 +166,9 @@ json_t *v1_snapshot_json(const struct snapshot *s);
 void v1_snapshot_error(struct http_req *r, const struct sbx_err *err);
 /* POST /v1/sandbox with fromSnapshot: answers when the files are there. */
 void v1_sandbox_create_from(struct api *a, struct http_req *r,
-			    struct route_match *m, const char *id,
-			    const char *snap_id,
-			    const struct sandbox_opts *opts);
+                            struct route_match *m, const char *id,
+                            const char *snap_id,
+                            const struct sandbox_opts *opts);
 
 /* Handlers, by file. */
 void v1_sandbox_create(struct api *, struct http_req *, struct route_match *);
@@ -205,7 +205,7 @@ void v1_backup_archive(struct api *, struct http_req *, struct route_match *);
 void v1_backup_delete(struct api *, struct http_req *, struct route_match *);
 /* POST /v1/sandbox/{id}/restore with a backup (body: the request's). */
 void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
-		       json_t *body);
+                       json_t *body);
 void v1_context_create(struct api *, struct http_req *, struct route_match *);
 void v1_context_list(struct api *, struct http_req *, struct route_match *);
 void v1_context_get(struct api *, struct http_req *, struct route_match *);
@@ -220,9 +220,9 @@ json_t *v1_network_json(const struct sandbox *sb);
 /* The port proxy (v1_port.c): to port_s (text from the URL) of sandbox
  * id, path the rest of the URL ("/..." or ""). */
 void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
-		   const char *id, const char *port_s, const char *path);
+                   const char *id, const char *port_s, const char *path);
 void v1_port_preview(struct api *a, struct http_req *r, const char *token,
-		     const char *path);
+                     const char *path);
 void v1_port_expose(struct api *, struct http_req *, struct route_match *);
 void v1_pty(struct api *, struct http_req *, struct route_match *);
 void v1_pty_ticket(struct api *, struct http_req *, struct route_match *);
@@ -233,8 +233,7 @@ void v1_image_info(struct api *, struct http_req *, struct route_match *);
 void v1_image_delete(struct api *, struct http_req *, struct route_match *);
 /* An image as /v1/image shows it (name: the one asked for, or its first) */
 struct image;
-json_t *v1_image_json(struct api *a, const struct image *img,
-		      const char *name);
+json_t *v1_image_json(struct api *a, const struct image *img, const char *name);
 void v1_watch(struct api *, struct http_req *, struct route_match *);
 void api_openapi(struct api *, struct http_req *, struct route_match *);
 void api_metrics(struct api *, struct http_req *, struct route_match *);

@@ -38,8 +38,8 @@ static int parse_quotas(char **save, uint32_t q[2], bool *op)
 			continue;
 		}
 		int i = !strncmp(w, names[0], strlen(names[0]))   ? 0
-			: !strncmp(w, names[1], strlen(names[1])) ? 1
-								  : -1;
+		        : !strncmp(w, names[1], strlen(names[1])) ? 1
+		                                                  : -1;
 		if (i < 0 || q[i])
 			return -1;
 		char *end;
@@ -55,7 +55,7 @@ static int parse_quotas(char **save, uint32_t q[2], bool *op)
 /* Quotas belong to the tenant: two lines of it must not disagree (a line
  * without any takes the tenant's). */
 static bool same_tenant_other_quotas(struct auth *a, const char *tenant,
-				     const uint32_t q[2])
+                                     const uint32_t q[2])
 {
 	for (size_t i = 0; i < a->n; i++) {
 		struct token *t = &a->t[i];
@@ -93,18 +93,19 @@ int auth_load(const char *path, struct auth **out, struct sbx_err *err)
 		bool op = false;
 		if (!tenant || strlen(tok) < 16 || !valid_tenant(tenant) ||
 		    parse_quotas(&save, q, &op) < 0) {
-			r = sbx_err_set(err, EINVAL,
-					"%s:%d: expected \"<token of 16+ chars> "
-					"<tenant [a-z0-9_-]> [maxSandboxes=N] "
-					"[maxRunning=N] [operator]\"",
-					path, lineno);
+			r = sbx_err_set(
+			    err, EINVAL,
+			    "%s:%d: expected \"<token of 16+ chars> "
+			    "<tenant [a-z0-9_-]> [maxSandboxes=N] "
+			    "[maxRunning=N] [operator]\"",
+			    path, lineno);
 			break;
 		}
 		if (same_tenant_other_quotas(a, tenant, q)) {
 			r = sbx_err_set(err, EINVAL,
-					"%s:%d: tenant %s has other quotas on "
-					"another line",
-					path, lineno, tenant);
+			                "%s:%d: tenant %s has other quotas on "
+			                "another line",
+			                path, lineno, tenant);
 			break;
 		}
 		struct token *t = realloc(a->t, (a->n + 1) * sizeof(*t));
@@ -169,7 +170,7 @@ const char *auth_tenant(const struct auth *a, const char *header)
 }
 
 void auth_quota(const struct auth *a, const char *tenant,
-		uint32_t *max_sandboxes, uint32_t *max_running)
+                uint32_t *max_sandboxes, uint32_t *max_running)
 {
 	*max_sandboxes = *max_running = 0;
 	for (size_t i = 0; a && i < a->n; i++)

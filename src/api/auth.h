@@ -1,6 +1,6 @@
 /* Bearer tokens and tenants. A tokens file has one "<token> <tenant>
- * [maxSandboxes=N] [maxRunning=N] [operator]" per line ('#' comments, blank lines
- * ignored); the quotas are the tenant's (given on any of its lines, the
+ * [maxSandboxes=N] [maxRunning=N] [operator]" per line ('#' comments, blank
+ * lines ignored); the quotas are the tenant's (given on any of its lines, the
  * same wherever given). Without one, every request is the default tenant
  * "" (and the daemon only listens on loopback). */
 #ifndef SBX_AUTH_H
@@ -20,7 +20,7 @@ void auth_free(struct auth *a);
 const char *auth_tenant(const struct auth *a, const char *header);
 /* A tenant's quotas (0: none): sandboxes it may have, and have running. */
 void auth_quota(const struct auth *a, const char *tenant,
-		uint32_t *max_sandboxes, uint32_t *max_running);
+                uint32_t *max_sandboxes, uint32_t *max_running);
 
 /* Whether a tenant is the operator's (a token line with "operator"; every
  * caller without tokens): it may import images from host paths, upload

@@ -25,8 +25,8 @@ json_t *api_process_json(const struct process *p, unsigned flags)
 	char st[32], en[32];
 	iso8601_ms(p->start_ms, st, sizeof(st));
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "id", p->id, "command",
-			      p->command, "status", process_status_name(p->status),
-			      "startTime", st);
+	                      p->command, "status",
+	                      process_status_name(p->status), "startTime", st);
 	if (p->pid || (flags & API_PROCESS_PID_ALWAYS))
 		json_object_set_new(j, "pid", json_integer(p->pid));
 	if (p->ended) {

@@ -13,59 +13,59 @@
 #include "lib/util.h"
 
 const struct route api_routes[] = {
-	{"GET", "/health", api_health, NULL},
-	{"GET", "/metrics", api_metrics, NULL},
-	{"GET", "/v1/openapi.json", api_openapi, NULL},
-	{"POST", "/v1/admin/drain", v1_admin_drain, NULL},
-	{"POST", "/v1/sandbox", v1_sandbox_create, NULL},
-	{"GET", "/v1/sandbox", v1_sandbox_list, NULL},
-	{"GET", "/v1/sandbox/{id}", v1_sandbox_info, NULL},
-	{"DELETE", "/v1/sandbox/{id}", v1_sandbox_delete, NULL},
-	{"GET", "/v1/sandbox/{id}/running", v1_sandbox_running, NULL},
-	{"POST", "/v1/sandbox/{id}/stop", v1_sandbox_stop, NULL},
-	{"POST", "/v1/sandbox/{id}/exec", v1_exec, NULL},
-	{"GET", "/v1/sandbox/{id}/file/{path*}", v1_file_get, NULL},
-	{"PUT", "/v1/sandbox/{id}/file/{path*}", NULL, v1_file_put},
-	{"DELETE", "/v1/sandbox/{id}/file/{path*}", v1_file_delete, NULL},
-	{"GET", "/v1/sandbox/{id}/watch/{path*}", v1_watch, NULL},
-	{"POST", "/v1/sandbox/{id}/persist", v1_persist, NULL},
-	{"POST", "/v1/sandbox/{id}/hydrate", NULL, v1_hydrate},
-	{"POST", "/v1/sandbox/{id}/session", v1_session_create, NULL},
-	{"DELETE", "/v1/sandbox/{id}/session/{sid}", v1_session_delete, NULL},
-	{"POST", "/v1/sandbox/{id}/process", v1_process_start, NULL},
-	{"GET", "/v1/sandbox/{id}/process", v1_process_list, NULL},
-	{"GET", "/v1/sandbox/{id}/process/{pid}", v1_process_get, NULL},
-	{"DELETE", "/v1/sandbox/{id}/process/{pid}", v1_process_kill, NULL},
-	{"GET", "/v1/sandbox/{id}/process/{pid}/logs", v1_process_logs, NULL},
-	{"GET", "/v1/sandbox/{id}/process/{pid}/stream", v1_process_stream, NULL},
-	{"POST", "/v1/sandbox/{id}/process/{pid}/stdin", v1_process_stdin, NULL},
-	{"POST", "/v1/sandbox/{id}/snapshot", v1_snapshot_create, NULL},
-	{"POST", "/v1/sandbox/{id}/fork", v1_sandbox_fork, NULL},
-	{"POST", "/v1/sandbox/{id}/restore", v1_sandbox_restore, NULL},
-	{"POST", "/v1/sandbox/{id}/backup", v1_backup_create, NULL},
-	{"GET", "/v1/backup", v1_backup_list, NULL},
-	{"GET", "/v1/backup/{bid}", v1_backup_info, NULL},
-	{"GET", "/v1/backup/{bid}/archive", v1_backup_archive, NULL},
-	{"DELETE", "/v1/backup/{bid}", v1_backup_delete, NULL},
-	{"POST", "/v1/image", v1_image_import, NULL},
-	{"GET", "/v1/image", v1_image_list, NULL},
-	{"GET", "/v1/image/{name*}", v1_image_info, NULL},
-	{"PUT", "/v1/image/{name*}", NULL, v1_image_upload},
-	{"DELETE", "/v1/image/{name*}", v1_image_delete, NULL},
-	{"GET", "/v1/snapshot", v1_snapshot_list, NULL},
-	{"GET", "/v1/snapshot/{sid}", v1_snapshot_info, NULL},
-	{"DELETE", "/v1/snapshot/{sid}", v1_snapshot_delete, NULL},
-	{"POST", "/v1/sandbox/{id}/contexts", v1_context_create, NULL},
-	{"GET", "/v1/sandbox/{id}/contexts", v1_context_list, NULL},
-	{"GET", "/v1/sandbox/{id}/contexts/{cid}", v1_context_get, NULL},
-	{"DELETE", "/v1/sandbox/{id}/contexts/{cid}", v1_context_delete, NULL},
-	{"POST", "/v1/sandbox/{id}/contexts/{cid}/run", v1_context_run, NULL},
-	{"GET", "/v1/sandbox/{id}/network", v1_network_get, NULL},
-	{"PUT", "/v1/sandbox/{id}/network", v1_network_put, NULL},
-	{"POST", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
-	{"DELETE", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
-	{"GET", "/v1/sandbox/{id}/pty", v1_pty, NULL},
-	{"POST", "/v1/sandbox/{id}/pty/ticket", v1_pty_ticket, NULL},
+    {"GET", "/health", api_health, NULL},
+    {"GET", "/metrics", api_metrics, NULL},
+    {"GET", "/v1/openapi.json", api_openapi, NULL},
+    {"POST", "/v1/admin/drain", v1_admin_drain, NULL},
+    {"POST", "/v1/sandbox", v1_sandbox_create, NULL},
+    {"GET", "/v1/sandbox", v1_sandbox_list, NULL},
+    {"GET", "/v1/sandbox/{id}", v1_sandbox_info, NULL},
+    {"DELETE", "/v1/sandbox/{id}", v1_sandbox_delete, NULL},
+    {"GET", "/v1/sandbox/{id}/running", v1_sandbox_running, NULL},
+    {"POST", "/v1/sandbox/{id}/stop", v1_sandbox_stop, NULL},
+    {"POST", "/v1/sandbox/{id}/exec", v1_exec, NULL},
+    {"GET", "/v1/sandbox/{id}/file/{path*}", v1_file_get, NULL},
+    {"PUT", "/v1/sandbox/{id}/file/{path*}", NULL, v1_file_put},
+    {"DELETE", "/v1/sandbox/{id}/file/{path*}", v1_file_delete, NULL},
+    {"GET", "/v1/sandbox/{id}/watch/{path*}", v1_watch, NULL},
+    {"POST", "/v1/sandbox/{id}/persist", v1_persist, NULL},
+    {"POST", "/v1/sandbox/{id}/hydrate", NULL, v1_hydrate},
+    {"POST", "/v1/sandbox/{id}/session", v1_session_create, NULL},
+    {"DELETE", "/v1/sandbox/{id}/session/{sid}", v1_session_delete, NULL},
+    {"POST", "/v1/sandbox/{id}/process", v1_process_start, NULL},
+    {"GET", "/v1/sandbox/{id}/process", v1_process_list, NULL},
+    {"GET", "/v1/sandbox/{id}/process/{pid}", v1_process_get, NULL},
+    {"DELETE", "/v1/sandbox/{id}/process/{pid}", v1_process_kill, NULL},
+    {"GET", "/v1/sandbox/{id}/process/{pid}/logs", v1_process_logs, NULL},
+    {"GET", "/v1/sandbox/{id}/process/{pid}/stream", v1_process_stream, NULL},
+    {"POST", "/v1/sandbox/{id}/process/{pid}/stdin", v1_process_stdin, NULL},
+    {"POST", "/v1/sandbox/{id}/snapshot", v1_snapshot_create, NULL},
+    {"POST", "/v1/sandbox/{id}/fork", v1_sandbox_fork, NULL},
+    {"POST", "/v1/sandbox/{id}/restore", v1_sandbox_restore, NULL},
+    {"POST", "/v1/sandbox/{id}/backup", v1_backup_create, NULL},
+    {"GET", "/v1/backup", v1_backup_list, NULL},
+    {"GET", "/v1/backup/{bid}", v1_backup_info, NULL},
+    {"GET", "/v1/backup/{bid}/archive", v1_backup_archive, NULL},
+    {"DELETE", "/v1/backup/{bid}", v1_backup_delete, NULL},
+    {"POST", "/v1/image", v1_image_import, NULL},
+    {"GET", "/v1/image", v1_image_list, NULL},
+    {"GET", "/v1/image/{name*}", v1_image_info, NULL},
+    {"PUT", "/v1/image/{name*}", NULL, v1_image_upload},
+    {"DELETE", "/v1/image/{name*}", v1_image_delete, NULL},
+    {"GET", "/v1/snapshot", v1_snapshot_list, NULL},
+    {"GET", "/v1/snapshot/{sid}", v1_snapshot_info, NULL},
+    {"DELETE", "/v1/snapshot/{sid}", v1_snapshot_delete, NULL},
+    {"POST", "/v1/sandbox/{id}/contexts", v1_context_create, NULL},
+    {"GET", "/v1/sandbox/{id}/contexts", v1_context_list, NULL},
+    {"GET", "/v1/sandbox/{id}/contexts/{cid}", v1_context_get, NULL},
+    {"DELETE", "/v1/sandbox/{id}/contexts/{cid}", v1_context_delete, NULL},
+    {"POST", "/v1/sandbox/{id}/contexts/{cid}/run", v1_context_run, NULL},
+    {"GET", "/v1/sandbox/{id}/network", v1_network_get, NULL},
+    {"PUT", "/v1/sandbox/{id}/network", v1_network_put, NULL},
+    {"POST", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
+    {"DELETE", "/v1/sandbox/{id}/port/{port}/expose", v1_port_expose, NULL},
+    {"GET", "/v1/sandbox/{id}/pty", v1_pty, NULL},
+    {"POST", "/v1/sandbox/{id}/pty/ticket", v1_pty_ticket, NULL},
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 
@@ -101,7 +101,7 @@ static bool match(const char *pattern, const char *path, struct route_match *m)
 }
 
 const struct route *router_find(const char *method, const char *url,
-				struct route_match *m, bool *wrong_method)
+                                struct route_match *m, bool *wrong_method)
 {
 	*wrong_method = false;
 	for (size_t i = 0; i < api_nroutes; i++) {
@@ -117,7 +117,7 @@ const struct route *router_find(const char *method, const char *url,
 }
 
 static const struct route *find(struct http_req *r, struct route_match *m,
-				bool *wrong_method)
+                                bool *wrong_method)
 {
 	return router_find(r->method, r->url, m, wrong_method);
 }
@@ -166,14 +166,14 @@ static const char *tenant_of(struct api *a, struct http_req *r)
 	const char *t = auth_tenant(a->auth, authz);
 	if (!t)
 		v1_error(r, 401, "unauthorized",
-			 "missing or invalid bearer token");
+		         "missing or invalid bearer token");
 	return t;
 }
 
 /* /v1/sandbox/{id}/api/...: the Cloudflare container protocol, served per
  * sandbox (api_cf.c); *rest gets the part from "/api/" on. */
 static bool cf_match(struct http_req *r, struct route_match *m,
-		     const char **rest)
+                     const char **rest)
 {
 	static const char prefix[] = "/v1/sandbox/";
 	if (strncmp(r->url, prefix, sizeof(prefix) - 1))
@@ -219,7 +219,8 @@ static bool split_params(const char *s, int nparts, struct route_match *m)
 	size_t used = 0;
 	for (int i = 0; i < nparts; i++) {
 		size_t len = i == nparts - 1 ? strlen(s) : strcspn(s, "/");
-		if ((len == 0 && i < nparts - 1) || used + len + 1 > sizeof(m->buf))
+		if ((len == 0 && i < nparts - 1) ||
+		    used + len + 1 > sizeof(m->buf))
 			return false;
 		memcpy(m->buf + used, s, len);
 		m->buf[used + len] = '\0';
@@ -246,16 +247,17 @@ static bool port_match(const char *url, struct route_match *m)
 		return false;
 	char tmp[4096];
 	int n = snprintf(tmp, sizeof(tmp), "%.*s/%s", (int)(slash - id), id,
-			 slash + 6);
+	                 slash + 6);
 	return n > 0 && (size_t)n < sizeof(tmp) && split_params(tmp, 3, m) &&
 	       (!m->params[2][0] || m->params[2][0] == '/');
 }
 
 /* Host {port}-{id}.<preview domain>: params id, port, rest. */
 static bool preview_match(struct api *a, struct http_req *r,
-			  struct route_match *m)
+                          struct route_match *m)
 {
-	const char *dom = a->m->cfg->preview_domain, *host = http_header(r, "Host");
+	const char *dom = a->m->cfg->preview_domain,
+	           *host = http_header(r, "Host");
 	if (!dom || !host)
 		return false;
 	size_t hl = strcspn(host, ":"), dl = strlen(dom);
@@ -270,8 +272,9 @@ static bool preview_match(struct api *a, struct http_req *r,
 	int n = snprintf(m->buf, sizeof(m->buf), "%.*s", (int)idl, dash + 1);
 	m->params[0] = m->buf;
 	m->params[1] = m->buf + n + 1;
-	n += 1 + snprintf(m->buf + n + 1, 8, "%.*s",
-			  (int)(dash - host) < 7 ? (int)(dash - host) : 7, host);
+	n +=
+	    1 + snprintf(m->buf + n + 1, 8, "%.*s",
+	                 (int)(dash - host) < 7 ? (int)(dash - host) : 7, host);
 	m->params[2] = m->buf + n + 1;
 	snprintf(m->buf + n + 1, sizeof(m->buf) - (size_t)n - 1, "%s", r->url);
 	for (char *c = (char *)m->params[0]; *c; c++)
@@ -290,8 +293,7 @@ struct fleet_gate {
 };
 
 /* The segment after pre in url, if url starts with it. */
-static bool url_segment(const char *url, const char *pre, char *out,
-			size_t cap)
+static bool url_segment(const char *url, const char *pre, char *out, size_t cap)
 {
 	size_t pl = strlen(pre);
 	if (strncmp(url, pre, pl))
@@ -317,8 +319,8 @@ static bool fleet_id_of(struct http_req *r, struct routed *d)
 	else if (d->port && d->m.params[0] && strncmp(r->url, "/v1/", 4))
 		snprintf(id, cap, "%s", d->m.params[0]); /* preview domain */
 	else if (url_segment(r->url, "/v1/sandbox/", id, cap) ||
-		 url_segment(r->url, "/sandboxes/", id, cap) ||
-		 url_segment(r->url, "/v2/sandboxes/", id, cap))
+	         url_segment(r->url, "/sandboxes/", id, cap) ||
+	         url_segment(r->url, "/v2/sandboxes/", id, cap))
 		;
 	else if (url_segment(r->url, rooms, room, sizeof(room)))
 		snprintf(id, cap, "sandbox-%s", room);
@@ -404,7 +406,7 @@ static void gate_body_end(struct http_req *r)
 }
 
 static void claimed(void *ctx, enum fleet_where w, const char *url,
-		    const struct sbx_err *err)
+                    const struct sbx_err *err)
 {
 	struct fleet_gate *g = ctx;
 	struct http_req *r = g->r;
@@ -417,29 +419,33 @@ static void claimed(void *ctx, enum fleet_where w, const char *url,
 	/* answered now, a body still coming is dropped (gate_body stays) */
 	if (w == FLEET_THERE) {
 		char *loc = moved_to(r, url);
-		json_t *body = json_pack("{s:s, s:s, s:s}", "error",
-					 "this sandbox is served by another "
-					 "node", "code", "moved", "location",
-					 loc ? loc : "");
-		http_respond_json_headers(r, 307, body,
-					  (const char *const[]){"Location",
-								loc ? loc : "",
-								NULL});
+		json_t *body =
+		    json_pack("{s:s, s:s, s:s}", "error",
+		              "this sandbox is served by another "
+		              "node",
+		              "code", "moved", "location", loc ? loc : "");
+		http_respond_json_headers(
+		    r, 307, body,
+		    (const char *const[]){"Location", loc ? loc : "", NULL});
 		free(loc);
 		return;
 	}
 	if (w == FLEET_FAIL) {
-		v1_error(r, 503, err && err->code == EAGAIN ? "draining"
-							    : "unavailable",
-			 "%s", err ? err->msg : "the fleet cannot say who serves "
-						"this sandbox");
+		v1_error(r, 503,
+		         err && err->code == EAGAIN ? "draining"
+		                                    : "unavailable",
+		         "%s",
+		         err ? err->msg
+		             : "the fleet cannot say who serves "
+		               "this sandbox");
 		return;
 	}
 	d->claimed = true;
 	if (!a->m) {
-		http_respond_json(r, 503, json_pack("{s:s, s:s}", "error",
-						    "sandboxd is shutting down",
-						    "code", "unavailable"));
+		http_respond_json(r, 503,
+		                  json_pack("{s:s, s:s}", "error",
+		                            "sandboxd is shutting down", "code",
+		                            "unavailable"));
 		return;
 	}
 	if (at_begin) {
@@ -510,7 +516,7 @@ static void begin_route(struct api *a, struct http_req *r, struct routed *d)
 /* A streamed body's begin, unless a claim must come first: then the
  * body waits (gate_body takes none of it) until the claim answers. */
 static void begin_gated(struct api *a, struct http_req *r, struct routed *d,
-			enum begin_kind k)
+                        enum begin_kind k)
 {
 	d->begin = k;
 	if (!a->m->fleet || !fleet_id_of(r, d)) {
@@ -546,24 +552,29 @@ void router_begin(struct http_req *r, void *data)
 		/* a preview domain's request: the same bearer token as the
 		 * /v1 path when the daemon has tokens */
 		d->port = true;
-		d->m.tenant = !a->auth ? "" : auth_tenant(a->auth, http_header(r, "Authorization"));
+		d->m.tenant =
+		    !a->auth
+		        ? ""
+		        : auth_tenant(a->auth, http_header(r, "Authorization"));
 		if (!d->m.tenant)
 			v1_error(r, 401, "unauthorized",
-				 "missing or invalid bearer token");
+			         "missing or invalid bearer token");
 		return;
 	}
 	if (!(d->m.tenant = tenant_of(a, r)))
 		return;
 	if (!strncmp(r->url, preview, sizeof(preview) - 1)) {
-		d->link = split_params(r->url + sizeof(preview) - 1, 2, &d->m) &&
-			  (!d->m.params[1][0] || d->m.params[1][0] == '/');
+		d->link =
+		    split_params(r->url + sizeof(preview) - 1, 2, &d->m) &&
+		    (!d->m.params[1][0] || d->m.params[1][0] == '/');
 		return;
 	}
 	if (cf_match(r, &d->m, &d->cf_rest)) {
 		begin_gated(a, r, d, BEGIN_CF);
 		return;
 	}
-	if (!strncmp(r->url, rooms, sizeof(rooms) - 1) || !strcmp(r->url, "/mcp"))
+	if (!strncmp(r->url, rooms, sizeof(rooms) - 1) ||
+	    !strcmp(r->url, "/mcp"))
 		return;
 	d->rt = find(r, &d->m, &d->wrong_method);
 	if (!d->rt && port_match(r->url, &d->m)) {
@@ -580,9 +591,10 @@ void router_handle(struct http_req *r, void *data)
 	struct routed *d = r->route;
 
 	if (!a->m) {
-		http_respond_json(r, 503, json_pack("{s:s, s:s}", "error",
-						    "sandboxd is shutting down",
-						    "code", "unavailable"));
+		http_respond_json(r, 503,
+		                  json_pack("{s:s, s:s}", "error",
+		                            "sandboxd is shutting down", "code",
+		                            "unavailable"));
 		return;
 	}
 	if (!d) {
@@ -594,12 +606,12 @@ void router_handle(struct http_req *r, void *data)
 	if (a->m->fleet && !d->claimed) {
 		/* POST /v1/sandbox names its sandbox in the body */
 		json_t *j = NULL;
-		if (!strcmp(r->method, "POST") && !strcmp(r->url, "/v1/sandbox") &&
-		    r->body.len &&
+		if (!strcmp(r->method, "POST") &&
+		    !strcmp(r->url, "/v1/sandbox") && r->body.len &&
 		    (j = json_loadb(r->body.data, r->body.len, 0, NULL)) &&
 		    json_is_string(json_object_get(j, "id")))
 			snprintf(d->fleet_id, sizeof(d->fleet_id), "%s",
-				 json_string_value(json_object_get(j, "id")));
+			         json_string_value(json_object_get(j, "id")));
 		else
 			fleet_id_of(r, d);
 		json_decref(j);
@@ -642,7 +654,7 @@ static void dispatch(struct api *a, struct http_req *r, struct routed *d)
 	}
 	if (d->port) {
 		v1_port_proxy(a, r, d->m.tenant, d->m.params[0], d->m.params[1],
-			      d->m.params[2]);
+		              d->m.params[2]);
 		return;
 	}
 	if (d->link) {
@@ -655,14 +667,14 @@ static void dispatch(struct api *a, struct http_req *r, struct routed *d)
 	}
 	bool v1 = !strncmp(r->url, "/v1/", 4) || !strcmp(r->url, "/v1");
 	if (d->wrong_method && v1)
-		v1_error(r, 405, "method_not_allowed", "%s is not allowed on %s",
-			 r->method, r->url);
+		v1_error(r, 405, "method_not_allowed",
+		         "%s is not allowed on %s", r->method, r->url);
 	else if (d->wrong_method)
-		http_respond_json(r, 405, json_pack("{s:s}", "error",
-						    "method not allowed"));
+		http_respond_json(
+		    r, 405, json_pack("{s:s}", "error", "method not allowed"));
 	else if (v1)
 		v1_error(r, 404, "not_found", "no such endpoint: %s %s",
-			 r->method, r->url);
+		         r->method, r->url);
 	else
 		http_respond_text(r, 404, "404 page not found\n");
 }

@@ -18,7 +18,7 @@ static void follow_abandoned(void *ctx)
 static const struct relay_ops follow_relay = {follow_resume, follow_abandoned};
 
 int api_follow_open(struct api_follow *fw, struct http_req *r,
-		    struct loop *loop, const struct relay_opts *opts)
+                    struct loop *loop, const struct relay_opts *opts)
 {
 	fw->rl = relay_open(r, loop, opts, &follow_relay, fw);
 	if (!fw->rl) {
@@ -29,7 +29,7 @@ int api_follow_open(struct api_follow *fw, struct http_req *r,
 }
 
 void api_follow_attach(struct api_follow *fw, struct process *p,
-		       uint64_t cursor, const struct process_follow_ops *ops)
+                       uint64_t cursor, const struct process_follow_ops *ops)
 {
 	if (process_follow(p, cursor, ops, fw, &fw->f) < 0)
 		api_follow_end(fw);

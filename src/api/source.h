@@ -34,10 +34,10 @@ struct api_follow {
  * not be started (ctx is then freed). The face may write events before
  * api_follow_attach. */
 int api_follow_open(struct api_follow *fw, struct http_req *r,
-		    struct loop *loop, const struct relay_opts *opts);
+                    struct loop *loop, const struct relay_opts *opts);
 /* Follow p from cursor with the face's callbacks (ctx = fw). */
 void api_follow_attach(struct api_follow *fw, struct process *p,
-		       uint64_t cursor, const struct process_follow_ops *ops);
+                       uint64_t cursor, const struct process_follow_ops *ops);
 /* From the face's ended callback: end the stream, free the context. */
 void api_follow_end(struct api_follow *fw);
 
@@ -56,8 +56,8 @@ struct api_exec {
 extern const struct relay_ops api_exec_relay;
 
 struct api_fileop {
-	struct relay *rl;   /* NULL until the answer starts */
-	struct fileop *op;  /* NULL once done */
+	struct relay *rl;  /* NULL until the answer starts */
+	struct fileop *op; /* NULL once done */
 };
 extern const struct relay_ops api_fileop_relay;
 

@@ -247,9 +247,10 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 		if (o.json)
 			print_json(ans);
 		else
-			print_table(arr, !strcmp(kind, "snapshot") ? snapshot_cols
-			                 : !strcmp(kind, "image")  ? image_cols
-			                                           : backup_cols);
+			print_table(arr,
+			            !strcmp(kind, "snapshot") ? snapshot_cols
+			            : !strcmp(kind, "image")  ? image_cols
+			                                      : backup_cols);
 		json_decref(ans);
 		return 0;
 	}
@@ -334,14 +335,16 @@ static int verb(struct sbx_client *c, int argc, char **argv, const char *kind,
 int cmd_snapshot(struct sbx_client *c, int argc, char **argv)
 {
 	struct sub o = {0};
-	int rc = verb(c, argc, argv, "snapshot", "create", 1, help_snapshot, &o);
+	int rc =
+	    verb(c, argc, argv, "snapshot", "create", 1, help_snapshot, &o);
 	free(o.excludes.v);
 	if (rc != CLI_GO_ON)
 		return rc;
 	json_t *body = json_object();
 	if (o.name)
 		json_object_set_new(body, "name", json_string(o.name));
-	return sandbox_post(c, argv[1 + optind], "snapshot", body, true, o.json);
+	return sandbox_post(c, argv[1 + optind], "snapshot", body, true,
+	                    o.json);
 }
 
 int cmd_fork(struct sbx_client *c, int argc, char **argv)

@@ -572,7 +572,8 @@ int json_create(struct sbx_client *c, char *url, json_t *body, const char *what,
 	*idp = jstrdup(ans, "id");
 	json_decref(ans);
 	if (!*idp) {
-		sbx_err_set(err, 0, "protocol", "the answer has no %s id", what);
+		sbx_err_set(err, 0, "protocol", "the answer has no %s id",
+		            what);
 		return -1;
 	}
 	return 0;

@@ -398,8 +398,8 @@ int sbx_context_create(struct sbx_client *c, const char *id,
 		json_object_set_new(b, "language", json_string(language));
 	if (cwd)
 		json_object_set_new(b, "cwd", json_string(cwd));
-	return json_create(c, url_sandbox(c, id, "/contexts"), b, "context", cid,
-	                   err);
+	return json_create(c, url_sandbox(c, id, "/contexts"), b, "context",
+	                   cid, err);
 }
 
 static char *context_url(struct sbx_client *c, const char *id, const char *cid,

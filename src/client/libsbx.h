@@ -92,7 +92,7 @@ struct sbx_create_opts {
 	const char *const *labels; /* "key=value", NULL-terminated, or NULL */
 	const char *from_snapshot; /* "snap_...": files start as its, or NULL */
 	const char *image;         /* an image's name or digest, or NULL: the
-				      host's system */
+	                              host's system */
 };
 
 /* 409 sandbox_exists when the ID is taken. */

@@ -190,6 +190,7 @@ int sbx_session_create(struct sbx_client *c, const char *id, const char *cwd,
 int sbx_session_delete(struct sbx_client *c, const char *id, const char *sid,
                        struct sbx_error *err)
 {
-	return json_call(c, "DELETE", url_sandbox_item(c, id, "/session", sid, ""),
-	                 NULL, NULL, err);
+	return json_call(c, "DELETE",
+	                 url_sandbox_item(c, id, "/session", sid, ""), NULL,
+	                 NULL, err);
 }

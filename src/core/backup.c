@@ -43,7 +43,8 @@ struct backups {
 	bool reaping, closing;
 };
 
-/* ---- info --------------------------------------------------------------------- */
+/* ---- info
+ * --------------------------------------------------------------------- */
 
 void backup_tenant_key(const char *tenant, char *buf, size_t cap)
 {
@@ -62,7 +63,7 @@ void backup_tenant_key(const char *tenant, char *buf, size_t cap)
 }
 
 static void keys_of(const char *tenant, const char *id, char *meta,
-		    char *archive, size_t cap)
+                    char *archive, size_t cap)
 {
 	char tk[300];
 	backup_tenant_key(tenant, tk, sizeof(tk));
@@ -89,10 +90,10 @@ static int info_copy(struct backup_info *dst, const struct backup_info *src)
 	dst->tenant = strdup(src->tenant);
 	dst->sandbox = strdup(src->sandbox);
 	dst->dir = strdup(src->dir);
-	dst->excludes = src->nexcludes ? calloc(src->nexcludes, sizeof(char *))
-				       : NULL;
+	dst->excludes =
+	    src->nexcludes ? calloc(src->nexcludes, sizeof(char *)) : NULL;
 	bool ok = dst->tenant && dst->sandbox && dst->dir &&
-		  (!src->nexcludes || dst->excludes);
+	          (!src->nexcludes || dst->excludes);
 	for (size_t i = 0; ok && i < src->nexcludes; i++)
 		ok = (dst->excludes[i] = strdup(src->excludes[i])) != NULL;
 	if (!ok) {
@@ -108,14 +109,14 @@ char *backup_info_encode(const struct backup_info *info)
 	json_t *ex = json_array();
 	for (size_t i = 0; i < info->nexcludes; i++)
 		json_array_append_new(ex, json_string(info->excludes[i]));
-	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, "
-			      "s:I, s:s}",
-			      "version", 1, "id", info->id, "tenant", info->tenant,
-			      "sandboxId", info->sandbox, "dir", info->dir,
-			      "excludes", ex, "sha256", info->sha256, "sizeBytes",
-			      (json_int_t)info->size_bytes, "createdMs",
-			      (json_int_t)info->created_ms, "expiresMs",
-			      (json_int_t)info->expires_ms, "format", "tar+zstd");
+	json_t *j = json_pack(
+	    "{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, "
+	    "s:I, s:s}",
+	    "version", 1, "id", info->id, "tenant", info->tenant, "sandboxId",
+	    info->sandbox, "dir", info->dir, "excludes", ex, "sha256",
+	    info->sha256, "sizeBytes", (json_int_t)info->size_bytes,
+	    "createdMs", (json_int_t)info->created_ms, "expiresMs",
+	    (json_int_t)info->expires_ms, "format", "tar+zstd");
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return s;
@@ -139,11 +140,12 @@ int backup_info_parse(const char *text, size_t len, struct backup_info *out)
 	json_int_t size, created, expires;
 	int version;
 	memset(out, 0, sizeof(*out));
-	if (!j || json_unpack(j, "{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:I}",
-			      "version", &version, "id", &id, "tenant", &tenant,
-			      "sandboxId", &sandbox, "dir", &dir, "excludes", &ex,
-			      "sha256", &sha, "sizeBytes", &size, "createdMs",
-			      &created, "expiresMs", &expires) < 0 ||
+	if (!j ||
+	    json_unpack(j, "{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, s:I}",
+	                "version", &version, "id", &id, "tenant", &tenant,
+	                "sandboxId", &sandbox, "dir", &dir, "excludes", &ex,
+	                "sha256", &sha, "sizeBytes", &size, "createdMs",
+	                &created, "expiresMs", &expires) < 0 ||
 	    version != 1 || strlen(id) >= sizeof(out->id) ||
 	    strncmp(id, "bkp_", 4) || !hex64(sha) || size < 0 || created < 0 ||
 	    expires < 0 || !json_is_array(ex) || dir[0] != '/') {
@@ -161,8 +163,8 @@ int backup_info_parse(const char *text, size_t len, struct backup_info *out)
 	size_t n = json_array_size(ex);
 	out->excludes = n ? calloc(n, sizeof(char *)) : NULL;
 	int r = out->tenant && out->sandbox && out->dir && (!n || out->excludes)
-			? 0
-			: -ENOMEM;
+	            ? 0
+	            : -ENOMEM;
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		json_t *e = json_array_get(ex, i);
 		if (!json_is_string(e))
@@ -192,7 +194,7 @@ static struct cached *cache_find(struct backups *b, const char *key)
 }
 
 static void cache_put(struct backups *b, const char *key,
-		      const struct backup_info *info)
+                      const struct backup_info *info)
 {
 	if (cache_find(b, key))
 		return;
@@ -220,7 +222,8 @@ static void cache_drop(struct backups *b, const char *key)
 		}
 }
 
-/* ---- metadata lookups ---------------------------------------------------------- */
+/* ---- metadata lookups
+ * ---------------------------------------------------------- */
 
 /* The info of (tenant, id), from the cache or the store. */
 struct lookup {
@@ -228,7 +231,7 @@ struct lookup {
 	char key[600];
 	const char *tenant;
 	void (*done)(void *ctx, const struct backup_info *info,
-		     const struct sbx_err *err);
+	             const struct sbx_err *err);
 	void *ctx;
 };
 
@@ -273,7 +276,7 @@ static void lookup_answer(struct lookup *l, const struct backup_info *info)
 }
 
 static void lookup_read(void *ctx, const char *data, size_t len,
-			const struct sbx_err *rerr)
+                        const struct sbx_err *rerr)
 {
 	struct lookup *l = ctx;
 	struct sbx_err err = {0};
@@ -288,7 +291,8 @@ static void lookup_read(void *ctx, const char *data, size_t len,
 		return;
 	}
 	if (backup_info_parse(data, len, &info) < 0) {
-		sbx_err_set(&err, EIO, "backup store: damaged metadata %s", l->key);
+		sbx_err_set(&err, EIO, "backup store: damaged metadata %s",
+		            l->key);
 		l->done(l->ctx, NULL, &err);
 		free(l);
 		return;
@@ -299,9 +303,9 @@ static void lookup_read(void *ctx, const char *data, size_t len,
 }
 
 static void lookup(struct backups *b, const char *tenant, const char *id,
-		   void (*done)(void *ctx, const struct backup_info *info,
-				const struct sbx_err *err),
-		   void *ctx)
+                   void (*done)(void *ctx, const struct backup_info *info,
+                                const struct sbx_err *err),
+                   void *ctx)
 {
 	struct sbx_err err = {0};
 	struct lookup *l = calloc(1, sizeof(*l));
@@ -325,14 +329,15 @@ static void lookup(struct backups *b, const char *tenant, const char *id,
 }
 
 void backup_get(struct backups *b, const char *tenant, const char *id,
-		void (*done)(void *ctx, const struct backup_info *info,
-			     const struct sbx_err *err),
-		void *ctx)
+                void (*done)(void *ctx, const struct backup_info *info,
+                             const struct sbx_err *err),
+                void *ctx)
 {
 	lookup(b, tenant, id, done, ctx);
 }
 
-/* ---- list ------------------------------------------------------------------------- */
+/* ---- list
+ * ------------------------------------------------------------------------- */
 
 struct listing {
 	struct backups *b;
@@ -343,7 +348,7 @@ struct listing {
 	size_t n;
 	bool all_tenants; /* the reaper */
 	void (*done)(void *ctx, struct backup_info *const *v, size_t n,
-		     const struct sbx_err *err);
+	             const struct sbx_err *err);
 	void *ctx;
 };
 
@@ -364,8 +369,9 @@ static void listing_free(struct listing *ls)
 static int by_created(const void *a, const void *b)
 {
 	const struct backup_info *x = *(struct backup_info *const *)a,
-				 *y = *(struct backup_info *const *)b;
-	return x->created_ms < y->created_ms ? -1 : x->created_ms > y->created_ms;
+	                         *y = *(struct backup_info *const *)b;
+	return x->created_ms < y->created_ms ? -1
+	                                     : x->created_ms > y->created_ms;
 }
 
 static void listing_add(struct listing *ls, const struct backup_info *info)
@@ -393,7 +399,7 @@ static void listing_add(struct listing *ls, const struct backup_info *info)
 static void listing_next(struct listing *ls);
 
 static void listing_read(void *ctx, const char *data, size_t len,
-			 const struct sbx_err *err)
+                         const struct sbx_err *err)
 {
 	struct listing *ls = ctx;
 	struct backup_info info;
@@ -425,7 +431,8 @@ static void listing_next(struct listing *ls)
 			listing_add(ls, &c->info);
 			continue;
 		}
-		ls->b->store->ops->read_small(ls->b->store, key, listing_read, ls);
+		ls->b->store->ops->read_small(ls->b->store, key, listing_read,
+		                              ls);
 		return;
 	}
 	if (ls->n > 1)
@@ -435,7 +442,7 @@ static void listing_next(struct listing *ls)
 }
 
 static void listing_keys(void *ctx, char *const *keys, size_t n,
-			 const struct sbx_err *err)
+                         const struct sbx_err *err)
 {
 	struct listing *ls = ctx;
 	if (err) {
@@ -454,9 +461,9 @@ static void listing_keys(void *ctx, char *const *keys, size_t n,
 }
 
 static void list_keys(struct backups *b, const char *tenant, bool all,
-		      void (*done)(void *ctx, struct backup_info *const *v,
-				   size_t n, const struct sbx_err *err),
-		      void *ctx)
+                      void (*done)(void *ctx, struct backup_info *const *v,
+                                   size_t n, const struct sbx_err *err),
+                      void *ctx)
 {
 	struct sbx_err err = {0};
 	char prefix[300] = "";
@@ -477,14 +484,15 @@ static void list_keys(struct backups *b, const char *tenant, bool all,
 }
 
 void backup_list(struct backups *b, const char *tenant,
-		 void (*done)(void *ctx, struct backup_info *const *v, size_t n,
-			      const struct sbx_err *err),
-		 void *ctx)
+                 void (*done)(void *ctx, struct backup_info *const *v, size_t n,
+                              const struct sbx_err *err),
+                 void *ctx)
 {
 	list_keys(b, tenant, false, done, ctx);
 }
 
-/* ---- delete ------------------------------------------------------------------------ */
+/* ---- delete
+ * ------------------------------------------------------------------------ */
 
 struct deleting {
 	struct backups *b;
@@ -508,7 +516,7 @@ static void deleted_meta(void *ctx, const struct sbx_err *err)
 }
 
 static void delete_found(void *ctx, const struct backup_info *info,
-			 const struct sbx_err *err)
+                         const struct sbx_err *err)
 {
 	struct deleting *d = ctx;
 	char meta[600];
@@ -522,7 +530,8 @@ static void delete_found(void *ctx, const struct backup_info *info,
 }
 
 void backup_delete(struct backups *b, const char *tenant, const char *id,
-		   void (*done)(void *ctx, const struct sbx_err *err), void *ctx)
+                   void (*done)(void *ctx, const struct sbx_err *err),
+                   void *ctx)
 {
 	struct sbx_err err = {0};
 	struct deleting *d = calloc(1, sizeof(*d));
@@ -539,7 +548,8 @@ void backup_delete(struct backups *b, const char *tenant, const char *id,
 	lookup(b, d->tenant, id, delete_found, d);
 }
 
-/* ---- create and restore -------------------------------------------------------------- */
+/* ---- create and restore
+ * -------------------------------------------------------------- */
 
 enum op_kind { OP_CREATE, OP_RESTORE };
 
@@ -554,7 +564,7 @@ struct backup_op {
 	/* the builtin */
 	struct exec_job *job;
 	bool job_paused;
-	struct buf line;        /* its message lines */
+	struct buf line; /* its message lines */
 	int builtin_errno;
 	char builtin_what[300];
 	/* the archive's bytes */
@@ -562,15 +572,15 @@ struct backup_op {
 	uint64_t bytes, total, reported;
 	struct bstore_put *put;
 	struct bstore_get *get;
-	struct buf pending;     /* restore: got, not yet taken by the pipe */
+	struct buf pending; /* restore: got, not yet taken by the pipe */
 	bool get_done, get_paused;
 	/* restore */
 	char dir[4200];
-	char tmp[300];          /* what archive-unpack made */
+	char tmp[300]; /* what archive-unpack made */
 	bool unpacked, bad_sum;
 	/* the end */
 	bool cancelled, finished;
-	struct sbx_err err;     /* the first failure */
+	struct sbx_err err; /* the first failure */
 	struct backup_op *next;
 };
 
@@ -593,7 +603,7 @@ static void op_free(struct backup_op *op)
 
 /* The first failure is the one reported. */
 static void op_fail(struct backup_op *op, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void op_fail(struct backup_op *op, int code, const char *fmt, ...)
 {
 	if (op->err.code)
@@ -611,10 +621,10 @@ static void op_done(struct backup_op *op)
 	op->finished = true;
 	if (op->err.code)
 		log_warn("event=backup-%s-failed id=%s %s",
-			 op->kind == OP_CREATE ? "create" : "restore", op->info.id,
-			 op->err.msg);
+		         op->kind == OP_CREATE ? "create" : "restore",
+		         op->info.id, op->err.msg);
 	op->cbs.done(op->ctx, op->err.code ? NULL : &op->info,
-		     op->err.code ? &op->err : NULL);
+	             op->err.code ? &op->err : NULL);
 	op_free(op);
 }
 
@@ -643,8 +653,10 @@ static void on_line(struct backup_op *op, const char *l)
 			op->cbs.progress(op->ctx, v, op->total);
 	} else if (sscanf(l, "E %d %n", &e, &off) == 1 && off > 0) {
 		op->builtin_errno = e;
-		snprintf(op->builtin_what, sizeof(op->builtin_what), "%s", l + off);
-	} else if (!strncmp(l, "OK ", 3) && op->kind == OP_RESTORE && !op->tmp[0]) {
+		snprintf(op->builtin_what, sizeof(op->builtin_what), "%s",
+		         l + off);
+	} else if (!strncmp(l, "OK ", 3) && op->kind == OP_RESTORE &&
+	           !op->tmp[0]) {
 		sscanf(l + 3, "%255s", op->tmp);
 		op->unpacked = true;
 	}
@@ -661,8 +673,9 @@ static void take_lines(struct backup_op *op, const char *data, size_t len)
 			break;
 	}
 	char *start = op->line.data, *nl;
-	while (start && (nl = memchr(start, '\n', op->line.len -
-							 (size_t)(start - op->line.data)))) {
+	while (start &&
+	       (nl = memchr(start, '\n',
+	                    op->line.len - (size_t)(start - op->line.data)))) {
 		*nl = '\0';
 		on_line(op, start);
 		start = nl + 1;
@@ -676,7 +689,7 @@ static void take_lines(struct backup_op *op, const char *data, size_t len)
 
 /* "what: strerror" of the builtin's E line, or of the exec failure. */
 static void job_failure(struct backup_op *op, const struct exec_result *res,
-			const char *doing)
+                        const char *doing)
 {
 	if (op->cancelled)
 		op_fail(op, ECANCELED, "cancelled");
@@ -689,15 +702,14 @@ static void job_failure(struct backup_op *op, const struct exec_result *res,
 		else if (e == EINVAL && op->kind == OP_RESTORE)
 			e = EBADMSG; /* libarchive could not read it */
 		op_fail(op, e, "%s %s: %s: %s", doing,
-			op->kind == OP_CREATE ? op->info.dir : op->dir,
-			op->builtin_what, strerror(op->builtin_errno));
-	}
-	else if (res->failure != EXEC_OK)
-		op_fail(op, res->failure == EXEC_STOPPED ? ESRCH : EIO, "%s: %s",
-			doing, res->msg);
+		        op->kind == OP_CREATE ? op->info.dir : op->dir,
+		        op->builtin_what, strerror(op->builtin_errno));
+	} else if (res->failure != EXEC_OK)
+		op_fail(op, res->failure == EXEC_STOPPED ? ESRCH : EIO,
+		        "%s: %s", doing, res->msg);
 	else
-		op_fail(op, EIO, "%s: the archiver exited with status %d", doing,
-			res->exit_code);
+		op_fail(op, EIO, "%s: the archiver exited with status %d",
+		        doing, res->exit_code);
 }
 
 /* ---- create ---- */
@@ -708,19 +720,22 @@ static void create_meta_written(void *ctx, const struct sbx_err *err)
 	if (err) {
 		op_fail(op, err->code, "%s", err->msg);
 		if (!op->b->closing)
-			op->b->store->ops->remove(op->b->store, op->arch_key, NULL,
-						  NULL);
+			op->b->store->ops->remove(op->b->store, op->arch_key,
+			                          NULL, NULL);
 	} else if (op->cancelled) {
 		/* it got out just as the client left: take it back */
-		op->b->store->ops->remove(op->b->store, op->meta_key, NULL, NULL);
-		op->b->store->ops->remove(op->b->store, op->arch_key, NULL, NULL);
+		op->b->store->ops->remove(op->b->store, op->meta_key, NULL,
+		                          NULL);
+		op->b->store->ops->remove(op->b->store, op->arch_key, NULL,
+		                          NULL);
 		op_fail(op, ECANCELED, "cancelled");
 	} else {
 		cache_put(op->b, op->meta_key, &op->info);
-		log_info("sandbox=%s event=backup id=%s dir=%s bytes=%llu store=%s",
-			 op->info.sandbox, op->info.id, op->info.dir,
-			 (unsigned long long)op->info.size_bytes,
-			 op->b->store->ops->name);
+		log_info(
+		    "sandbox=%s event=backup id=%s dir=%s bytes=%llu store=%s",
+		    op->info.sandbox, op->info.id, op->info.dir,
+		    (unsigned long long)op->info.size_bytes,
+		    op->b->store->ops->name);
 	}
 	op_done(op);
 }
@@ -734,20 +749,21 @@ static void create_committed(void *ctx, const struct sbx_err *err)
 		else
 			op_fail(op, ECANCELED, "cancelled");
 		if (!op->b->closing)
-			op->b->store->ops->remove(op->b->store, op->arch_key, NULL,
-						  NULL);
+			op->b->store->ops->remove(op->b->store, op->arch_key,
+			                          NULL, NULL);
 		op_done(op);
 		return;
 	}
 	char *meta = backup_info_encode(&op->info);
 	if (!meta) {
 		op_fail(op, ENOMEM, "out of memory");
-		op->b->store->ops->remove(op->b->store, op->arch_key, NULL, NULL);
+		op->b->store->ops->remove(op->b->store, op->arch_key, NULL,
+		                          NULL);
 		op_done(op);
 		return;
 	}
 	op->b->store->ops->write_small(op->b->store, op->meta_key, meta,
-				       strlen(meta), create_meta_written, op);
+	                               strlen(meta), create_meta_written, op);
 	free(meta);
 }
 
@@ -758,7 +774,7 @@ static void create_job_done(const struct exec_result *res, void *ctx)
 	if (op->line.len)
 		take_lines(op, "\n", 1);
 	bool ok = res->failure == EXEC_OK && res->exit_code == 0 &&
-		  !op->err.code && !op->cancelled;
+	          !op->err.code && !op->cancelled;
 	if (!ok) {
 		job_failure(op, res, "archiving");
 		struct bstore_put *p = op->put;
@@ -790,7 +806,7 @@ static int create_output(void *ctx, int fd, const char *data, size_t len)
 	int r = op->b->store->ops->put_data(op->put, data, len);
 	if (r < 0) {
 		op_fail(op, -r, "writing the archive to the backup store: %s",
-			strerror(-r));
+		        strerror(-r));
 		if (op->job)
 			exec_cancel(op->job);
 		return 0;
@@ -816,8 +832,8 @@ static void create_put_ready(void *ctx, const struct sbx_err *err)
 }
 
 static struct backup_op *op_new(struct backups *b, enum op_kind kind,
-				struct sandbox *sb, const struct backup_cbs *cbs,
-				void *ctx)
+                                struct sandbox *sb,
+                                const struct backup_cbs *cbs, void *ctx)
 {
 	struct backup_op *op = calloc(1, sizeof(*op));
 	if (!op)
@@ -836,9 +852,9 @@ static struct backup_op *op_new(struct backups *b, enum op_kind kind,
 }
 
 int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
-		  const char *const *excludes, size_t nexcludes, uint64_t ttl_s,
-		  const struct backup_cbs *cbs, void *ctx,
-		  struct backup_op **out)
+                  const char *const *excludes, size_t nexcludes, uint64_t ttl_s,
+                  const struct backup_cbs *cbs, void *ctx,
+                  struct backup_op **out)
 {
 	struct sbx_err err = {0};
 	struct backup_op *op = op_new(b, OP_CREATE, sb, cbs, ctx);
@@ -857,7 +873,7 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
 	in->expires_ms = ttl_s ? in->created_ms + ttl_s * 1000 : 0;
 	in->excludes = nexcludes ? calloc(nexcludes, sizeof(char *)) : NULL;
 	bool ok = in->tenant && in->sandbox && in->dir &&
-		  (!nexcludes || in->excludes);
+	          (!nexcludes || in->excludes);
 	for (size_t i = 0; ok && i < nexcludes; i++)
 		if ((ok = (in->excludes[i] = strdup(excludes[i])) != NULL))
 			in->nexcludes++;
@@ -871,9 +887,9 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
 		return -ENOMEM;
 	}
 	keys_of(sb->tenant, in->id, op->meta_key, op->arch_key,
-		sizeof(op->meta_key));
-	int r = b->store->ops->put_begin(b->store, op->arch_key, create_put_ready,
-					 op, &op->put, &err);
+	        sizeof(op->meta_key));
+	int r = b->store->ops->put_begin(b->store, op->arch_key,
+	                                 create_put_ready, op, &op->put, &err);
 	if (r < 0) {
 		free(argv);
 		free(pats);
@@ -889,9 +905,11 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
 		if (asprintf(&pats[i], "--exclude=%s", excludes[i]) >= 0)
 			argv[n++] = pats[i];
 	argv[n] = NULL;
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.timeout_ms = EXEC_NO_TIMEOUT,
-				.on_output = create_output};
+	struct exec_params p = {.argv = argv,
+	                        .builtin = true,
+	                        .detached = true,
+	                        .timeout_ms = EXEC_NO_TIMEOUT,
+	                        .on_output = create_output};
 	/* from here on op may be gone when exec_submit returns 0: its done
 	 * can run before (a sandbox that could not start) */
 	r = exec_submit(sb, NULL, &p, create_job_done, op, &op->job, &err);
@@ -924,7 +942,7 @@ static void restore_second_done(const struct exec_result *res, void *ctx)
 		job_failure(op, res, "restoring");
 	else if (!op->err.code)
 		log_info("sandbox=%s event=restored-backup id=%s dir=%s",
-			 op->sb ? op->sb->id : "-", op->info.id, op->dir);
+		         op->sb ? op->sb->id : "-", op->info.id, op->dir);
 	op_done(op);
 }
 
@@ -951,14 +969,16 @@ static void restore_finish(struct backup_op *op)
 		return;
 	}
 	const char *argv[] = {commit ? "archive-commit" : "archive-abort", "/",
-			      op->dir, op->tmp, NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.timeout_ms = EXEC_NO_TIMEOUT,
-				.on_output = restore_output};
+	                      op->dir, op->tmp, NULL};
+	struct exec_params p = {.argv = argv,
+	                        .builtin = true,
+	                        .detached = true,
+	                        .timeout_ms = EXEC_NO_TIMEOUT,
+	                        .on_output = restore_output};
 	op->builtin_errno = 0;
 	buf_reset(&op->line);
 	if (exec_submit(op->sb, NULL, &p, restore_second_done, op, &op->job,
-			&err) < 0) {
+	                &err) < 0) {
 		op_fail(op, err.code ? err.code : EIO, "%s", err.msg);
 		op_done(op);
 	}
@@ -977,7 +997,7 @@ static void restore_job_done(const struct exec_result *res, void *ctx)
 		if (pid > 0 && !op->tmp[0]) {
 			const char *leaf = strrchr(op->dir, '/') + 1;
 			snprintf(op->tmp, sizeof(op->tmp), ".%s.sbx-restore-%d",
-				 leaf, pid);
+			         leaf, pid);
 		}
 	}
 	if (!op->get_done && op->get) {
@@ -1054,15 +1074,16 @@ static void restore_got(void *ctx, const struct sbx_err *err)
 		op_fail(op, err->code, "%s", err->msg);
 	} else {
 		sha256_final_hex(&op->sha, sum);
-		if (strcmp(sum, op->info.sha256) || op->bytes != op->info.size_bytes) {
+		if (strcmp(sum, op->info.sha256) ||
+		    op->bytes != op->info.size_bytes) {
 			op->bad_sum = true;
 			op_fail(op, EBADMSG,
-				"backup %s: the archive does not match its "
-				"checksum (sha256 %s, %llu bytes; expected %s, "
-				"%llu bytes)",
-				op->info.id, sum, (unsigned long long)op->bytes,
-				op->info.sha256,
-				(unsigned long long)op->info.size_bytes);
+			        "backup %s: the archive does not match its "
+			        "checksum (sha256 %s, %llu bytes; expected %s, "
+			        "%llu bytes)",
+			        op->info.id, sum, (unsigned long long)op->bytes,
+			        op->info.sha256,
+			        (unsigned long long)op->info.size_bytes);
 		}
 		report(op, true);
 	}
@@ -1077,7 +1098,7 @@ static void restore_got(void *ctx, const struct sbx_err *err)
 }
 
 static void restore_found(void *ctx, const struct backup_info *info,
-			  const struct sbx_err *lerr)
+                          const struct sbx_err *lerr)
 {
 	struct backup_op *op = ctx;
 	struct sbx_err err = {0};
@@ -1100,30 +1121,33 @@ static void restore_found(void *ctx, const struct backup_info *info,
 	if (!op->dir[0])
 		snprintf(op->dir, sizeof(op->dir), "%s", info->dir);
 	op->total = info->size_bytes;
-	keys_of(info->tenant, info->id, NULL, op->arch_key, sizeof(op->arch_key));
+	keys_of(info->tenant, info->id, NULL, op->arch_key,
+	        sizeof(op->arch_key));
 	if (!op->sb || op->b->closing) {
 		op_fail(op, ECANCELED, "the sandbox went away");
 		op_done(op);
 		return;
 	}
 	const char *argv[] = {"archive-unpack", "/", op->dir, NULL};
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.timeout_ms = EXEC_NO_TIMEOUT,
-				.stdin_stream = true,
-				.on_stdin_drain = restore_drain,
-				.on_output = restore_output};
+	struct exec_params p = {.argv = argv,
+	                        .builtin = true,
+	                        .detached = true,
+	                        .timeout_ms = EXEC_NO_TIMEOUT,
+	                        .stdin_stream = true,
+	                        .on_stdin_drain = restore_drain,
+	                        .on_output = restore_output};
 	/* the read first (its bytes come from the loop, never before the
 	 * job is there); the job last: its done may run before exec_submit
 	 * returns, and op be gone */
 	if (op->b->store->ops->get(op->b->store, op->arch_key, 0, restore_data,
-				   restore_got, op, &op->get, &err) < 0) {
+	                           restore_got, op, &op->get, &err) < 0) {
 		op_fail(op, err.code, "%s", err.msg);
 		op_done(op);
 		return;
 	}
 	report(op, true);
-	if (exec_submit(op->sb, NULL, &p, restore_job_done, op, &op->job, &err) <
-	    0) {
+	if (exec_submit(op->sb, NULL, &p, restore_job_done, op, &op->job,
+	                &err) < 0) {
 		op_fail(op, err.code ? err.code : EIO, "%s", err.msg);
 		op->b->store->ops->get_cancel(op->get);
 		op->get = NULL;
@@ -1132,8 +1156,8 @@ static void restore_found(void *ctx, const struct backup_info *info,
 }
 
 int backup_restore(struct backups *b, struct sandbox *sb, const char *id,
-		   const char *dir, const struct backup_cbs *cbs, void *ctx,
-		   struct backup_op **out)
+                   const char *dir, const struct backup_cbs *cbs, void *ctx,
+                   struct backup_op **out)
 {
 	struct sbx_err err = {0};
 	struct backup_op *op = op_new(b, OP_RESTORE, sb, cbs, ctx);
@@ -1146,7 +1170,7 @@ int backup_restore(struct backups *b, struct sandbox *sb, const char *id,
 	if (dir)
 		snprintf(op->dir, sizeof(op->dir), "%s", dir);
 	snprintf(op->info.id, sizeof(op->info.id), "%.*s",
-		 (int)sizeof(op->info.id) - 1, id);
+	         (int)sizeof(op->info.id) - 1, id);
 	lookup(b, sb->tenant, id, restore_found, op);
 	return 0;
 }
@@ -1166,7 +1190,8 @@ void backup_op_cancel(struct backup_op *op)
 	}
 }
 
-/* ---- reading an archive ---------------------------------------------------------------- */
+/* ---- reading an archive
+ * ---------------------------------------------------------------- */
 
 struct backup_read {
 	struct backups *b;
@@ -1191,7 +1216,7 @@ static void read_done(void *ctx, const struct sbx_err *err)
 }
 
 static void read_found(void *ctx, const struct backup_info *info,
-		       const struct sbx_err *err)
+                       const struct sbx_err *err)
 {
 	struct backup_read *r = ctx;
 	struct sbx_err gerr = {0};
@@ -1210,16 +1235,16 @@ static void read_found(void *ctx, const struct backup_info *info,
 		free(r);
 		return;
 	}
-	if (r->b->store->ops->get(r->b->store, r->key, 0, read_data, read_done, r,
-				  &r->get, &gerr) < 0) {
+	if (r->b->store->ops->get(r->b->store, r->key, 0, read_data, read_done,
+	                          r, &r->get, &gerr) < 0) {
 		r->cbs.done(r->ctx, &gerr);
 		free(r);
 	}
 }
 
 void backup_read(struct backups *b, const char *tenant, const char *id,
-		 const struct backup_read_cbs *cbs, void *ctx,
-		 struct backup_read **out)
+                 const struct backup_read_cbs *cbs, void *ctx,
+                 struct backup_read **out)
 {
 	struct sbx_err err = {0};
 	struct backup_read *r = calloc(1, sizeof(*r));
@@ -1251,10 +1276,12 @@ void backup_read_cancel(struct backup_read *r)
 	}
 }
 
-/* ---- the reaper --------------------------------------------------------------------------- */
+/* ---- the reaper
+ * ---------------------------------------------------------------------------
+ */
 
 static void reaped(void *ctx, struct backup_info *const *v, size_t n,
-		   const struct sbx_err *err)
+                   const struct sbx_err *err)
 {
 	struct backups *b = ctx;
 	b->reaping = false;
@@ -1278,7 +1305,7 @@ static void on_reap(struct loop_timer *t)
 }
 
 int backups_new(struct manager *m, struct bstore *store, struct backups **out,
-		struct sbx_err *err)
+                struct sbx_err *err)
 {
 	struct backups *b = calloc(1, sizeof(*b));
 	if (!b) {
@@ -1305,13 +1332,14 @@ int backups_open(struct manager *m, struct sbx_err *err)
 		if (m->cfg->backup_dir)
 			snprintf(dir, sizeof(dir), "%s", m->cfg->backup_dir);
 		else
-			snprintf(dir, sizeof(dir), "%s/backups", m->rt->state_dir);
+			snprintf(dir, sizeof(dir), "%s/backups",
+			         m->rt->state_dir);
 		r = bstore_local_open(dir, m->loop, &store, err);
 	}
 	if (r < 0)
 		return r;
 	log_info("event=backup-store kind=%s where=%s", store->ops->name,
-		 store->where);
+	         store->where);
 	return backups_new(m, store, &m->backups, err);
 }
 

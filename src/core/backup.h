@@ -46,8 +46,8 @@ struct backups;
 /* The engine over the store the daemon's flags name (m->backups). */
 int backups_open(struct manager *m, struct sbx_err *err);
 /* The engine over store (taken). */
-int backups_new(struct manager *m, struct bstore *store,
-		struct backups **out, struct sbx_err *err);
+int backups_new(struct manager *m, struct bstore *store, struct backups **out,
+                struct sbx_err *err);
 /* The daemon is stopping: start no new work (its sandboxes stop next). */
 void backups_closing(struct backups *b);
 /* sb is being destroyed: its operations fail with their jobs. */
@@ -68,37 +68,37 @@ struct backup_cbs {
 	 * or EREMOTEIO (unreachable, failing); else what the sandbox's side
 	 * said (EACCES, EDQUOT, ...). */
 	void (*done)(void *ctx, const struct backup_info *info,
-		     const struct sbx_err *err);
+	             const struct sbx_err *err);
 };
 
 /* Archive dir of sb (absolute, inside the sandbox) leaving out excludes;
  * ttl_s 0: kept until deleted. */
 int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
-		  const char *const *excludes, size_t nexcludes, uint64_t ttl_s,
-		  const struct backup_cbs *cbs, void *ctx,
-		  struct backup_op **out);
+                  const char *const *excludes, size_t nexcludes, uint64_t ttl_s,
+                  const struct backup_cbs *cbs, void *ctx,
+                  struct backup_op **out);
 /* Replace dir (NULL: the backup's own) of sb with backup id's content;
  * sb's tenant must be the backup's. */
 int backup_restore(struct backups *b, struct sandbox *sb, const char *id,
-		   const char *dir, const struct backup_cbs *cbs, void *ctx,
-		   struct backup_op **out);
+                   const char *dir, const struct backup_cbs *cbs, void *ctx,
+                   struct backup_op **out);
 /* The client is gone: stop; done still follows (ECANCELED unless it had
  * finished), and nothing of a cancelled backup stays visible. */
 void backup_op_cancel(struct backup_op *op);
 
 /* The tenant's backups (expired ones are left out, and reaped). */
 void backup_list(struct backups *b, const char *tenant,
-		 void (*done)(void *ctx, struct backup_info *const *v, size_t n,
-			      const struct sbx_err *err),
-		 void *ctx);
+                 void (*done)(void *ctx, struct backup_info *const *v, size_t n,
+                              const struct sbx_err *err),
+                 void *ctx);
 /* One backup; EKEYEXPIRED when expired (and then reaped). */
 void backup_get(struct backups *b, const char *tenant, const char *id,
-		void (*done)(void *ctx, const struct backup_info *info,
-			     const struct sbx_err *err),
-		void *ctx);
+                void (*done)(void *ctx, const struct backup_info *info,
+                             const struct sbx_err *err),
+                void *ctx);
 void backup_delete(struct backups *b, const char *tenant, const char *id,
-		   void (*done)(void *ctx, const struct sbx_err *err),
-		   void *ctx);
+                   void (*done)(void *ctx, const struct sbx_err *err),
+                   void *ctx);
 
 /* Stream backup id's archive: head once (its info), then data (return 1
  * to pause until backup_read_resume), then done. */
@@ -109,8 +109,8 @@ struct backup_read_cbs {
 	void (*done)(void *ctx, const struct sbx_err *err);
 };
 void backup_read(struct backups *b, const char *tenant, const char *id,
-		 const struct backup_read_cbs *cbs, void *ctx,
-		 struct backup_read **out);
+                 const struct backup_read_cbs *cbs, void *ctx,
+                 struct backup_read **out);
 void backup_read_resume(struct backup_read *r);
 /* No callback after this. */
 void backup_read_cancel(struct backup_read *r);

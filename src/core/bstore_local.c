@@ -28,7 +28,7 @@ struct bstore_put {
 	struct local *s;
 	int fd;
 	char *key, *part;
-	int failed;        /* errno of a failed write */
+	int failed; /* errno of a failed write */
 	uint64_t written, flushed;
 };
 
@@ -84,14 +84,15 @@ static int make_parents(struct local *s, const char *key)
 }
 
 static int put_begin(struct bstore *bs, const char *key,
-		     void (*ready)(void *ctx, const struct sbx_err *err),
-		     void *ctx, struct bstore_put **out, struct sbx_err *err)
+                     void (*ready)(void *ctx, const struct sbx_err *err),
+                     void *ctx, struct bstore_put **out, struct sbx_err *err)
 {
 	struct local *s = (struct local *)bs;
 	(void)ready; /* a local write never waits */
 	(void)ctx;
 	if (!key_ok(key))
-		return sbx_err_set(err, EINVAL, "backup store: bad key %s", key);
+		return sbx_err_set(err, EINVAL, "backup store: bad key %s",
+		                   key);
 	struct bstore_put *p = calloc(1, sizeof(*p));
 	if (!p || !(p->key = strdup(key)) ||
 	    asprintf(&p->part, "%s.part", key) < 0) {
@@ -102,17 +103,19 @@ static int put_begin(struct bstore *bs, const char *key,
 	}
 	p->s = s;
 	int r = make_parents(s, key);
-	p->fd = r < 0 ? -1
-		      : openat(s->dfd, p->part,
-			       O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-			       0600);
+	p->fd =
+	    r < 0
+	        ? -1
+	        : openat(s->dfd, p->part,
+	                 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	                 0600);
 	if (p->fd < 0) {
 		int e = r < 0 ? -r : errno;
 		free(p->part);
 		free(p->key);
 		free(p);
 		return sbx_err_sys(err, e, "backup store %s: create %s",
-				   s->pub.where, key);
+		                   s->pub.where, key);
 	}
 	*out = p;
 	return 0;
@@ -136,15 +139,15 @@ static int put_data(struct bstore_put *p, const char *data, size_t len)
 	}
 	if (p->written - p->flushed >= FLUSH_EVERY) {
 		sync_file_range(p->fd, (off_t)p->flushed,
-				(off_t)(p->written - p->flushed),
-				SYNC_FILE_RANGE_WRITE);
+		                (off_t)(p->written - p->flushed),
+		                SYNC_FILE_RANGE_WRITE);
 		p->flushed = p->written;
 	}
 	return 0;
 }
 
 static void put_end(struct bstore_put *p, bool commit, bstore_done_cb done,
-		    void *ctx)
+                    void *ctx)
 {
 	struct local *s = p->s;
 	struct sbx_err err = {0};
@@ -159,7 +162,7 @@ static void put_end(struct bstore_put *p, bool commit, bstore_done_cb done,
 		unlinkat(s->dfd, p->part, 0);
 	if (e)
 		sbx_err_sys(&err, e, "backup store %s: write %s", s->pub.where,
-			    p->key);
+		            p->key);
 	free(p->part);
 	free(p->key);
 	free(p);
@@ -168,7 +171,7 @@ static void put_end(struct bstore_put *p, bool commit, bstore_done_cb done,
 }
 
 static void write_small(struct bstore *bs, const char *key, const char *data,
-			size_t len, bstore_done_cb done, void *ctx)
+                        size_t len, bstore_done_cb done, void *ctx)
 {
 	struct bstore_put *p;
 	struct sbx_err err = {0};
@@ -181,7 +184,7 @@ static void write_small(struct bstore *bs, const char *key, const char *data,
 }
 
 static void read_small(struct bstore *bs, const char *key, bstore_read_cb done,
-		       void *ctx)
+                       void *ctx)
 {
 	struct local *s = (struct local *)bs;
 	struct sbx_err err = {0};
@@ -192,11 +195,11 @@ static void read_small(struct bstore *bs, const char *key, bstore_read_cb done,
 		return;
 	}
 	_cleanup_close_ int fd =
-		openat(s->dfd, key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(s->dfd, key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf));
 	if (n < 0) {
 		sbx_err_sys(&err, errno, "backup store %s: read %s",
-			    s->pub.where, key);
+		            s->pub.where, key);
 		done(ctx, NULL, 0, &err);
 		return;
 	}
@@ -217,8 +220,9 @@ static void pump(struct bstore_get *g)
 			bstore_done_cb done = g->done;
 			void *ctx = g->ctx;
 			if (n < 0)
-				sbx_err_sys(&err, errno, "backup store %s: read",
-					    g->s->pub.where);
+				sbx_err_sys(&err, errno,
+				            "backup store %s: read",
+				            g->s->pub.where);
 			loop_timer_stop(g->s->loop, &g->t);
 			get_unlink(g);
 			close(g->fd);
@@ -241,8 +245,8 @@ static void on_timer(struct loop_timer *t)
 }
 
 static int get(struct bstore *bs, const char *key, uint64_t from,
-	       bstore_data_cb data, bstore_done_cb done, void *ctx,
-	       struct bstore_get **out, struct sbx_err *err)
+               bstore_data_cb data, bstore_done_cb done, void *ctx,
+               struct bstore_get **out, struct sbx_err *err)
 {
 	struct local *s = (struct local *)bs;
 	if (!key_ok(key))
@@ -250,7 +254,7 @@ static int get(struct bstore *bs, const char *key, uint64_t from,
 	int fd = openat(s->dfd, key, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "backup store %s: open %s",
-				   s->pub.where, key);
+		                   s->pub.where, key);
 	if (from && lseek(fd, (off_t)from, SEEK_SET) < 0) {
 		close(fd);
 		return sbx_err_sys(err, errno, "backup store: seek %s", key);
@@ -261,8 +265,12 @@ static int get(struct bstore *bs, const char *key, uint64_t from,
 		close(fd);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
-	*g = (struct bstore_get){.s = s, .fd = fd, .data = data, .done = done,
-				 .ctx = ctx, .buf = g->buf};
+	*g = (struct bstore_get){.s = s,
+	                         .fd = fd,
+	                         .data = data,
+	                         .done = done,
+	                         .ctx = ctx,
+	                         .buf = g->buf};
 	g->t.cb = on_timer;
 	g->t.data = g;
 	g->next = s->gets;
@@ -316,7 +324,7 @@ static int keys_add(struct keys *k, const char *a, const char *b)
 static int walk(int dfd, const char *sub, struct keys *k, int depth)
 {
 	int fd = openat(dfd, *sub ? sub : ".",
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		if (fd >= 0)
@@ -343,7 +351,7 @@ static int walk(int dfd, const char *sub, struct keys *k, int depth)
 }
 
 static void list(struct bstore *bs, const char *prefix, bstore_list_cb done,
-		 void *ctx)
+                 void *ctx)
 {
 	struct local *s = (struct local *)bs;
 	struct keys k = {0};
@@ -374,16 +382,16 @@ static void list(struct bstore *bs, const char *prefix, bstore_list_cb done,
 }
 
 static void remove_key(struct bstore *bs, const char *key, bstore_done_cb done,
-		       void *ctx)
+                       void *ctx)
 {
 	struct local *s = (struct local *)bs;
 	struct sbx_err err = {0};
-	int e = !key_ok(key) ? EINVAL
-		: unlinkat(s->dfd, key, 0) < 0 && errno != ENOENT ? errno
-								   : 0;
+	int e = !key_ok(key)                                      ? EINVAL
+	        : unlinkat(s->dfd, key, 0) < 0 && errno != ENOENT ? errno
+	                                                          : 0;
 	if (e)
 		sbx_err_sys(&err, e, "backup store %s: remove %s", s->pub.where,
-			    key);
+		            key);
 	if (done)
 		done(ctx, e ? &err : NULL);
 }
@@ -408,18 +416,18 @@ static void local_free(struct bstore *bs)
 }
 
 static const struct bstore_ops local_ops = {
-	.name = "local",
-	.put_begin = put_begin,
-	.put_data = put_data,
-	.put_end = put_end,
-	.write_small = write_small,
-	.read_small = read_small,
-	.get = get,
-	.get_resume = get_resume,
-	.get_cancel = get_cancel,
-	.list = list,
-	.remove = remove_key,
-	.free = local_free,
+    .name = "local",
+    .put_begin = put_begin,
+    .put_data = put_data,
+    .put_end = put_end,
+    .write_small = write_small,
+    .read_small = read_small,
+    .get = get,
+    .get_resume = get_resume,
+    .get_cancel = get_cancel,
+    .list = list,
+    .remove = remove_key,
+    .free = local_free,
 };
 
 /* .part files a crash left, at any depth. */
@@ -434,8 +442,8 @@ static void remove_parts(int dfd, int depth)
 			continue;
 		if (e->d_type == DT_DIR && depth < 4) {
 			int sub = openat(dirfd(d), e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-						 O_CLOEXEC);
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                     O_CLOEXEC);
 			if (sub >= 0) {
 				remove_parts(sub, depth + 1);
 				close(sub);
@@ -449,7 +457,7 @@ static void remove_parts(int dfd, int depth)
 }
 
 int bstore_local_open(const char *dir, struct loop *loop, struct bstore **out,
-		      struct sbx_err *err)
+                      struct sbx_err *err)
 {
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return sbx_err_sys(err, errno, "backup dir %s", dir);

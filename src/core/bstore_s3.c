@@ -32,23 +32,24 @@ struct bstore_put {
 	char *key;
 	void (*ready)(void *ctx, const struct sbx_err *err);
 	void *ctx;
-	struct part fill;        /* being filled */
-	struct part full;        /* waiting for the wire */
-	struct part wire;        /* on the wire */
-	struct s3_req *req;      /* the request in flight */
-	char *upload_id;         /* once the multipart upload exists */
-	bool creating;           /* CreateMultipartUpload in flight */
-	char **etags;            /* by part number - 1 */
-	size_t nparts;           /* parts sent (or being sent) */
-	bool want_ready;         /* put_data said 1 */
-	struct sbx_err err;      /* the first failure */
+	struct part fill;   /* being filled */
+	struct part full;   /* waiting for the wire */
+	struct part wire;   /* on the wire */
+	struct s3_req *req; /* the request in flight */
+	char *upload_id;    /* once the multipart upload exists */
+	bool creating;      /* CreateMultipartUpload in flight */
+	char **etags;       /* by part number - 1 */
+	size_t nparts;      /* parts sent (or being sent) */
+	bool want_ready;    /* put_data said 1 */
+	struct sbx_err err; /* the first failure */
 	/* put_end(commit) */
 	bool ending;
 	bstore_done_cb done;
 	void *done_ctx;
 };
 
-/* ---- writing ------------------------------------------------------------------ */
+/* ---- writing
+ * ------------------------------------------------------------------ */
 
 static void put_free(struct bstore_put *p)
 {
@@ -87,8 +88,10 @@ static void put_failed(struct bstore_put *p, const struct sbx_err *err)
 		/* the server keeps nothing of it */
 		if (p->upload_id) {
 			char *q = s3_query_add(NULL, "uploadId", p->upload_id);
-			struct s3_req_opts o = {.method = "DELETE", .key = p->key,
-						.query = q, .on_done = forget};
+			struct s3_req_opts o = {.method = "DELETE",
+			                        .key = p->key,
+			                        .query = q,
+			                        .on_done = forget};
 			if (q)
 				s3_request(p->s->c, &o, NULL, NULL);
 			free(q);
@@ -111,9 +114,11 @@ static void completed(void *ctx, const struct s3_resp *resp)
 	/* CompleteMultipartUpload may say 200 and an error in its body */
 	if (!resp->err && resp->body_len && strstr(resp->body, "<Error>")) {
 		size_t pos = 0;
-		char *code = s3_xml_next(resp->body, resp->body_len, "Code", &pos);
-		sbx_err_set(&err, EREMOTEIO, "S3: completing the upload of %s: %s",
-			    p->key, code ? code : "an error");
+		char *code =
+		    s3_xml_next(resp->body, resp->body_len, "Code", &pos);
+		sbx_err_set(&err, EREMOTEIO,
+		            "S3: completing the upload of %s: %s", p->key,
+		            code ? code : "an error");
 		free(code);
 		put_failed(p, &err);
 		return;
@@ -135,13 +140,19 @@ static void complete(struct bstore_put *p)
 	buf_init(&x, 0);
 	buf_printf(&x, "<CompleteMultipartUpload>");
 	for (size_t i = 0; i < p->nparts; i++)
-		buf_printf(&x, "<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag></Part>",
-			   i + 1, p->etags[i]);
+		buf_printf(
+		    &x,
+		    "<Part><PartNumber>%zu</PartNumber><ETag>%s</ETag></Part>",
+		    i + 1, p->etags[i]);
 	buf_printf(&x, "</CompleteMultipartUpload>");
 	char *q = s3_query_add(NULL, "uploadId", p->upload_id);
-	struct s3_req_opts o = {.method = "POST", .key = p->key, .query = q,
-				.body = x.data, .body_len = x.len,
-				.on_done = completed, .ctx = p};
+	struct s3_req_opts o = {.method = "POST",
+	                        .key = p->key,
+	                        .query = q,
+	                        .body = x.data,
+	                        .body_len = x.len,
+	                        .on_done = completed,
+	                        .ctx = p};
 	/* the body must outlive the request: keep it in the put */
 	free(p->wire.data);
 	p->wire.data = x.data;
@@ -165,7 +176,8 @@ static void part_sent(void *ctx, const struct s3_resp *resp)
 	}
 	if (!resp->etag[0]) {
 		struct sbx_err err = {0};
-		sbx_err_set(&err, EREMOTEIO, "S3: no ETag for a part of %s", p->key);
+		sbx_err_set(&err, EREMOTEIO, "S3: no ETag for a part of %s",
+		            p->key);
 		put_failed(p, &err);
 		return;
 	}
@@ -197,7 +209,8 @@ static void created(void *ctx, const struct s3_resp *resp)
 		put_failed(p, resp->err);
 		return;
 	}
-	p->upload_id = s3_xml_next(resp->body, resp->body_len, "UploadId", &pos);
+	p->upload_id =
+	    s3_xml_next(resp->body, resp->body_len, "UploadId", &pos);
 	if (!p->upload_id) {
 		struct sbx_err err = {0};
 		sbx_err_set(&err, EREMOTEIO, "S3: no UploadId for %s", p->key);
@@ -220,9 +233,10 @@ static void send_next(struct bstore_put *p)
 	}
 	if (p->full.data) {
 		if (p->nparts == MAX_PARTS) {
-			sbx_err_set(&err, EFBIG, "S3: %s: more than %d parts of %u "
-						 "bytes",
-				    p->key, MAX_PARTS, PART);
+			sbx_err_set(&err, EFBIG,
+			            "S3: %s: more than %d parts of %u "
+			            "bytes",
+			            p->key, MAX_PARTS, PART);
 			put_failed(p, &err);
 			return;
 		}
@@ -240,11 +254,15 @@ static void send_next(struct bstore_put *p)
 		snprintf(num, sizeof(num), "%zu", p->nparts);
 		char *q = s3_query_add(NULL, "partNumber", num);
 		q = q ? s3_query_add(q, "uploadId", p->upload_id) : NULL;
-		struct s3_req_opts o = {.method = "PUT", .key = p->key, .query = q,
-					.body = p->wire.data, .body_len = p->wire.len,
-					.on_done = part_sent, .ctx = p};
+		struct s3_req_opts o = {.method = "PUT",
+		                        .key = p->key,
+		                        .query = q,
+		                        .body = p->wire.data,
+		                        .body_len = p->wire.len,
+		                        .on_done = part_sent,
+		                        .ctx = p};
 		int r = q ? s3_request(p->s->c, &o, &p->req, &err)
-			  : sbx_err_set(&err, ENOMEM, "out of memory");
+		          : sbx_err_set(&err, ENOMEM, "out of memory");
 		free(q);
 		if (r < 0) {
 			put_failed(p, &err);
@@ -261,8 +279,8 @@ static void send_next(struct bstore_put *p)
 }
 
 static int put_begin(struct bstore *bs, const char *key,
-		     void (*ready)(void *ctx, const struct sbx_err *err),
-		     void *ctx, struct bstore_put **out, struct sbx_err *err)
+                     void (*ready)(void *ctx, const struct sbx_err *err),
+                     void *ctx, struct bstore_put **out, struct sbx_err *err)
 {
 	struct bstore_put *p = calloc(1, sizeof(*p));
 	if (!p || !(p->key = strdup(key))) {
@@ -303,9 +321,11 @@ static int put_data(struct bstore_put *p, const char *data, size_t len)
 		p->full = p->fill;
 		p->fill = (struct part){0};
 		if (!p->upload_id && !p->creating) {
-			struct s3_req_opts o = {.method = "POST", .key = p->key,
-						.query = "uploads=",
-						.on_done = created, .ctx = p};
+			struct s3_req_opts o = {.method = "POST",
+			                        .key = p->key,
+			                        .query = "uploads=",
+			                        .on_done = created,
+			                        .ctx = p};
 			if (s3_request(p->s->c, &o, &p->req, &err) < 0) {
 				put_failed(p, &err);
 				return -p->err.code;
@@ -326,7 +346,7 @@ static int put_data(struct bstore_put *p, const char *data, size_t len)
 }
 
 static void put_end(struct bstore_put *p, bool commit, bstore_done_cb done,
-		    void *ctx)
+                    void *ctx)
 {
 	struct sbx_err err = {0};
 	if (!commit || p->err.code) {
@@ -348,10 +368,13 @@ static void put_end(struct bstore_put *p, bool commit, bstore_done_cb done,
 		/* small: one PUT */
 		p->wire = p->fill;
 		p->fill = (struct part){0};
-		struct s3_req_opts o = {.method = "PUT", .key = p->key,
-					.body = p->wire.data ? p->wire.data : "",
-					.body_len = p->wire.len,
-					.on_done = single_sent, .ctx = p};
+		struct s3_req_opts o = {.method = "PUT",
+		                        .key = p->key,
+		                        .body =
+		                            p->wire.data ? p->wire.data : "",
+		                        .body_len = p->wire.len,
+		                        .on_done = single_sent,
+		                        .ctx = p};
 		if (s3_request(p->s->c, &o, &p->req, &err) < 0)
 			put_failed(p, &err);
 		return;
@@ -359,7 +382,8 @@ static void put_end(struct bstore_put *p, bool commit, bstore_done_cb done,
 	send_next(p);
 }
 
-/* ---- small objects -------------------------------------------------------------- */
+/* ---- small objects
+ * -------------------------------------------------------------- */
 
 struct small {
 	char *body;
@@ -377,7 +401,7 @@ static void small_written(void *ctx, const struct s3_resp *resp)
 }
 
 static void write_small(struct bstore *bs, const char *key, const char *data,
-			size_t len, bstore_done_cb done, void *ctx)
+                        size_t len, bstore_done_cb done, void *ctx)
 {
 	struct s3store *s = (struct s3store *)bs;
 	struct sbx_err err = {0};
@@ -391,8 +415,12 @@ static void write_small(struct bstore *bs, const char *key, const char *data,
 	memcpy(sm->body, data, len);
 	sm->done = done;
 	sm->ctx = ctx;
-	struct s3_req_opts o = {.method = "PUT", .key = key, .body = sm->body,
-				.body_len = len, .on_done = small_written, .ctx = sm};
+	struct s3_req_opts o = {.method = "PUT",
+	                        .key = key,
+	                        .body = sm->body,
+	                        .body_len = len,
+	                        .on_done = small_written,
+	                        .ctx = sm};
 	if (s3_request(s->c, &o, NULL, &err) < 0) {
 		free(sm->body);
 		free(sm);
@@ -404,12 +432,12 @@ static void small_read(void *ctx, const struct s3_resp *resp)
 {
 	struct small *sm = ctx;
 	sm->read_done(sm->ctx, resp->err ? NULL : resp->body,
-		      resp->err ? 0 : resp->body_len, resp->err);
+	              resp->err ? 0 : resp->body_len, resp->err);
 	free(sm);
 }
 
 static void read_small(struct bstore *bs, const char *key, bstore_read_cb done,
-		       void *ctx)
+                       void *ctx)
 {
 	struct s3store *s = (struct s3store *)bs;
 	struct sbx_err err = {0};
@@ -421,8 +449,8 @@ static void read_small(struct bstore *bs, const char *key, bstore_read_cb done,
 	}
 	sm->read_done = done;
 	sm->ctx = ctx;
-	struct s3_req_opts o = {.method = "GET", .key = key, .on_done = small_read,
-				.ctx = sm};
+	struct s3_req_opts o = {
+	    .method = "GET", .key = key, .on_done = small_read, .ctx = sm};
 	if (s3_request(s->c, &o, NULL, &err) < 0) {
 		free(sm);
 		done(ctx, NULL, 0, &err);
@@ -434,13 +462,14 @@ static void small_removed(void *ctx, const struct s3_resp *resp)
 	struct small *sm = ctx;
 	/* gone already is gone */
 	if (sm->done)
-		sm->done(sm->ctx, resp->err && resp->err->code != ENOENT ? resp->err
-									 : NULL);
+		sm->done(sm->ctx, resp->err && resp->err->code != ENOENT
+		                      ? resp->err
+		                      : NULL);
 	free(sm);
 }
 
 static void remove_key(struct bstore *bs, const char *key, bstore_done_cb done,
-		       void *ctx)
+                       void *ctx)
 {
 	struct s3store *s = (struct s3store *)bs;
 	struct sbx_err err = {0};
@@ -453,8 +482,10 @@ static void remove_key(struct bstore *bs, const char *key, bstore_done_cb done,
 	}
 	sm->done = done;
 	sm->ctx = ctx;
-	struct s3_req_opts o = {.method = "DELETE", .key = key,
-				.on_done = small_removed, .ctx = sm};
+	struct s3_req_opts o = {.method = "DELETE",
+	                        .key = key,
+	                        .on_done = small_removed,
+	                        .ctx = sm};
 	if (s3_request(s->c, &o, NULL, &err) < 0) {
 		free(sm);
 		if (done)
@@ -462,7 +493,8 @@ static void remove_key(struct bstore *bs, const char *key, bstore_done_cb done,
 	}
 }
 
-/* ---- reading -------------------------------------------------------------------- */
+/* ---- reading
+ * -------------------------------------------------------------------- */
 
 struct bstore_get {
 	struct s3_req *req;
@@ -487,8 +519,8 @@ static void got_all(void *ctx, const struct s3_resp *resp)
 }
 
 static int get(struct bstore *bs, const char *key, uint64_t from,
-	       bstore_data_cb data, bstore_done_cb done, void *ctx,
-	       struct bstore_get **out, struct sbx_err *err)
+               bstore_data_cb data, bstore_done_cb done, void *ctx,
+               struct bstore_get **out, struct sbx_err *err)
 {
 	struct s3store *s = (struct s3store *)bs;
 	struct bstore_get *g = calloc(1, sizeof(*g));
@@ -497,8 +529,12 @@ static int get(struct bstore *bs, const char *key, uint64_t from,
 	g->data = data;
 	g->done = done;
 	g->ctx = ctx;
-	struct s3_req_opts o = {.method = "GET", .key = key, .range_from = from,
-				.on_data = got_data, .on_done = got_all, .ctx = g};
+	struct s3_req_opts o = {.method = "GET",
+	                        .key = key,
+	                        .range_from = from,
+	                        .on_data = got_data,
+	                        .on_done = got_all,
+	                        .ctx = g};
 	int r = s3_request(s->c, &o, &g->req, err);
 	if (r < 0) {
 		free(g);
@@ -519,11 +555,12 @@ static void get_cancel(struct bstore_get *g)
 	free(g);
 }
 
-/* ---- listing ---------------------------------------------------------------------- */
+/* ---- listing
+ * ---------------------------------------------------------------------- */
 
 struct listing {
 	struct s3store *s;
-	char *prefix;      /* the caller's, below the store's */
+	char *prefix; /* the caller's, below the store's */
 	char **keys;
 	size_t n, cap;
 	bstore_list_cb done;
@@ -575,10 +612,11 @@ static void listed(void *ctx, const struct s3_resp *resp)
 		ls->keys[ls->n++] = k;
 	}
 	pos = 0;
-	char *trunc = s3_xml_next(resp->body, resp->body_len, "IsTruncated", &pos);
+	char *trunc =
+	    s3_xml_next(resp->body, resp->body_len, "IsTruncated", &pos);
 	pos = 0;
 	char *token = s3_xml_next(resp->body, resp->body_len,
-				  "NextContinuationToken", &pos);
+	                          "NextContinuationToken", &pos);
 	bool more = trunc && !strcmp(trunc, "true") && token && *token;
 	free(trunc);
 	if (more) {
@@ -596,15 +634,16 @@ static void list_page(struct listing *ls, const char *token)
 	struct sbx_err err = {0};
 	char full[2048];
 	snprintf(full, sizeof(full), "%s%s", s3_client_config(ls->s->c)->prefix,
-		 ls->prefix);
+	         ls->prefix);
 	/* sorted by name, as SigV4's canonical query wants */
-	char *q = token ? s3_query_add(NULL, "continuation-token", token) : NULL;
+	char *q =
+	    token ? s3_query_add(NULL, "continuation-token", token) : NULL;
 	if (!token || q)
 		q = s3_query_add(q, "list-type", "2");
 	if (q)
 		q = s3_query_add(q, "prefix", full);
-	struct s3_req_opts o = {.method = "GET", .query = q, .on_done = listed,
-				.ctx = ls};
+	struct s3_req_opts o = {
+	    .method = "GET", .query = q, .on_done = listed, .ctx = ls};
 	if (!q)
 		sbx_err_set(&err, ENOMEM, "out of memory");
 	if (!q || s3_request(ls->s->c, &o, NULL, &err) < 0) {
@@ -615,7 +654,7 @@ static void list_page(struct listing *ls, const char *token)
 }
 
 static void list(struct bstore *bs, const char *prefix, bstore_list_cb done,
-		 void *ctx)
+                 void *ctx)
 {
 	struct sbx_err err = {0};
 	struct listing *ls = calloc(1, sizeof(*ls));
@@ -642,31 +681,31 @@ static void s3store_free(struct bstore *bs)
 }
 
 static const struct bstore_ops s3_ops = {
-	.name = "s3",
-	.put_begin = put_begin,
-	.put_data = put_data,
-	.put_end = put_end,
-	.write_small = write_small,
-	.read_small = read_small,
-	.get = get,
-	.get_resume = get_resume,
-	.get_cancel = get_cancel,
-	.list = list,
-	.remove = remove_key,
-	.free = s3store_free,
+    .name = "s3",
+    .put_begin = put_begin,
+    .put_data = put_data,
+    .put_end = put_end,
+    .write_small = write_small,
+    .read_small = read_small,
+    .get = get,
+    .get_resume = get_resume,
+    .get_cancel = get_cancel,
+    .list = list,
+    .remove = remove_key,
+    .free = s3store_free,
 };
 
 int backup_s3_store(const struct config *cfg, struct loop *loop,
-		    struct bstore **out, struct sbx_err *err)
+                    struct bstore **out, struct sbx_err *err)
 {
 	struct s3_config sc;
 	int r = s3_config_load(cfg, &sc, err);
 	if (r < 0)
 		return r;
 	struct s3store *s = calloc(1, sizeof(*s));
-	if (!s || asprintf(&s->pub.where, "s3://%s/%s (%s, %s-style)", sc.bucket,
-			   sc.prefix, sc.endpoint,
-			   sc.path_style ? "path" : "virtual-host") < 0) {
+	if (!s || asprintf(&s->pub.where, "s3://%s/%s (%s, %s-style)",
+	                   sc.bucket, sc.prefix, sc.endpoint,
+	                   sc.path_style ? "path" : "virtual-host") < 0) {
 		free(s);
 		s3_config_clear(&sc);
 		return sbx_err_set(err, ENOMEM, "out of memory");

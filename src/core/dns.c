@@ -9,7 +9,7 @@ static uint16_t get16(const uint8_t *p)
 }
 
 int dns_query_parse(const uint8_t *m, size_t len, uint16_t *id, char *name,
-		    size_t namecap, uint16_t *qtype, size_t *qend)
+                    size_t namecap, uint16_t *qtype, size_t *qend)
 {
 	if (len < 12 || namecap < 2)
 		return -EINVAL;
@@ -32,8 +32,8 @@ int dns_query_parse(const uint8_t *m, size_t len, uint16_t *id, char *name,
 			char c = (char)m[p + i];
 			if (c >= 'A' && c <= 'Z')
 				c = (char)(c - 'A' + 'a');
-			if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-			      c == '-' || c == '_'))
+			if (!((c >= 'a' && c <= 'z') ||
+			      (c >= '0' && c <= '9') || c == '-' || c == '_'))
 				return -EINVAL;
 			name[n++] = c;
 		}
@@ -74,8 +74,8 @@ static size_t skip_name(const uint8_t *m, size_t len, size_t p)
 }
 
 int dns_answer_addrs(const uint8_t *m, size_t len,
-		     void (*cb)(uint32_t addr, uint32_t ttl, void *data),
-		     void *data)
+                     void (*cb)(uint32_t addr, uint32_t ttl, void *data),
+                     void *data)
 {
 	if (len < 12)
 		return -EINVAL;
@@ -90,14 +90,15 @@ int dns_answer_addrs(const uint8_t *m, size_t len,
 		if (!(p = skip_name(m, len, p)) || p + 10 > len)
 			return -EINVAL;
 		uint16_t type = get16(m + p), class = get16(m + p + 2);
-		uint32_t ttl = (uint32_t)get16(m + p + 4) << 16 | get16(m + p + 6);
+		uint32_t ttl =
+		    (uint32_t)get16(m + p + 4) << 16 | get16(m + p + 6);
 		uint16_t rdlen = get16(m + p + 8);
 		p += 10;
 		if (p + rdlen > len)
 			return -EINVAL;
 		if (type == DNS_T_A && class == 1 && rdlen == 4)
 			cb((uint32_t)m[p] << 24 | (uint32_t)m[p + 1] << 16 |
-				   (uint32_t)m[p + 2] << 8 | m[p + 3],
+			       (uint32_t)m[p + 2] << 8 | m[p + 3],
 			   ttl, data);
 		p += rdlen;
 	}

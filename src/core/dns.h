@@ -19,14 +19,14 @@
  * and type; *qend: where the question ends. -EINVAL if it is not a
  * standard query with exactly one question. */
 int dns_query_parse(const uint8_t *m, size_t len, uint16_t *id, char *name,
-		    size_t namecap, uint16_t *qtype, size_t *qend);
+                    size_t namecap, uint16_t *qtype, size_t *qend);
 /* Turn a query (its first qend bytes in m, cap >= qend) into an answer
  * with rcode and no records; returns its length. */
 size_t dns_reply_empty(uint8_t *m, size_t qend, uint8_t rcode);
 /* Call cb for every A record in an answer's answer section. -EINVAL
  * when it does not parse. */
 int dns_answer_addrs(const uint8_t *m, size_t len,
-		     void (*cb)(uint32_t addr, uint32_t ttl, void *data),
-		     void *data);
+                     void (*cb)(uint32_t addr, uint32_t ttl, void *data),
+                     void *data);
 
 #endif

@@ -46,7 +46,8 @@ int env_from_json(json_t *env, char ***out, size_t *n, const char **bad)
 			env_free(v);
 			return -EINVAL;
 		}
-		if (asprintf(&v[k], "%s=%s", name, json_string_value(val)) < 0) {
+		if (asprintf(&v[k], "%s=%s", name, json_string_value(val)) <
+		    0) {
 			v[k] = NULL;
 			env_free(v);
 			return -ENOMEM;

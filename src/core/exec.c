@@ -103,14 +103,15 @@ static void close_watch(struct loop *l, struct loop_watch *w)
 /* Read what is there now into b, or hand it on; returns 1 at EOF, 0 when
  * drained, 2 when the consumer asked to pause. */
 static int drain(struct exec_job *j, struct loop_watch *w, struct buf *b,
-		 int fd_no)
+                 int fd_no)
 {
 	char chunk[65536];
 	for (int i = 0; i < 16; i++) {
 		ssize_t n = read(w->fd, chunk, sizeof(chunk));
 		if (n > 0) {
 			if (j->p.on_output && fd_no) {
-				if (j->p.on_output(j->ctx, fd_no, chunk, (size_t)n))
+				if (j->p.on_output(j->ctx, fd_no, chunk,
+				                   (size_t)n))
 					return 2;
 			} else {
 				buf_append(b, chunk, (size_t)n);
@@ -139,43 +140,46 @@ static void apply_state(struct exec_job *j)
 	long long cost = session_state_cost(j->state.data, j->state.len);
 	if (j->state.dropped && j->state.limit < STATE_LIMIT)
 		snprintf(why, sizeof(why),
-			 "it is larger than --max-session-env (%zu bytes)",
-			 j->state.limit);
+		         "it is larger than --max-session-env (%zu bytes)",
+		         j->state.limit);
 	else if (j->state.dropped || cost > STATE_LIMIT)
 		snprintf(why, sizeof(why),
-			 "it is larger than a command's environment may be (%u "
-			 "bytes)", STATE_LIMIT);
+		         "it is larger than a command's environment may be (%u "
+		         "bytes)",
+		         STATE_LIMIT);
 	else if (cost == -E2BIG)
 		snprintf(why, sizeof(why),
-			 "a variable is longer than execve takes (%u bytes)",
-			 SESSION_MAX_VAR);
+		         "a variable is longer than execve takes (%u bytes)",
+		         SESSION_MAX_VAR);
 	if (!why[0] && cost > 0) {
 		uint64_t total = (uint64_t)cost;
 		for (struct session *s = j->sb->sessions; s; s = s->next)
 			if (s != j->sess)
 				total += session_env_cost(s);
 		if (total > cfg->max_session_env)
-			snprintf(why, sizeof(why),
-				 "the sandbox's sessions would keep %llu bytes of "
-				 "environment, more than --max-session-env %llu",
-				 (unsigned long long)total,
-				 (unsigned long long)cfg->max_session_env);
+			snprintf(
+			    why, sizeof(why),
+			    "the sandbox's sessions would keep %llu bytes of "
+			    "environment, more than --max-session-env %llu",
+			    (unsigned long long)total,
+			    (unsigned long long)cfg->max_session_env);
 	}
 	if (!why[0]) {
 		/* the session's new state is kept, for a daemon restart */
 		if (session_apply_state_except(j->sess, j->state.data,
-					       j->state.len, j->env,
-					       j->p.envc) == 1)
+		                               j->state.len, j->env,
+		                               j->p.envc) == 1)
 			sandbox_session_save(j->sb, j->sess);
 		return;
 	}
 	log_warn("sandbox=%s event=session-state-refused session=%s %s",
-		 j->sb->id, j->sess->id, why);
+	         j->sb->id, j->sess->id, why);
 	char note[300];
 	int n = snprintf(note, sizeof(note),
-			 "sandboxd: the session keeps its previous cwd and "
-			 "environment: this command's exported environment was "
-			 "not kept, %s\n", why);
+	                 "sandboxd: the session keeps its previous cwd and "
+	                 "environment: this command's exported environment was "
+	                 "not kept, %s\n",
+	                 why);
 	if (j->p.on_output) {
 		j->p.on_output(j->ctx, 2, note, (size_t)n);
 	} else { /* past the output cap too: it must be seen */
@@ -199,8 +203,9 @@ static void stall_check(struct exec_job *j)
 	uint64_t t = j->sb->m->cfg->file_timeout_ms;
 	if (!j->p.builtin || !t || j->killed || j->finishing || !j->start_mono)
 		return;
-	bool waiting = !j->out_paused && !j->err_paused &&
-		       !(j->p.stdin_stream && j->in_w.fd >= 0 && !j->in_waiting);
+	bool waiting =
+	    !j->out_paused && !j->err_paused &&
+	    !(j->p.stdin_stream && j->in_w.fd >= 0 && !j->in_waiting);
 	if (waiting)
 		loop_timer_start(l, &j->stall, t);
 	else
@@ -265,7 +270,7 @@ static void finish(struct exec_job *j)
 }
 
 static void fail(struct exec_job *j, enum exec_failure f, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 static void fail(struct exec_job *j, enum exec_failure f, const char *fmt, ...)
 {
 	va_list ap;
@@ -278,8 +283,8 @@ static void fail(struct exec_job *j, enum exec_failure f, const char *fmt, ...)
 
 static void maybe_done(struct exec_job *j)
 {
-	if (j->exited && (j->killed ? !j->tree_left
-				    : j->out_w.fd < 0 && j->err_w.fd < 0))
+	if (j->exited &&
+	    (j->killed ? !j->tree_left : j->out_w.fd < 0 && j->err_w.fd < 0))
 		finish(j);
 }
 
@@ -288,7 +293,9 @@ static void on_output(struct loop_watch *w, uint32_t events)
 	struct exec_job *j = w->data;
 	struct loop *l = j->sb->m->loop;
 	int no = w == &j->out_w ? 1 : w == &j->err_w ? 2 : 0;
-	struct buf *b = no == 1 ? &j->res.out : no == 2 ? &j->res.err : &j->state;
+	struct buf *b = no == 1   ? &j->res.out
+	                : no == 2 ? &j->res.err
+	                          : &j->state;
 	(void)events;
 	int r = drain(j, w, b, no);
 	if (r == 1) {
@@ -359,12 +366,12 @@ static void on_stall(struct loop_timer *t)
 	if (j->res.failure == EXEC_OK) {
 		j->res.failure = EXEC_TIMEOUT;
 		snprintf(j->res.msg, sizeof(j->res.msg),
-			 "the file operation made no progress for %llu ms "
-			 "(--file-timeout) and was ended",
-			 (unsigned long long)j->sb->m->cfg->file_timeout_ms);
+		         "the file operation made no progress for %llu ms "
+		         "(--file-timeout) and was ended",
+		         (unsigned long long)j->sb->m->cfg->file_timeout_ms);
 	}
 	log_warn("sandbox=%s event=file-op-stalled pid=%d", j->sb->id,
-		 j->res.pid);
+	         j->res.pid);
 	kill_tree(j);
 	maybe_done(j);
 }
@@ -380,7 +387,8 @@ void exec_cancel(struct exec_job *j)
 				*p = j->qnext;
 				if (s->queue_tail == j) {
 					s->queue_tail = NULL;
-					for (struct exec_job *q = s->queue_head; q; q = q->qnext)
+					for (struct exec_job *q = s->queue_head;
+					     q; q = q->qnext)
 						s->queue_tail = q;
 				}
 				break;
@@ -401,8 +409,8 @@ int exec_signal(struct exec_job *j, int signo)
 	if (!j->res.pid || j->exited)
 		return -ESRCH;
 	struct proto_signal sg = {.pid = j->res.pid, .signo = signo};
-	return proto_send(j->sb->proc.sock, PROTO_SIGNAL, j->id, &sg, sizeof(sg),
-			  NULL, 0);
+	return proto_send(j->sb->proc.sock, PROTO_SIGNAL, j->id, &sg,
+	                  sizeof(sg), NULL, 0);
 }
 
 int exec_signal_tree(struct exec_job *j, int signo)
@@ -413,7 +421,7 @@ int exec_signal_tree(struct exec_job *j, int signo)
 }
 
 void exec_result_take(const struct exec_result *res, struct buf *out,
-		      struct buf *err)
+                      struct buf *err)
 {
 	/* the result is the job's, which frees what is left in it */
 	struct exec_result *r = (struct exec_result *)res;
@@ -433,7 +441,7 @@ static void pump_stdin(struct exec_job *j)
 {
 	while (j->stdin_copy && j->stdin_off < j->p.stdin_len) {
 		ssize_t n = write(j->in_w.fd, j->stdin_copy + j->stdin_off,
-				  j->p.stdin_len - j->stdin_off);
+		                  j->p.stdin_len - j->stdin_off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -478,7 +486,8 @@ size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len)
 			if (errno == EAGAIN) {
 				if (!j->in_waiting) {
 					j->in_waiting = true;
-					loop_add(j->sb->m->loop, &j->in_w, EPOLLOUT);
+					loop_add(j->sb->m->loop, &j->in_w,
+					         EPOLLOUT);
 					stall_check(j);
 				}
 				return off;
@@ -504,7 +513,7 @@ void exec_stdin_close(struct exec_job *j)
 }
 
 static int watch_pipe(struct exec_job *j, struct loop_watch *w, int fd,
-		      loop_fd_cb cb, uint32_t events)
+                      loop_fd_cb cb, uint32_t events)
 {
 	w->fd = fd;
 	w->cb = cb;
@@ -542,23 +551,24 @@ static void start_pty_job(struct exec_job *j)
 	struct sbx_err err = {0};
 	size_t envc;
 	const char **env = session_env_for(j->sess, (const char *const *)j->env,
-					   j->p.envc, NULL, &envc);
+	                                   j->p.envc, NULL, &envc);
 	struct spawn_req req = {
-		.flags = SPAWN_CTTY | SPAWN_SEARCH_PATH |
-			 (j->cwd ? 0 : SPAWN_CWD_FALLBACK),
-		.cwd = j->cwd ? j->cwd : j->sess->cwd,
-		.argv = (const char *const *)j->argv,
-		.envp = env,
-		.envc = (uint32_t)envc,
-		.nstdio = 3,
-		.targets = {0, 1, 2},
+	    .flags = SPAWN_CTTY | SPAWN_SEARCH_PATH |
+	             (j->cwd ? 0 : SPAWN_CWD_FALLBACK),
+	    .cwd = j->cwd ? j->cwd : j->sess->cwd,
+	    .argv = (const char *const *)j->argv,
+	    .envp = env,
+	    .envc = (uint32_t)envc,
+	    .nstdio = 3,
+	    .targets = {0, 1, 2},
 	};
 	set_user(j, &req);
 	int fds[3] = {j->p.pty_slave, j->p.pty_slave, j->p.pty_slave};
 	for (req.argc = 0; req.argv[req.argc]; req.argc++)
 		;
-	int r = env ? runtime_spawn(&sb->proc, j->id, &req, fds, &j->cg_idx, &err)
-		    : sbx_err_set(&err, ENOMEM, "out of memory");
+	int r =
+	    env ? runtime_spawn(&sb->proc, j->id, &req, fds, &j->cg_idx, &err)
+	        : sbx_err_set(&err, ENOMEM, "out of memory");
 	free(env);
 	close(j->p.pty_slave);
 	j->p.pty_slave = -1;
@@ -626,14 +636,14 @@ static void start_job(struct exec_job *j)
 	const char *shell_argv[] = {sh, "-c", j->command, NULL};
 	size_t envc;
 	const char **env = session_env_for(
-		j->sess, (const char *const *)j->env, j->p.envc,
-		shell && bash ? "BASH_ENV=" SESSION_SCRIPT : NULL, &envc);
+	    j->sess, (const char *const *)j->env, j->p.envc,
+	    shell && bash ? "BASH_ENV=" SESSION_SCRIPT : NULL, &envc);
 	struct spawn_req req = {
-		.flags = j->cwd ? 0 : SPAWN_CWD_FALLBACK,
-		.cwd = j->cwd ? j->cwd : j->sess->cwd,
-		.argv = shell ? shell_argv : (const char *const *)j->argv,
-		.envp = env,
-		.envc = (uint32_t)envc,
+	    .flags = j->cwd ? 0 : SPAWN_CWD_FALLBACK,
+	    .cwd = j->cwd ? j->cwd : j->sess->cwd,
+	    .argv = shell ? shell_argv : (const char *const *)j->argv,
+	    .envp = env,
+	    .envc = (uint32_t)envc,
 	};
 	set_user(j, &req);
 	int fds[4], n = 0;
@@ -654,8 +664,9 @@ static void start_job(struct exec_job *j)
 		req.flags |= j->p.builtin ? SPAWN_BUILTIN : SPAWN_SEARCH_PATH;
 	for (req.argc = 0; req.argv[req.argc]; req.argc++)
 		;
-	int r = env ? runtime_spawn(&sb->proc, j->id, &req, fds, &j->cg_idx, &err)
-		    : sbx_err_set(&err, ENOMEM, "out of memory");
+	int r =
+	    env ? runtime_spawn(&sb->proc, j->id, &req, fds, &j->cg_idx, &err)
+	        : sbx_err_set(&err, ENOMEM, "out of memory");
 	free(env);
 	for (int i = 0; i < n; i++)
 		close(fds[i]);
@@ -684,7 +695,7 @@ static void start_job(struct exec_job *j)
 }
 
 uint64_t exec_timeout_for(const struct sandbox *sb, const struct session *sess,
-			  uint64_t asked_ms)
+                          uint64_t asked_ms)
 {
 	if (asked_ms)
 		return asked_ms;
@@ -694,8 +705,8 @@ uint64_t exec_timeout_for(const struct sandbox *sb, const struct session *sess,
 }
 
 int exec_submit(struct sandbox *sb, struct session *sess,
-		const struct exec_params *p, exec_done_cb done, void *ctx,
-		struct exec_job **out, struct sbx_err *err)
+                const struct exec_params *p, exec_done_cb done, void *ctx,
+                struct exec_job **out, struct sbx_err *err)
 {
 	const struct config *cfg = sb->m->cfg;
 	struct exec_job *j = calloc(1, sizeof(*j));
@@ -717,8 +728,8 @@ int exec_submit(struct sandbox *sb, struct session *sess,
 	buf_init(&j->res.out, cap);
 	buf_init(&j->res.err, cap);
 	buf_init(&j->state, cfg->max_session_env < STATE_LIMIT
-				    ? cfg->max_session_env
-				    : STATE_LIMIT);
+	                        ? cfg->max_session_env
+	                        : STATE_LIMIT);
 	size_t argc = 0;
 	if (p->argv)
 		while (p->argv[argc])
@@ -757,7 +768,7 @@ static struct exec_job *find(struct sandbox *sb, uint64_t id)
 }
 
 void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
-		     const char *what)
+                     const char *what)
 {
 	struct exec_job *j = find(sb, id);
 	if (!j)
@@ -776,7 +787,7 @@ void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
 }
 
 void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
-		  const char *what)
+                  const char *what)
 {
 	struct exec_job *j = find(sb, id);
 	if (!j)
@@ -792,9 +803,11 @@ void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
 	if (WIFSIGNALED(status)) {
 		j->res.signo = WTERMSIG(status);
 		j->res.exit_code = 128 + j->res.signo;
-		if (j->res.signo == SIGSYS && !named) /* a call the policy kills for */
-			log_warn("sandbox=%s event=seccomp-kill pid=%d signal=SIGSYS",
-				 sb->id, j->res.pid);
+		if (j->res.signo == SIGSYS &&
+		    !named) /* a call the policy kills for */
+			log_warn("sandbox=%s event=seccomp-kill pid=%d "
+			         "signal=SIGSYS",
+			         sb->id, j->res.pid);
 	} else {
 		j->res.exit_code = WEXITSTATUS(status);
 	}

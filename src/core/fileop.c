@@ -8,24 +8,25 @@
 #include "core/exec.h"
 #include "lib/log.h"
 
-#define HEAD_MAX (16u << 10) /* a head or answer line; one listing entry
-				(a name is at most 255 bytes, a path more) */
-#define ERR_MAX (64u << 10)  /* a raw operation's stderr */
+#define HEAD_MAX                                                               \
+	(16u << 10)         /* a head or answer line; one listing entry        \
+	                       (a name is at most 255 bytes, a path more) */
+#define ERR_MAX (64u << 10) /* a raw operation's stderr */
 
 enum state { S_HEAD, S_FILE, S_LISTING, S_ANSWER, S_RAW };
 
 struct fileop {
 	struct loop *loop;
-	struct exec_job *job;  /* NULL once done */
+	struct exec_job *job; /* NULL once done */
 	const struct fileop_ops *ops;
 	void *ctx;
 	struct loop_timer cancel; /* fileop_cancel, from the loop */
-	struct buf head;       /* the head line; in a listing, an entry
-				  not complete yet; else the answer */
-	struct buf err;        /* stderr, heartbeats left out */
+	struct buf head;          /* the head line; in a listing, an entry
+	                             not complete yet; else the answer */
+	struct buf err;           /* stderr, heartbeats left out */
 	enum state state;
 	bool began;
-	bool interrupt;        /* fileop_interrupt before the builtin ran */
+	bool interrupt; /* fileop_interrupt before the builtin ran */
 };
 
 static int emit_file(struct fileop *op, uint64_t size)
@@ -52,7 +53,7 @@ static int emit_listing(struct fileop *op, const char *data, size_t len)
 	if (!op->ops->on_entry)
 		return 0;
 	return file_listing_feed(&op->head, data, len, op->ops->on_entry,
-				 op->ctx);
+	                         op->ctx);
 }
 
 /* The builtin's stderr carries a NUL each second as a sign of life
@@ -145,7 +146,7 @@ static void on_done(const struct exec_result *er, void *ctx)
 {
 	struct fileop *op = ctx;
 	struct fileop_result res = {.what = er->msg,
-				    .exit_code = er->exit_code};
+	                            .exit_code = er->exit_code};
 	char *h = (char *)buf_cstr(&op->head);
 	if (er->failure == EXEC_CANCELLED) {
 		res.status = FILEOP_CANCELLED;
@@ -162,7 +163,7 @@ static void on_done(const struct exec_result *er, void *ctx)
 	} else if (er->exit_code) {
 		res.status = FILEOP_FAILED;
 		res.what = op->err.len ? buf_cstr(&op->err)
-				       : "the file operation failed";
+		                       : "the file operation failed";
 	} else if (op->state == S_HEAD) {
 		/* the builtin ended without a word (a raw operation never
 		 * waits for a head: no output is a whole answer there) */
@@ -189,15 +190,16 @@ static void cancel_now(struct loop_timer *t)
 }
 
 void fileop_start(struct sandbox *sb, const struct fileop_params *p,
-		  const struct fileop_ops *ops, void *ctx, struct fileop **out)
+                  const struct fileop_ops *ops, void *ctx, struct fileop **out)
 {
 	struct fileop *op = calloc(1, sizeof(*op));
 	if (out)
 		*out = op;
 	if (!op) {
 		struct fileop_result res = {.status = FILEOP_FAILED,
-					    .what = "out of memory", .answer = "",
-					    .stderr_text = ""};
+		                            .what = "out of memory",
+		                            .answer = "",
+		                            .stderr_text = ""};
 		ops->on_done(ctx, &res);
 		return;
 	}
@@ -211,16 +213,17 @@ void fileop_start(struct sandbox *sb, const struct fileop_params *p,
 	/* detached: beside the session's commands, not after them; no wall
 	 * clock (a slow client may take hours), only --file-timeout of no
 	 * progress */
-	struct exec_params ep = {.argv = p->argv, .builtin = true,
-				 .detached = true,
-				 .timeout_ms = EXEC_NO_TIMEOUT,
-				 .stdin_data = p->stdin_data,
-				 .stdin_len = p->stdin_len,
-				 .stdin_stream = p->stdin_stream,
-				 .as_user = p->as_user,
-				 .on_output = on_output,
-				 .on_stdin_drain = on_stdin_drain,
-				 .on_started = on_started};
+	struct exec_params ep = {.argv = p->argv,
+	                         .builtin = true,
+	                         .detached = true,
+	                         .timeout_ms = EXEC_NO_TIMEOUT,
+	                         .stdin_data = p->stdin_data,
+	                         .stdin_len = p->stdin_len,
+	                         .stdin_stream = p->stdin_stream,
+	                         .as_user = p->as_user,
+	                         .on_output = on_output,
+	                         .on_stdin_drain = on_stdin_drain,
+	                         .on_started = on_started};
 	struct sbx_err err = {0};
 	if (exec_submit(sb, NULL, &ep, on_done, op, &op->job, &err) < 0) {
 		struct exec_result er = {.failure = EXEC_NOT_STARTED};

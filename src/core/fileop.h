@@ -31,21 +31,21 @@ enum fileop_status {
 	FILEOP_ERRNO,     /* the builtin refused: error, what */
 	FILEOP_TIMEOUT,   /* no progress for --file-timeout: msg */
 	FILEOP_FAILED,    /* not started, the sandbox stopped, a crash, or
-			     the output cut short: msg */
+	                     the output cut short: msg */
 	FILEOP_CANCELLED, /* fileop_cancel */
 };
 
 struct fileop_result {
 	enum fileop_status status;
-	int error;          /* FILEOP_ERRNO */
-	const char *what;   /* FILEOP_ERRNO: the builtin's words; else a
-			       message for a log or an answer */
-	const char *answer; /* FILEOP_OK: the answer line without its
-			       newline ("OK created", "S f 12 ..."), or "" */
+	int error;               /* FILEOP_ERRNO */
+	const char *what;        /* FILEOP_ERRNO: the builtin's words; else a
+	                            message for a log or an answer */
+	const char *answer;      /* FILEOP_OK: the answer line without its
+	                            newline ("OK created", "S f 12 ..."), or "" */
 	const char *stderr_text; /* a raw operation's complaints, or "" */
-	bool began;         /* on_file / on_dir / raw data came first: the
-			       face's answer has started */
-	int exit_code;      /* the builtin's, once it ran to its end */
+	bool began;              /* on_file / on_dir / raw data came first: the
+	                            face's answer has started */
+	int exit_code;           /* the builtin's, once it ran to its end */
 };
 
 struct fileop_ops {
@@ -58,13 +58,13 @@ struct fileop_ops {
 };
 
 struct fileop_params {
-	const char *const *argv;  /* the builtin's, NULL-terminated */
-	bool raw;                 /* output is bytes from the first one */
-	const char *stdin_data;   /* written, then stdin closes */
+	const char *const *argv; /* the builtin's, NULL-terminated */
+	bool raw;                /* output is bytes from the first one */
+	const char *stdin_data;  /* written, then stdin closes */
 	size_t stdin_len;
-	bool stdin_stream;        /* fed with fileop_stdin_write */
-	bool as_user;             /* as the image's unprivileged "user"
-				     (exec_params.as_user), not root */
+	bool stdin_stream; /* fed with fileop_stdin_write */
+	bool as_user;      /* as the image's unprivileged "user"
+	                      (exec_params.as_user), not root */
 };
 
 struct fileop;
@@ -72,7 +72,7 @@ struct fileop;
 /* *out (may be NULL) gets the operation, valid until on_done runs. A
  * failure to start is reported by on_done (FILEOP_FAILED), never here. */
 void fileop_start(struct sandbox *sb, const struct fileop_params *p,
-		  const struct fileop_ops *ops, void *ctx, struct fileop **out);
+                  const struct fileop_ops *ops, void *ctx, struct fileop **out);
 void fileop_resume(struct fileop *op);
 void fileop_cancel(struct fileop *op);
 /* SIGTERM to the builtin (one not started yet gets it as it starts): a

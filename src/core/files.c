@@ -7,7 +7,7 @@
 const char *file_type_name(enum file_type t)
 {
 	static const char *const names[] = {"file", "directory", "symlink",
-					    "other"};
+	                                    "other"};
 	return names[t];
 }
 
@@ -16,7 +16,7 @@ static enum file_type type_of(char t)
 	return t == 'f'   ? FILE_REGULAR
 	       : t == 'd' ? FILE_DIR
 	       : t == 'l' ? FILE_SYMLINK
-			  : FILE_OTHER;
+	                  : FILE_OTHER;
 }
 
 int file_entry_parse(const char *p, size_t len, struct file_entry *e)
@@ -28,7 +28,8 @@ int file_entry_parse(const char *p, size_t len, struct file_entry *e)
 	/* the builtin ends each entry with a NUL, which sscanf needs */
 	if (!len || memchr(p, '\0', len) || p[len] != '\0' ||
 	    sscanf(p, "%c %llu %o %llu %n", &type, &size, &mode, &mtime,
-		   &off) != 4 || off <= 0 || (size_t)off >= len)
+	           &off) != 4 ||
+	    off <= 0 || (size_t)off >= len)
 		return -EINVAL;
 	e->type = type_of(type);
 	e->size = size;
@@ -44,12 +45,14 @@ int file_stat_parse(const char *answer, struct file_entry *e)
 	char type;
 	unsigned long long size, mtime;
 	unsigned mode;
-	if (sscanf(answer, "S %c %llu %o %llu", &type, &size, &mode,
-		   &mtime) != 4)
+	if (sscanf(answer, "S %c %llu %o %llu", &type, &size, &mode, &mtime) !=
+	    4)
 		return -EINVAL;
-	*e = (struct file_entry){.type = type_of(type), .size = size,
-				 .mode = mode & 07777, .mtime_ms = mtime,
-				 .path = ""};
+	*e = (struct file_entry){.type = type_of(type),
+	                         .size = size,
+	                         .mode = mode & 07777,
+	                         .mtime_ms = mtime,
+	                         .path = ""};
 	return 0;
 }
 
@@ -65,16 +68,16 @@ int file_write_parse(const char *answer, uint64_t *bytes, bool *created)
 }
 
 static int one(const char *p, size_t len,
-	       int (*on_entry)(void *ctx, const struct file_entry *e),
-	       void *ctx)
+               int (*on_entry)(void *ctx, const struct file_entry *e),
+               void *ctx)
 {
 	struct file_entry e;
 	return file_entry_parse(p, len, &e) == 0 ? on_entry(ctx, &e) : 0;
 }
 
 int file_listing_feed(struct buf *partial, const char *data, size_t len,
-		      int (*on_entry)(void *ctx, const struct file_entry *e),
-		      void *ctx)
+                      int (*on_entry)(void *ctx, const struct file_entry *e),
+                      void *ctx)
 {
 	int paused = 0;
 	while (len) {
@@ -86,8 +89,8 @@ int file_listing_feed(struct buf *partial, const char *data, size_t len,
 		size_t n = (size_t)(z - data);
 		if (partial->len) {
 			buf_append(partial, data, n);
-			paused |= one(buf_cstr(partial), partial->len, on_entry,
-				      ctx);
+			paused |=
+			    one(buf_cstr(partial), partial->len, on_entry, ctx);
 			buf_reset(partial);
 		} else {
 			paused |= one(data, n, on_entry, ctx);

@@ -18,9 +18,9 @@ enum file_type { FILE_REGULAR, FILE_DIR, FILE_SYMLINK, FILE_OTHER };
 struct file_entry {
 	enum file_type type;
 	uint64_t size;
-	unsigned mode;      /* permission bits */
-	uint64_t mtime_ms;  /* wall clock */
-	const char *path;   /* borrowed for the callback; not NUL-ended */
+	unsigned mode;     /* permission bits */
+	uint64_t mtime_ms; /* wall clock */
+	const char *path;  /* borrowed for the callback; not NUL-ended */
 	size_t path_len;
 };
 
@@ -43,7 +43,7 @@ int file_write_parse(const char *answer, uint64_t *bytes, bool *created);
  * on_entry (a malformed one is skipped); a cut one waits in partial. The
  * callbacks' results are ORed (1: the consumer is full). */
 int file_listing_feed(struct buf *partial, const char *data, size_t len,
-		      int (*on_entry)(void *ctx, const struct file_entry *e),
-		      void *ctx);
+                      int (*on_entry)(void *ctx, const struct file_entry *e),
+                      void *ctx);
 
 #endif

@@ -1109,9 +1109,11 @@ static void import_free(struct image_import *imp, bool kill_child)
 		/* a killed one's half-unpacked archive: to the trash (its
 		 * half-unpacked layer goes at the next images_gc) */
 		char src[4200], dst[4300];
-		snprintf(src, sizeof(src), "%s/tmp/imp-%d", im->dir, (int)imp->pid);
-		snprintf(dst, sizeof(dst), "%s/image-imp-%d.%llu", im->trash_dir,
-		         (int)imp->pid, (unsigned long long)now_wall_ms());
+		snprintf(src, sizeof(src), "%s/tmp/imp-%d", im->dir,
+		         (int)imp->pid);
+		snprintf(dst, sizeof(dst), "%s/image-imp-%d.%llu",
+		         im->trash_dir, (int)imp->pid,
+		         (unsigned long long)now_wall_ms());
 		if (kill_child && rename(src, dst) < 0 && errno != ENOENT)
 			log_warn("event=image-import-left dir=%s %s", src,
 			         strerror(errno));
@@ -1500,7 +1502,8 @@ int images_open(struct loop *loop, const char *state_dir, const char *trash_dir,
 		if (de->d_name[0] == '.' || strstr(de->d_name, ".tmp"))
 			continue;
 		char buf[128], name[IMAGE_NAME_MAX + 1];
-		_cleanup_close_ int dfd = dirfd(d) >= 0 ? fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0) : -1;
+		_cleanup_close_ int dfd =
+		    dirfd(d) >= 0 ? fcntl(dirfd(d), F_DUPFD_CLOEXEC, 0) : -1;
 		ssize_t n = fs_read_small(dfd, de->d_name, buf, sizeof(buf));
 		if (n <= 0)
 			continue;

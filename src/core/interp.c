@@ -51,34 +51,34 @@
 #include "lib/util.h"
 
 #define LINE_MAX_BYTES (32u << 20) /* one protocol line (a big image) */
-#define RAW_KEEP 2048              /* a failed start's stderr, for its message */
+#define RAW_KEEP 2048 /* a failed start's stderr, for its message */
 
 /* node cannot dup2, so a shell moves the protocol pipes off fds 0-2
  * before node starts (see interp/node_worker.js). */
 static const char node_wrapper[] =
-	"command -v node >/dev/null 2>&1 || "
-	"{ echo 'node is not installed in this sandbox' >&2; exit 127; }; "
-	"exec 3>&1 4<&0 1>&2 0</dev/null; "
-	"exec node --expose-internals " INTERP_DIR "/node_worker.js \"$1\"";
+    "command -v node >/dev/null 2>&1 || "
+    "{ echo 'node is not installed in this sandbox' >&2; exit 127; }; "
+    "exec 3>&1 4<&0 1>&2 0</dev/null; "
+    "exec node --expose-internals " INTERP_DIR "/node_worker.js \"$1\"";
 
 enum worker_state { W_NONE, W_STARTING, W_READY };
 enum kill_reason { KILL_NONE, KILL_STUCK, KILL_START, KILL_DELETE };
 
 struct interp_cell {
 	struct interp_ctx *c;
-	uint64_t seq;      /* the protocol id */
+	uint64_t seq; /* the protocol id */
 	char *code;
 	size_t len;
 	uint64_t timeout_ms;
 	interp_event_cb cb; /* NULL once cancelled */
 	void *arg;
-	bool started;      /* the worker began it ("start") */
-	bool skip_sent;    /* {"cancel"} written: stop it before it starts */
-	bool interrupted;  /* SIGINT sent */
-	bool grace;        /* cell_timer: the kill after an interrupt */
-	bool skipped;      /* the worker skipped it */
+	bool started;     /* the worker began it ("start") */
+	bool skip_sent;   /* {"cancel"} written: stop it before it starts */
+	bool interrupted; /* SIGINT sent */
+	bool grace;       /* cell_timer: the kill after an interrupt */
+	bool skipped;     /* the worker skipped it */
 	bool timed_out, errored, done_seen, restarted;
-	bool finishing;    /* detached, its callbacks running */
+	bool finishing; /* detached, its callbacks running */
 	unsigned execution_count;
 	struct interp_cell *next;
 };
@@ -105,14 +105,14 @@ struct interp_ctx {
 	bool kill_sent;
 	int pid;
 	unsigned exec_count;
-	bool lost;              /* a worker ended since the last cell */
+	bool lost; /* a worker ended since the last cell */
 	char lost_why[800];
-	char *fatal;            /* the worker's own reason not to start */
+	char *fatal; /* the worker's own reason not to start */
 	bool fatal_unavailable;
-	struct buf line;        /* a protocol line being received */
-	bool line_skip;         /* dropping the rest of an oversized line */
-	struct buf raw;         /* stderr while starting */
-	struct buf in;          /* protocol input the pipe did not take yet */
+	struct buf line; /* a protocol line being received */
+	bool line_skip;  /* dropping the rest of an oversized line */
+	struct buf raw;  /* stderr while starting */
+	struct buf in;   /* protocol input the pipe did not take yet */
 	bool out_paused;
 	/* cells */
 	uint64_t next_seq;
@@ -127,12 +127,11 @@ struct interp_ctx {
 	struct interp_ctx *next;
 };
 
-
 static void kick(struct interp_ctx *c);
 static void ctx_delete(struct interp_ctx *c, const char *ename,
-		       const char *why);
+                       const char *why);
 static void interrupt(struct interp_ctx *c, struct interp_cell *cell,
-		      bool timeout);
+                      bool timeout);
 
 const char *interp_lang_name(enum interp_lang l)
 {
@@ -149,9 +148,9 @@ const char *interp_lang_name(enum interp_lang l)
 
 static const char *lang_title(enum interp_lang l)
 {
-	return l == INTERP_PYTHON ? "Python"
+	return l == INTERP_PYTHON       ? "Python"
 	       : l == INTERP_JAVASCRIPT ? "JavaScript"
-					: "TypeScript";
+	                                : "TypeScript";
 }
 
 int interp_lang_parse(const char *s, enum interp_lang *out)
@@ -160,10 +159,14 @@ int interp_lang_parse(const char *s, enum interp_lang *out)
 		const char *name;
 		enum interp_lang l;
 	} names[] = {
-		{"python", INTERP_PYTHON},         {"python3", INTERP_PYTHON},
-		{"py", INTERP_PYTHON},             {"javascript", INTERP_JAVASCRIPT},
-		{"js", INTERP_JAVASCRIPT},         {"node", INTERP_JAVASCRIPT},
-		{"typescript", INTERP_TYPESCRIPT}, {"ts", INTERP_TYPESCRIPT},
+	    {"python", INTERP_PYTHON},
+	    {"python3", INTERP_PYTHON},
+	    {"py", INTERP_PYTHON},
+	    {"javascript", INTERP_JAVASCRIPT},
+	    {"js", INTERP_JAVASCRIPT},
+	    {"node", INTERP_JAVASCRIPT},
+	    {"typescript", INTERP_TYPESCRIPT},
+	    {"ts", INTERP_TYPESCRIPT},
 	};
 	for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcasecmp(s, names[i].name)) {
@@ -200,7 +203,8 @@ void interp_sandbox_gone(struct sandbox *sb)
 	if (!g)
 		return;
 	while (g->head)
-		ctx_delete(g->head, "SandboxDestroyed", "the sandbox was destroyed");
+		ctx_delete(g->head, "SandboxDestroyed",
+		           "the sandbox was destroyed");
 	sb->interp = NULL;
 	free(g);
 }
@@ -212,7 +216,8 @@ static void touch(struct interp_ctx *c)
 		sandbox_touch(sb);
 }
 
-/* ---- contexts: memory ----------------------------------------------------- */
+/* ---- contexts: memory -----------------------------------------------------
+ */
 
 static void cell_free(struct interp_cell *cell)
 {
@@ -250,7 +255,7 @@ static int emit(struct interp_cell *cell, const struct interp_event *ev)
 
 /* A detached cell's last callbacks: an error (when ename), then done. */
 static void cell_finish(struct interp_cell *cell, const char *ename,
-			const char *evalue, bool state_lost)
+                        const char *evalue, bool state_lost)
 {
 	cell->finishing = true;
 	if (cell->cb && ename && !cell->errored) {
@@ -258,19 +263,19 @@ static void cell_finish(struct interp_cell *cell, const char *ename,
 		json_t *tb = json_array();
 		struct interp_error e = {ename, evalue ? evalue : "", tb};
 		emit(cell, &(struct interp_event){.type = INTERP_EV_ERROR,
-						  .error = &e});
+		                                  .error = &e});
 		json_decref(tb);
 	}
 	if (cell->cb) {
 		struct interp_done d = {
-			.execution_count = cell->execution_count,
-			.error = cell->errored,
-			.timed_out = cell->timed_out && cell->errored,
-			.restarted = cell->restarted,
-			.state_lost = state_lost,
+		    .execution_count = cell->execution_count,
+		    .error = cell->errored,
+		    .timed_out = cell->timed_out && cell->errored,
+		    .restarted = cell->restarted,
+		    .state_lost = state_lost,
 		};
-		emit(cell, &(struct interp_event){.type = INTERP_EV_END,
-						  .done = &d});
+		emit(cell,
+		     &(struct interp_event){.type = INTERP_EV_END, .done = &d});
 	}
 	cell_free(cell);
 }
@@ -288,8 +293,7 @@ static struct interp_cell *queue_pop(struct interp_ctx *c)
 	return cell;
 }
 
-static void fail_queue(struct interp_ctx *c, const char *ename,
-		       const char *why)
+static void fail_queue(struct interp_ctx *c, const char *ename, const char *why)
 {
 	struct interp_cell *cell;
 	while ((cell = queue_pop(c)))
@@ -320,20 +324,21 @@ static void complete_cur(struct interp_ctx *c)
 		c->lost = true;
 	if (cell->skipped && cell->timed_out) {
 		snprintf(why, sizeof(why),
-			 "the cell did not start within its timeout of %" PRIu64
-			 " ms",
-			 cell->timeout_ms);
+		         "the cell did not start within its timeout of %" PRIu64
+		         " ms",
+		         cell->timeout_ms);
 		cell_finish(cell, "TimeoutError", why, false);
 		return;
 	}
 	cell_finish(cell, NULL, NULL, false);
 }
 
-/* ---- the worker's output --------------------------------------------------- */
+/* ---- the worker's output ---------------------------------------------------
+ */
 
 /* Text for the running cell (its consumer may ask to pause). */
 static void deliver_output(struct interp_ctx *c, int fd, const char *text,
-			   size_t len, bool check_utf8)
+                           size_t len, bool check_utf8)
 {
 	struct interp_cell *cell = c->cur;
 	if (!cell || cell->done_seen || !cell->cb || !len)
@@ -346,9 +351,9 @@ static void deliver_output(struct interp_ctx *c, int fd, const char *text,
 		text = clean;
 	}
 	struct interp_event ev = {
-		.type = fd == 1 ? INTERP_EV_STDOUT : INTERP_EV_STDERR,
-		.text = text,
-		.len = len,
+	    .type = fd == 1 ? INTERP_EV_STDOUT : INTERP_EV_STDERR,
+	    .text = text,
+	    .len = len,
 	};
 	if (emit(cell, &ev))
 		c->out_paused = true;
@@ -363,9 +368,10 @@ static void on_ready_line(struct interp_ctx *c, json_t *j)
 	loop_timer_stop(c->m->loop, &c->start_timer);
 	buf_reset(&c->raw);
 	struct sandbox *sb = group_sandbox(c->g);
-	log_info("sandbox=%s event=context-ready id=%s lang=%s pid=%d version=%s",
-		 sb ? sb->id : "?", c->id, interp_lang_name(c->lang), c->pid,
-		 json_string_value(json_object_get(j, "version")) ?: "?");
+	log_info(
+	    "sandbox=%s event=context-ready id=%s lang=%s pid=%d version=%s",
+	    sb ? sb->id : "?", c->id, interp_lang_name(c->lang), c->pid,
+	    json_string_value(json_object_get(j, "version")) ?: "?");
 	if (c->ready) {
 		interp_ready_cb cb = c->ready;
 		c->ready = NULL;
@@ -385,21 +391,22 @@ static void on_error_line(struct interp_cell *cell, json_t *j)
 	json_t *tb = json_array();
 	size_t i;
 	json_t *line;
-	json_array_foreach(tb_in, i, line)
-		if (json_is_string(line))
-			json_array_append(tb, line);
+	json_array_foreach(tb_in, i, line) if (json_is_string(line))
+	    json_array_append(tb, line);
 	char msg[600];
 	if (cell->timed_out) {
 		/* the interrupt was the daemon's timeout, not the user's ^C */
-		snprintf(msg, sizeof(msg),
-			 "the cell did not finish within its timeout of %" PRIu64
-			 " ms and was interrupted (%s)",
-			 cell->timeout_ms, name ? name : "interrupted");
+		snprintf(
+		    msg, sizeof(msg),
+		    "the cell did not finish within its timeout of %" PRIu64
+		    " ms and was interrupted (%s)",
+		    cell->timeout_ms, name ? name : "interrupted");
 		name = "TimeoutError";
 		value = msg;
 	}
 	struct interp_error e = {name ? name : "Error", value ? value : "", tb};
-	emit(cell, &(struct interp_event){.type = INTERP_EV_ERROR, .error = &e});
+	emit(cell,
+	     &(struct interp_event){.type = INTERP_EV_ERROR, .error = &e});
 	json_decref(tb);
 }
 
@@ -419,19 +426,21 @@ static void handle_line(struct interp_ctx *c, const char *data, size_t len)
 	} else if (!strcmp(type, "ready")) {
 		on_ready_line(c, j);
 	} else if (!strcmp(type, "fatal")) {
-		const char *m = json_string_value(json_object_get(j, "message"));
+		const char *m =
+		    json_string_value(json_object_get(j, "message"));
 		free(c->fatal);
 		c->fatal = strdup(m ? m : "the worker refused to start");
-		c->fatal_unavailable = json_is_true(json_object_get(j, "unavailable"));
+		c->fatal_unavailable =
+		    json_is_true(json_object_get(j, "unavailable"));
 	} else if (cell && !cell->done_seen &&
-		   json_integer_value(json_object_get(j, "id")) ==
-			   (json_int_t)cell->seq) {
+	           json_integer_value(json_object_get(j, "id")) ==
+	               (json_int_t)cell->seq) {
 		if (!strcmp(type, "stdout") || !strcmp(type, "stderr")) {
 			json_t *t = json_object_get(j, "text");
 			if (json_is_string(t))
 				deliver_output(c, type[3] == 'o' ? 1 : 2,
-					       json_string_value(t),
-					       json_string_length(t), false);
+				               json_string_value(t),
+				               json_string_length(t), false);
 		} else if (!strcmp(type, "start")) {
 			cell->started = true;
 			/* a cancel or timeout that crossed the cell on its way:
@@ -441,18 +450,19 @@ static void handle_line(struct interp_ctx *c, const char *data, size_t len)
 		} else if (!strcmp(type, "result")) {
 			json_t *d = json_object_get(j, "data");
 			struct interp_event ev = {.type = INTERP_EV_RESULT,
-						  .bundle = d};
+			                          .bundle = d};
 			if (json_is_object(d) && emit(cell, &ev))
 				c->out_paused = true;
 		} else if (!strcmp(type, "error")) {
 			on_error_line(cell, j);
 		} else if (!strcmp(type, "done")) {
 			json_int_t n = json_integer_value(
-				json_object_get(j, "execution_count"));
+			    json_object_get(j, "execution_count"));
 			if (n > 0 && n < INT32_MAX)
 				cell->execution_count = (unsigned)n;
-			cell->skipped = json_is_true(json_object_get(j, "skipped")) &&
-					!cell->started;
+			cell->skipped =
+			    json_is_true(json_object_get(j, "skipped")) &&
+			    !cell->started;
 			cell->done_seen = true;
 			/* finished from the kick: raw stderr that came with
 			 * the done line is read first */
@@ -476,15 +486,16 @@ static void take_lines(struct interp_ctx *c, const char *p, size_t len)
 			buf_init(&c->line, 0);
 			c->line_skip = !nl;
 			static const char why[] =
-				"sandboxd: an output of the cell was larger than "
-				"32 MB and was dropped\n";
+			    "sandboxd: an output of the cell was larger than "
+			    "32 MB and was dropped\n";
 			deliver_output(c, 2, why, sizeof(why) - 1, false);
 		} else if (!nl) {
 			buf_append(&c->line, p, n);
 		} else if (c->line.len) {
 			buf_append(&c->line, p, n);
 			handle_line(c, c->line.data, c->line.len);
-			if (c->line.cap > (1u << 20)) { /* a big one: give it back */
+			if (c->line.cap >
+			    (1u << 20)) { /* a big one: give it back */
 				buf_free(&c->line);
 				buf_init(&c->line, 0);
 			}
@@ -539,13 +550,15 @@ static void worker_started(void *ctx, int pid)
 	c->pid = pid;
 }
 
-/* ---- the worker's life ---------------------------------------------------- */
+/* ---- the worker's life ----------------------------------------------------
+ */
 
 static enum interp_start classify(struct interp_ctx *c,
-				  const struct exec_result *res)
+                                  const struct exec_result *res)
 {
 	if (c->fatal)
-		return c->fatal_unavailable ? INTERP_UNAVAILABLE : INTERP_FAILED;
+		return c->fatal_unavailable ? INTERP_UNAVAILABLE
+		                            : INTERP_FAILED;
 	if (res->failure == EXEC_NOT_STARTED && strstr(res->msg, "chdir: "))
 		return INTERP_BAD_CWD;
 	if (res->failure == EXEC_NOT_STARTED &&
@@ -557,38 +570,38 @@ static enum interp_start classify(struct interp_ctx *c,
 }
 
 static void describe_end(struct interp_ctx *c, const struct exec_result *res,
-			 enum kill_reason kr, char *out, size_t cap)
+                         enum kill_reason kr, char *out, size_t cap)
 {
 	const char *lang = lang_title(c->lang);
 	if (res->failure == EXEC_STOPPED)
 		snprintf(out, cap, "the sandbox stopped (%s)", res->msg);
 	else if (res->failure == EXEC_NOT_STARTED)
 		snprintf(out, cap, "the %s worker could not start: %s", lang,
-			 res->msg);
+		         res->msg);
 	else if (kr == KILL_STUCK && c->cur && !c->cur->started)
 		snprintf(out, cap,
-			 "the %s worker was killed: it did not take its cell "
-			 "within %d s of the cell's timeout",
-			 lang, INTERP_KILL_GRACE_MS / 1000);
+		         "the %s worker was killed: it did not take its cell "
+		         "within %d s of the cell's timeout",
+		         lang, INTERP_KILL_GRACE_MS / 1000);
 	else if (kr == KILL_STUCK)
 		snprintf(out, cap,
-			 "the %s worker was killed: its cell did not stop "
-			 "within %d s of an interrupt",
-			 lang, INTERP_KILL_GRACE_MS / 1000);
+		         "the %s worker was killed: its cell did not stop "
+		         "within %d s of an interrupt",
+		         lang, INTERP_KILL_GRACE_MS / 1000);
 	else if (kr == KILL_START)
 		snprintf(out, cap, "the %s worker did not start within %d s",
-			 lang, INTERP_START_TIMEOUT_MS / 1000);
+		         lang, INTERP_START_TIMEOUT_MS / 1000);
 	else if (res->signo == SIGKILL)
 		snprintf(out, cap,
-			 "the %s worker was killed (SIGKILL: out of memory, or "
-			 "killed from inside the sandbox)",
-			 lang);
+		         "the %s worker was killed (SIGKILL: out of memory, or "
+		         "killed from inside the sandbox)",
+		         lang);
 	else if (res->signo)
 		snprintf(out, cap, "the %s worker was killed by SIG%s", lang,
-			 sigabbrev_np(res->signo) ?: "?");
+		         sigabbrev_np(res->signo) ?: "?");
 	else
 		snprintf(out, cap, "the %s worker exited with status %d", lang,
-			 res->exit_code);
+		         res->exit_code);
 }
 
 static void worker_done(const struct exec_result *res, void *ctx)
@@ -619,7 +632,7 @@ static void worker_done(const struct exec_result *res, void *ctx)
 	describe_end(c, res, kr, why, sizeof(why));
 	struct sandbox *sb = group_sandbox(c->g);
 	log_info("sandbox=%s event=context-worker-ended id=%s reason=\"%s\"",
-		 sb ? sb->id : "?", c->id, why);
+	         sb ? sb->id : "?", c->id, why);
 	if (was == W_STARTING) {
 		enum interp_start st = classify(c, res);
 		char msg[RAW_KEEP + 500];
@@ -628,7 +641,7 @@ static void worker_done(const struct exec_result *res, void *ctx)
 			snprintf(msg, sizeof(msg), "%s", c->fatal);
 		else if (st == INTERP_BAD_CWD)
 			snprintf(msg, sizeof(msg), "cwd %s: %s", c->cwd,
-				 strstr(res->msg, "chdir: ") + 7);
+			         strstr(res->msg, "chdir: ") + 7);
 		else if (*raw && !stopped)
 			snprintf(msg, sizeof(msg), "%s; it said: %s", why, raw);
 		else
@@ -654,20 +667,23 @@ static void worker_done(const struct exec_result *res, void *ctx)
 		} else if (cell) {
 			char val[1100];
 			const char *name = cell->timed_out ? "TimeoutError"
-					   : stopped       ? "SandboxStopped"
-							   : "WorkerDied";
+			                   : stopped       ? "SandboxStopped"
+			                                   : "WorkerDied";
 			if (cell->timed_out)
 				snprintf(val, sizeof(val),
-					 "the cell did not finish within its "
-					 "timeout of %" PRIu64 " ms and did not "
-					 "stop when interrupted: %s; the "
-					 "context's state is lost",
-					 cell->timeout_ms, why);
+				         "the cell did not finish within its "
+				         "timeout of %" PRIu64
+				         " ms and did not "
+				         "stop when interrupted: %s; the "
+				         "context's state is lost",
+				         cell->timeout_ms, why);
 			else
 				snprintf(val, sizeof(val),
-					 "%s; the context's state is lost%s", why,
-					 stopped ? "" : " (its next cell starts a "
-							"new worker)");
+				         "%s; the context's state is lost%s",
+				         why,
+				         stopped ? ""
+				                 : " (its next cell starts a "
+				                   "new worker)");
 			cell_finish(cell, name, val, true);
 		}
 		/* not restarted from inside a sandbox's stop (or destroy):
@@ -694,29 +710,33 @@ static void worker_start(struct interp_ctx *c)
 		return;
 	}
 	const char *py[] = {"python3", INTERP_DIR "/python_worker.py", NULL};
-	const char *node[] = {"/bin/sh", "-c", node_wrapper, "sandboxd-node",
-			      interp_lang_name(c->lang), NULL};
+	const char *node[] = {"/bin/sh",
+	                      "-c",
+	                      node_wrapper,
+	                      "sandboxd-node",
+	                      interp_lang_name(c->lang),
+	                      NULL};
 	struct exec_params p = {
-		.argv = c->lang == INTERP_PYTHON ? py : node,
-		.detached = true,
-		.env = (const char *const *)c->env,
-		.envc = c->envc,
-		.cwd = c->cwd,
-		.timeout_ms = EXEC_NO_TIMEOUT,
-		.stdin_stream = true,
-		.on_output = worker_output,
-		.on_stdin_drain = worker_stdin_drain,
-		.on_started = worker_started,
+	    .argv = c->lang == INTERP_PYTHON ? py : node,
+	    .detached = true,
+	    .env = (const char *const *)c->env,
+	    .envc = c->envc,
+	    .cwd = c->cwd,
+	    .timeout_ms = EXEC_NO_TIMEOUT,
+	    .stdin_stream = true,
+	    .on_output = worker_output,
+	    .on_stdin_drain = worker_stdin_drain,
+	    .on_started = worker_started,
 	};
 	c->ws = W_STARTING;
 	c->exec_count = 0;
 	buf_reset(&c->raw);
 	loop_timer_start(c->m->loop, &c->start_timer, INTERP_START_TIMEOUT_MS);
 	log_info("sandbox=%s event=context-worker-start id=%s lang=%s", sb->id,
-		 c->id, interp_lang_name(c->lang));
+	         c->id, interp_lang_name(c->lang));
 	c->busy++;
 	if (exec_submit(sb, sandbox_session(sb, NULL), &p, worker_done, c,
-			&c->job, &err) < 0) {
+	                &c->job, &err) < 0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		c->job = NULL;
@@ -725,7 +745,8 @@ static void worker_start(struct interp_ctx *c)
 	c->busy--;
 }
 
-/* ---- cells: the start ------------------------------------------------------ */
+/* ---- cells: the start ------------------------------------------------------
+ */
 
 static void send_cell(struct interp_ctx *c)
 {
@@ -737,13 +758,14 @@ static void send_cell(struct interp_ctx *c)
 		char note[sizeof(c->lost_why) + 200];
 		c->lost = false;
 		cell->restarted = true;
-		snprintf(note, sizeof(note),
-			 "the context's %s worker was restarted (%s): variables, "
-			 "imports and definitions of earlier cells are gone",
-			 lang_title(c->lang), c->lost_why);
+		snprintf(
+		    note, sizeof(note),
+		    "the context's %s worker was restarted (%s): variables, "
+		    "imports and definitions of earlier cells are gone",
+		    lang_title(c->lang), c->lost_why);
 		emit(cell, &(struct interp_event){.type = INTERP_EV_NOTICE,
-						  .text = note,
-						  .len = strlen(note)});
+		                                  .text = note,
+		                                  .len = strlen(note)});
 		if (!cell->cb) { /* cancelled from the notice: never sent */
 			c->cur = NULL;
 			c->exec_count--;
@@ -754,7 +776,7 @@ static void send_cell(struct interp_ctx *c)
 		}
 	}
 	json_t *msg = json_pack("{s:I, s:s%}", "id", (json_int_t)cell->seq,
-				"code", cell->code, cell->len);
+	                        "code", cell->code, cell->len);
 	char *line = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
 	json_decref(msg);
 	free(cell->code);
@@ -804,7 +826,7 @@ static void kick(struct interp_ctx *c)
  * timeout also arms the kill, for a worker that neither starts nor stops
  * the cell; a cancel of a cell not begun leaves its timeout to do that. */
 static void interrupt(struct interp_ctx *c, struct interp_cell *cell,
-		      bool timeout)
+                      bool timeout)
 {
 	if (!c->job || cell->done_seen)
 		return;
@@ -813,8 +835,9 @@ static void interrupt(struct interp_ctx *c, struct interp_cell *cell,
 	if (!cell->started) {
 		if (!cell->skip_sent) {
 			char line[64];
-			int n = snprintf(line, sizeof(line), "{\"cancel\":%" PRIu64
-					 "}\n", cell->seq);
+			int n =
+			    snprintf(line, sizeof(line),
+			             "{\"cancel\":%" PRIu64 "}\n", cell->seq);
 			cell->skip_sent = true;
 			worker_write(c, line, (size_t)n);
 		}
@@ -827,7 +850,7 @@ static void interrupt(struct interp_ctx *c, struct interp_cell *cell,
 	if ((timeout || cell->interrupted) && !cell->grace) {
 		cell->grace = true;
 		loop_timer_start(c->m->loop, &c->cell_timer,
-				 INTERP_KILL_GRACE_MS);
+		                 INTERP_KILL_GRACE_MS);
 	}
 }
 
@@ -856,10 +879,10 @@ static void on_start_timer(struct loop_timer *t)
 	}
 }
 
-/* ---- contexts ------------------------------------------------------------- */
+/* ---- contexts -------------------------------------------------------------
+ */
 
-static void ctx_delete(struct interp_ctx *c, const char *ename,
-		       const char *why)
+static void ctx_delete(struct interp_ctx *c, const char *ename, const char *why)
 {
 	if (c->deleted)
 		return;
@@ -902,8 +925,8 @@ static void ctx_delete(struct interp_ctx *c, const char *ename,
 }
 
 int interp_create(struct sandbox *sb, const struct interp_opts *o,
-		  interp_ready_cb ready, void *arg, struct interp_ctx **out,
-		  struct sbx_err *err)
+                  interp_ready_cb ready, void *arg, struct interp_ctx **out,
+                  struct sbx_err *err)
 {
 	char gen[32];
 	struct interp_group *g = group_of(sb, true);
@@ -911,8 +934,8 @@ int interp_create(struct sandbox *sb, const struct interp_opts *o,
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	if (g->n >= INTERP_MAX_CONTEXTS)
 		return sbx_err_set(err, ENOSPC,
-				   "a sandbox has at most %d contexts",
-				   INTERP_MAX_CONTEXTS);
+		                   "a sandbox has at most %d contexts",
+		                   INTERP_MAX_CONTEXTS);
 	const char *id = o->id;
 	if (id && interp_find(sb, id))
 		return sbx_err_set(err, EEXIST, "context %s exists", id);
@@ -932,7 +955,8 @@ int interp_create(struct sandbox *sb, const struct interp_opts *o,
 	buf_init(&c->line, 0);
 	buf_init(&c->raw, 0);
 	buf_init(&c->in, 0);
-	if (!(c->id = strdup(id)) || !(c->cwd = strdup(o->cwd ? o->cwd : s->cwd)) ||
+	if (!(c->id = strdup(id)) ||
+	    !(c->cwd = strdup(o->cwd ? o->cwd : s->cwd)) ||
 	    !(c->env = calloc(n + 1, sizeof(char *))))
 		goto nomem;
 	for (; c->envc < n; c->envc++)
@@ -954,7 +978,7 @@ int interp_create(struct sandbox *sb, const struct interp_opts *o,
 	if (out)
 		*out = c;
 	log_info("sandbox=%s event=context-created id=%s lang=%s cwd=%s",
-		 sb->id, c->id, interp_lang_name(c->lang), c->cwd);
+	         sb->id, c->id, interp_lang_name(c->lang), c->cwd);
 	c->busy++;
 	worker_start(c);
 	c->busy--;
@@ -979,7 +1003,7 @@ struct interp_ctx *interp_find(struct sandbox *sb, const char *id)
 }
 
 void interp_foreach(struct sandbox *sb,
-		    void (*fn)(struct interp_ctx *c, void *data), void *data)
+                    void (*fn)(struct interp_ctx *c, void *data), void *data)
 {
 	struct interp_group *g = group_of(sb, false);
 	for (struct interp_ctx *c = g ? g->head : NULL, *next; c; c = next) {
@@ -1001,27 +1025,27 @@ int interp_delete(struct sandbox *sb, const char *id)
 void interp_get_info(const struct interp_ctx *c, struct interp_info *out)
 {
 	*out = (struct interp_info){
-		.id = c->id,
-		.lang = c->lang,
-		.cwd = c->cwd,
-		.starting = c->ws == W_STARTING,
-		.running = c->ws == W_READY,
-		.busy = c->cur != NULL,
-		.queued = c->nqueued,
-		.execution_count = c->exec_count,
-		.created_ms = c->created_ms,
+	    .id = c->id,
+	    .lang = c->lang,
+	    .cwd = c->cwd,
+	    .starting = c->ws == W_STARTING,
+	    .running = c->ws == W_READY,
+	    .busy = c->cur != NULL,
+	    .queued = c->nqueued,
+	    .execution_count = c->exec_count,
+	    .created_ms = c->created_ms,
 	};
 }
 
 int interp_run(struct interp_ctx *c, const char *code, size_t len,
-	       uint64_t timeout_ms, interp_event_cb cb, void *arg,
-	       struct interp_cell **out, struct sbx_err *err)
+               uint64_t timeout_ms, interp_event_cb cb, void *arg,
+               struct interp_cell **out, struct sbx_err *err)
 {
 	if (c->deleted)
 		return sbx_err_set(err, ENOENT, "the context was deleted");
 	if (len && !utf8_valid(code, len))
 		return sbx_err_set(err, EINVAL,
-				   "code must be UTF-8 text without NUL");
+		                   "code must be UTF-8 text without NUL");
 	struct interp_cell *cell = calloc(1, sizeof(*cell));
 	if (!cell || !(cell->code = malloc(len + 1))) {
 		free(cell);
@@ -1061,8 +1085,10 @@ void interp_cell_cancel(struct interp_cell *cell)
 	struct interp_ctx *c = cell->c;
 	struct sandbox *sb = group_sandbox(c->g);
 	log_info("sandbox=%s event=cell-cancelled id=%s cell=%" PRIu64 " %s",
-		 sb ? sb->id : "?", c->id, cell->seq,
-		 c->cur != cell ? "queued" : cell->started ? "running" : "sent");
+	         sb ? sb->id : "?", c->id, cell->seq,
+	         c->cur != cell  ? "queued"
+	         : cell->started ? "running"
+	                         : "sent");
 	if (c->cur == cell) {
 		/* skipped if not begun, else interrupted as at a timeout
 		 * (and killed if it will not stop) */

@@ -75,8 +75,8 @@ enum interp_start {
 
 struct interp_opts {
 	enum interp_lang lang;
-	const char *id;   /* NULL: generated ("ctx_" + 12 hex digits) */
-	const char *cwd;  /* absolute; NULL: the session's cwd */
+	const char *id;  /* NULL: generated ("ctx_" + 12 hex digits) */
+	const char *cwd; /* absolute; NULL: the session's cwd */
 	/* Environment: the session's (NULL: the sandbox's default session),
 	 * then env ("K=V" each) over it. Taken once, at creation. */
 	struct session *sess;
@@ -88,7 +88,7 @@ struct interp_opts {
  * INTERP_STARTED) or could not start; then msg says why, and the context
  * is deleted right after the callback returns. */
 typedef void (*interp_ready_cb)(struct interp_ctx *c, enum interp_start status,
-				const char *msg, void *arg);
+                                const char *msg, void *arg);
 
 /* Create a context and start its worker. Cells may be queued with
  * interp_run before it is ready. On success ready (may be NULL) is called
@@ -97,8 +97,8 @@ typedef void (*interp_ready_cb)(struct interp_ctx *c, enum interp_start status,
  * past INTERP_MAX_CONTEXTS, -EEXIST when opts->id is taken, -ENOMEM)
  * ready is never called. */
 int interp_create(struct sandbox *sb, const struct interp_opts *opts,
-		  interp_ready_cb ready, void *arg, struct interp_ctx **out,
-		  struct sbx_err *err);
+                  interp_ready_cb ready, void *arg, struct interp_ctx **out,
+                  struct sbx_err *err);
 /* The sandbox's context by id, or NULL. */
 struct interp_ctx *interp_find(struct sandbox *sb, const char *id);
 /* Whether the sandbox's only jobs are the workers of idle contexts (so it
@@ -106,7 +106,7 @@ struct interp_ctx *interp_find(struct sandbox *sb, const char *id);
 bool interp_only_idle(struct sandbox *sb);
 /* Every context of the sandbox, oldest first. */
 void interp_foreach(struct sandbox *sb,
-		    void (*fn)(struct interp_ctx *c, void *data), void *data);
+                    void (*fn)(struct interp_ctx *c, void *data), void *data);
 /* Kill its worker and forget it: its running and queued cells end with an
  * error (ContextDeleted). -ENOENT when there is no such context. */
 int interp_delete(struct sandbox *sb, const char *id);
@@ -115,12 +115,12 @@ struct interp_info {
 	const char *id;
 	enum interp_lang lang;
 	const char *cwd;
-	bool starting;           /* its worker is starting */
-	bool running;            /* a worker is ready (its state with it) */
-	bool busy;               /* a cell is running */
-	unsigned queued;         /* cells waiting behind it */
+	bool starting;            /* its worker is starting */
+	bool running;             /* a worker is ready (its state with it) */
+	bool busy;                /* a cell is running */
+	unsigned queued;          /* cells waiting behind it */
 	unsigned execution_count; /* cells run by the current worker */
-	uint64_t created_ms;     /* wall clock */
+	uint64_t created_ms;      /* wall clock */
 };
 void interp_get_info(const struct interp_ctx *c, struct interp_info *out);
 
@@ -137,9 +137,9 @@ void interp_get_info(const struct interp_ctx *c, struct interp_info *out);
  * worker's output until interp_cell_resume (back-pressure for a slow
  * client); its answer is ignored for the others. */
 struct interp_error {
-	const char *name;   /* "ZeroDivisionError", "TimeoutError", ... */
-	const char *value;  /* the message */
-	json_t *traceback;  /* array of strings (lines) */
+	const char *name;  /* "ZeroDivisionError", "TimeoutError", ... */
+	const char *value; /* the message */
+	json_t *traceback; /* array of strings (lines) */
 };
 
 struct interp_done {
@@ -175,8 +175,8 @@ typedef int (*interp_event_cb)(void *arg, const struct interp_event *ev);
  * -ENOMEM; -EINVAL for code that is not valid UTF-8; -ENOENT when the
  * context was deleted. No event comes before interp_run returns. */
 int interp_run(struct interp_ctx *c, const char *code, size_t len,
-	       uint64_t timeout_ms, interp_event_cb cb, void *arg,
-	       struct interp_cell **out, struct sbx_err *err);
+               uint64_t timeout_ms, interp_event_cb cb, void *arg,
+               struct interp_cell **out, struct sbx_err *err);
 void interp_cell_resume(struct interp_cell *cell);
 /* The caller no longer wants the cell (its client is gone): no event
  * comes any more. A cell still queued is dropped; one sent to the worker

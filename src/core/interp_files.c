@@ -11,12 +11,10 @@ extern const char sbx_interp_node_worker[];
 size_t interp_image_files(struct image_file *out, size_t cap)
 {
 	const struct image_file files[] = {
-		{INTERP_DIR "/python_worker.py" + 1, sbx_interp_python_worker,
-		 strlen(sbx_interp_python_worker),
-		 0444, true},
-		{INTERP_DIR "/node_worker.js" + 1, sbx_interp_node_worker,
-		 strlen(sbx_interp_node_worker),
-		 0444, true},
+	    {INTERP_DIR "/python_worker.py" + 1, sbx_interp_python_worker,
+	     strlen(sbx_interp_python_worker), 0444, true},
+	    {INTERP_DIR "/node_worker.js" + 1, sbx_interp_node_worker,
+	     strlen(sbx_interp_node_worker), 0444, true},
 	};
 	size_t n = sizeof(files) / sizeof(files[0]);
 	if (n > cap)

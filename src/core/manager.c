@@ -56,7 +56,7 @@ static size_t hash(const char *tenant, const char *id)
 }
 
 struct sandbox *manager_find(struct manager *m, const char *tenant,
-			     const char *id)
+                             const char *id)
 {
 	for (struct sandbox *sb = m->buckets[hash(tenant, id)]; sb;
 	     sb = sb->hnext)
@@ -66,7 +66,7 @@ struct sandbox *manager_find(struct manager *m, const char *tenant,
 }
 
 static struct sandbox *add(struct manager *m, const char *tenant,
-			   const char *id, uint32_t slot)
+                           const char *id, uint32_t slot)
 {
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	if (!sb)
@@ -128,7 +128,7 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 
 /* The sandbox's own env and labels, and its default session's env. */
 static int set_env_labels(struct sandbox *sb, const char *const *env,
-			  size_t envc, const char *labels)
+                          size_t envc, const char *labels)
 {
 	if (envc) {
 		sb->env = calloc(envc + 1, sizeof(char *));
@@ -213,8 +213,8 @@ static int load_row(const struct registry_row *row, void *data)
 {
 	struct manager *m = data;
 	if (row->slot >= m->nslots || m->slots[row->slot]) {
-		log_error("registry: sandbox %s has bad slot %u; skipped", row->id,
-			  row->slot);
+		log_error("registry: sandbox %s has bad slot %u; skipped",
+		          row->id, row->slot);
 		return 0;
 	}
 	struct sandbox *sb = add(m, row->tenant, row->id, row->slot);
@@ -233,23 +233,26 @@ static int load_row(const struct registry_row *row, void *data)
 		snprintf(sb->image_id, sizeof(sb->image_id), "%.71s", id);
 		if (!img)
 			log_error("sandbox=%s event=image-missing image=%s: it "
-				  "cannot start",
-				  row->id, id);
+			          "cannot start",
+			          row->id, id);
 		else if (apply_image(sb, img) < 0)
 			return -ENOMEM;
 	}
 	/* Its files are owned by its range: it keeps it. Another daemon may
 	 * have taken it while this one was down; then this sandbox cannot
-	 * start until that one lets it go (sandbox_ensure_started asks again). */
+	 * start until that one lets it go (sandbox_ensure_started asks again).
+	 */
 	int c = uidrange_claim(m->ranges, sb->base);
 	sb->range_held = c == 0;
 	if (c < 0)
 		log_error("sandbox=%s event=uid-range-busy uid=%u: %s", row->id,
-			  (unsigned)sb->base,
-			  c == -EBUSY ? "in use by another sandboxd on this host"
-				      : strerror(-c));
+		          (unsigned)sb->base,
+		          c == -EBUSY
+		              ? "in use by another sandboxd on this host"
+		              : strerror(-c));
 	/* env comes back as "K=V\0K=V\0" */
-	const char *e = row->env, *end = row->env ? row->env + row->env_len : NULL;
+	const char *e = row->env,
+	           *end = row->env ? row->env + row->env_len : NULL;
 	size_t n = 0;
 	for (const char *p = e; p && p < end; p += strlen(p) + 1)
 		n++;
@@ -257,7 +260,8 @@ static int load_row(const struct registry_row *row, void *data)
 	if (!env)
 		return -ENOMEM;
 	n = 0;
-	for (const char *p = e; p && p < end && memchr(p, '\0', (size_t)(end - p));
+	for (const char *p = e;
+	     p && p < end && memchr(p, '\0', (size_t)(end - p));
 	     p += strlen(p) + 1)
 		env[n++] = p;
 	int r = set_env_labels(sb, env, n, row->labels);
@@ -287,8 +291,8 @@ static bool slot_usable(struct manager *m, uint32_t slot)
 	if (!runtime_files_exist(m->rt, name))
 		return true;
 	log_warn("slot=%u event=leftover-files its files are still there; "
-		 "removing them, the slot is not used until they are gone",
-		 slot);
+	         "removing them, the slot is not used until they are gone",
+	         slot);
 	slot_dirty(m, slot);
 	return false;
 }
@@ -308,16 +312,18 @@ static void retry_dirty(struct manager *m)
 		snprintf(name, sizeof(name), "s%u", slot);
 		if (runtime_files_exist(m->rt, name) &&
 		    runtime_remove_files(m->rt, name, &err) < 0) {
-			log_debug("slot=%u event=remove-retry %s", slot, err.msg);
+			log_debug("slot=%u event=remove-retry %s", slot,
+			          err.msg);
 			continue;
 		}
 		m->slots[slot] = SLOT_FREE;
 		m->ndirty--;
-		log_info("slot=%u event=reclaimed its old files are gone", slot);
+		log_info("slot=%u event=reclaimed its old files are gone",
+		         slot);
 	}
 	m->dirty_backoff_ms = m->dirty_backoff_ms * 2 > DIRTY_RETRY_MAX_MS
-				      ? DIRTY_RETRY_MAX_MS
-				      : m->dirty_backoff_ms * 2;
+	                          ? DIRTY_RETRY_MAX_MS
+	                          : m->dirty_backoff_ms * 2;
 	m->dirty_next_ms = now + m->dirty_backoff_ms;
 }
 
@@ -328,13 +334,15 @@ static void find_leftovers(struct manager *m)
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
 		char *end;
-		if (e->d_name[0] != 's' || e->d_name[1] < '0' || e->d_name[1] > '9')
+		if (e->d_name[0] != 's' || e->d_name[1] < '0' ||
+		    e->d_name[1] > '9')
 			continue;
 		unsigned long slot = strtoul(e->d_name + 1, &end, 10);
 		if (*end || slot >= m->nslots || m->slots[slot] != SLOT_FREE)
 			continue;
 		log_warn("slot=%lu event=leftover-files no sandbox owns them; "
-			 "removing them", slot);
+		         "removing them",
+		         slot);
 		slot_dirty(m, (uint32_t)slot);
 	}
 	if (d)
@@ -344,7 +352,7 @@ static void find_leftovers(struct manager *m)
 
 /* The tenant's sandboxes (running only, or all). */
 static uint32_t tenant_count(struct manager *m, const char *tenant,
-			     bool running)
+                             bool running)
 {
 	uint32_t n = 0;
 	for (size_t b = 0; b < m->nbuckets; b++)
@@ -356,8 +364,8 @@ static uint32_t tenant_count(struct manager *m, const char *tenant,
 }
 
 int manager_create(struct manager *m, const char *tenant, const char *id,
-		   const struct sandbox_opts *opts, struct sandbox **out,
-		   struct sbx_err *err)
+                   const struct sandbox_opts *opts, struct sandbox **out,
+                   struct sbx_err *err)
 {
 	static const struct sandbox_opts none;
 	if (!opts)
@@ -366,13 +374,14 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 		return sbx_err_set(err, EEXIST, "sandbox %s exists", id);
 	uint32_t max_sandboxes = 0, max_running = 0;
 	if (m->quota_of)
-		m->quota_of(m->quota_data, tenant, &max_sandboxes, &max_running);
-	if (max_sandboxes &&
-	    tenant_count(m, tenant, false) >= max_sandboxes)
-		return sbx_err_set(err, EDQUOT,
-				   "quota maxSandboxes reached: this tenant may "
-				   "have %u sandboxes; delete one first",
-				   max_sandboxes);
+		m->quota_of(m->quota_data, tenant, &max_sandboxes,
+		            &max_running);
+	if (max_sandboxes && tenant_count(m, tenant, false) >= max_sandboxes)
+		return sbx_err_set(
+		    err, EDQUOT,
+		    "quota maxSandboxes reached: this tenant may "
+		    "have %u sandboxes; delete one first",
+		    max_sandboxes);
 	/* a usable slot whose range nobody on this host uses, searched from
 	 * this state dir's own starting point: a daemon that is down holds
 	 * no reservation, and another daemon sharing the base then takes
@@ -388,10 +397,12 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 		}
 	}
 	if (slot == m->nslots)
-		return sbx_err_set(err, ENOSPC, "no free uid range for a sandbox");
+		return sbx_err_set(err, ENOSPC,
+		                   "no free uid range for a sandbox");
 	struct sandbox *sb = add(m, tenant, id, slot);
 	if (!sb) {
-		uidrange_release(m->ranges, m->cfg->uid_base + slot * USERNS_RANGE);
+		uidrange_release(m->ranges,
+		                 m->cfg->uid_base + slot * USERNS_RANGE);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
 	sb->range_held = true;
@@ -406,31 +417,35 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	if (r == 0)
 		r = set_env_labels(sb, opts->env, opts->envc, opts->labels);
 	for (size_t i = 0; r == 0 && i < opts->envc; i++)
-		r = buf_append(&envblob, opts->env[i], strlen(opts->env[i]) + 1);
+		r = buf_append(&envblob, opts->env[i],
+		               strlen(opts->env[i]) + 1);
 	if (r < 0) {
 		buf_free(&envblob);
 		unlink_sandbox(m, sb);
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
-	struct registry_row row = {.tenant = tenant, .id = id, .slot = slot,
-				   .created_ms = sb->created_ms,
-				   .last_active_ms = sb->last_active_ms,
-				   .limits = sb->limits,
-				   .disk_bytes = sb->disk_bytes,
-				   .sleep_after_ms = sb->sleep_after_ms,
-				   .keep_alive = sb->keep_alive,
-				   .env = envblob.data, .env_len = envblob.len,
-				   .labels = opts->labels};
+	struct registry_row row = {.tenant = tenant,
+	                           .id = id,
+	                           .slot = slot,
+	                           .created_ms = sb->created_ms,
+	                           .last_active_ms = sb->last_active_ms,
+	                           .limits = sb->limits,
+	                           .disk_bytes = sb->disk_bytes,
+	                           .sleep_after_ms = sb->sleep_after_ms,
+	                           .keep_alive = sb->keep_alive,
+	                           .env = envblob.data,
+	                           .env_len = envblob.len,
+	                           .labels = opts->labels};
 	if (opts->image) {
 		/* its files now, with the image's id kept beside them */
 		struct runtime_files files = {
-			.group = manager_store_group(m, tenant),
-			.image = opts->image->digest};
+		    .group = manager_store_group(m, tenant),
+		    .image = opts->image->digest};
 		struct cgroup_limits lim;
 		uid_t owner;
 		sandbox_limits(sb, &lim, &files.disk_bytes);
 		r = runtime_files_prepare(m->rt, sb->name, sb->base, &files,
-					  &owner, err);
+		                          &owner, err);
 		if (r < 0) {
 			buf_free(&envblob);
 			if (runtime_files_exist(m->rt, sb->name))
@@ -451,7 +466,7 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 		return r;
 	}
 	log_info("sandbox=%s event=created slot=%u uid=%u", id, slot,
-		 (unsigned)sb->base);
+	         (unsigned)sb->base);
 	if (m->fleet)
 		fleet_sandbox_created(m->fleet, sb);
 	*out = sb;
@@ -459,7 +474,7 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 }
 
 int manager_get(struct manager *m, const char *tenant, const char *id,
-		struct sandbox **out, struct sbx_err *err)
+                struct sandbox **out, struct sbx_err *err)
 {
 	*out = manager_find(m, tenant, id);
 	if (*out)
@@ -468,12 +483,13 @@ int manager_get(struct manager *m, const char *tenant, const char *id,
 }
 
 int sandbox_set_labels(struct sandbox *sb, const char *labels,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	char *copy = labels ? strdup(labels) : NULL;
 	if (labels && !copy)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	int r = registry_set_labels(sb->m->reg, sb->tenant, sb->id, labels, err);
+	int r =
+	    registry_set_labels(sb->m->reg, sb->tenant, sb->id, labels, err);
 	if (r < 0) {
 		free(copy);
 		return r;
@@ -506,8 +522,8 @@ int sandbox_disk_usage(struct sandbox *sb, uint64_t *bytes)
 }
 
 int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
-			const char *const *env, size_t envc,
-			struct session **out)
+                        const char *const *env, size_t envc,
+                        struct session **out)
 {
 	if (sandbox_session(sb, id))
 		return -EEXIST;
@@ -541,9 +557,9 @@ static void session_unlink(struct sandbox *sb, struct session *s)
 			break;
 		}
 	if (registry_session_delete(sb->m->reg, sb->tenant, sb->id, s->id,
-				    &err) < 0)
+	                            &err) < 0)
 		log_warn("sandbox=%s event=session-not-forgotten session=%s %s",
-			 sb->id, s->id, err.msg);
+		         sb->id, s->id, err.msg);
 	session_free(s);
 }
 
@@ -561,7 +577,7 @@ int sandbox_session_delete(struct sandbox *sb, const char *id)
 }
 
 int sandbox_session_close(struct sandbox *sb, struct session *s,
-			  void (*done)(void *ctx), void *ctx)
+                          void (*done)(void *ctx), void *ctx)
 {
 	if (s == sb->sessions)
 		return -EINVAL;
@@ -596,23 +612,24 @@ void sandbox_session_save(struct sandbox *sb, struct session *s)
 	int r = session_state_encode(s, &state, &len);
 	if (r < 0) {
 		log_warn("sandbox=%s event=session-not-saved session=%s %s",
-			 sb->id, s->id,
-			 r == -E2BIG ? "its environment is over 1 MiB"
-				     : "out of memory");
+		         sb->id, s->id,
+		         r == -E2BIG ? "its environment is over 1 MiB"
+		                     : "out of memory");
 		return;
 	}
 	uint64_t h = session_state_hash(state, len);
 	if (h != s->saved) {
 		struct registry_session row = {
-			.tenant = sb->tenant,
-			.id = sb->id,
-			.session = s->id,
-			.state = state,
-			.state_len = len,
+		    .tenant = sb->tenant,
+		    .id = sb->id,
+		    .session = s->id,
+		    .state = state,
+		    .state_len = len,
 		};
 		if (registry_session_put(sb->m->reg, &row, &err) < 0)
-			log_warn("sandbox=%s event=session-not-saved session=%s %s",
-				 sb->id, s->id, err.msg);
+			log_warn(
+			    "sandbox=%s event=session-not-saved session=%s %s",
+			    sb->id, s->id, err.msg);
 		else
 			s->saved = h;
 	}
@@ -636,9 +653,9 @@ static int load_session(const struct registry_session *row, void *data)
 	}
 	if (r < 0) {
 		log_error("registry: session %s of sandbox %s is damaged; "
-			  "%s",
-			  row->session, row->id,
-			  made ? "skipped" : "it starts afresh");
+		          "%s",
+		          row->session, row->id,
+		          made ? "skipped" : "it starts afresh");
 		session_free(made);
 		return 0;
 	}
@@ -660,7 +677,7 @@ uint64_t manager_store_group(struct manager *m, const char *tenant)
 			return g;
 	struct sbx_err err = {0};
 	if (store_group_ensure(m->rt->store, g, m->cfg->tenant_disk_bytes,
-			       &err) < 0) {
+	                       &err) < 0) {
 		/* the files are still made, and limited one by one */
 		log_warn("event=store-group-failed %s", err.msg);
 		return 0;
@@ -674,8 +691,8 @@ uint64_t manager_store_group(struct manager *m, const char *tenant)
 }
 
 /* A sandbox's network policy, back from the registry. */
-static int load_network(const char *tenant, const char *id,
-			const char *policy, void *data)
+static int load_network(const char *tenant, const char *id, const char *policy,
+                        void *data)
 {
 	struct manager *m = data;
 	struct sandbox *sb = manager_find(m, tenant, id);
@@ -687,8 +704,8 @@ static int load_network(const char *tenant, const char *id,
 	if (net_policy_decode(policy, p) < 0) {
 		/* never more network than asked: a damaged one is none */
 		log_error("registry: the network policy of sandbox %s is "
-			  "damaged; it has none",
-			  id);
+		          "damaged; it has none",
+		          id);
 		p->mode = NET_NONE;
 	}
 	sb->net_policy = p;
@@ -696,7 +713,7 @@ static int load_network(const char *tenant, const char *id,
 }
 
 void manager_foreach(struct manager *m,
-		     void (*fn)(struct sandbox *sb, void *data), void *data)
+                     void (*fn)(struct sandbox *sb, void *data), void *data)
 {
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b], *next; sb; sb = next) {
@@ -725,8 +742,8 @@ static void on_init_msg(struct loop_watch *w, uint32_t events)
 		const void *payload;
 		int fds[PROTO_MAX_FDS];
 		size_t nfds;
-		int r = proto_recv(sb->proc.sock, buf, sizeof(buf), &h, &payload,
-				   fds, &nfds);
+		int r = proto_recv(sb->proc.sock, buf, sizeof(buf), &h,
+		                   &payload, fds, &nfds);
 		if (r == -EAGAIN)
 			return;
 		for (size_t i = 0; i < nfds; i++)
@@ -736,10 +753,11 @@ static void on_init_msg(struct loop_watch *w, uint32_t events)
 			 * from outside), and so is everything it ran; or it
 			 * can no longer be understood */
 			if (r == 0)
-				log_warn("sandbox=%s event=init-exited", sb->id);
+				log_warn("sandbox=%s event=init-exited",
+				         sb->id);
 			else
 				log_error("sandbox=%s event=init-unreadable %s",
-					  sb->id, strerror(-r));
+				          sb->id, strerror(-r));
 			sandbox_stop(sb, "the sandbox's init exited");
 			return; /* the watch is gone */
 		}
@@ -755,9 +773,10 @@ static void on_init_msg(struct loop_watch *w, uint32_t events)
 			break;
 		case PROTO_FAILED: {
 			char why[300];
-			snprintf(why, sizeof(why), "sandbox could not be started: %s",
-				 st.what);
-			log_error("sandbox=%s event=start-failed %s", sb->id, st.what);
+			snprintf(why, sizeof(why),
+			         "sandbox could not be started: %s", st.what);
+			log_error("sandbox=%s event=start-failed %s", sb->id,
+			          st.what);
 			sandbox_stop(sb, why);
 			return; /* the watch is gone */
 		}
@@ -794,17 +813,18 @@ static void on_task_exit(const struct taskstats_exit *x, void *data)
 			for (; i < sizeof(comm) - 1 && x->comm[i]; i++) {
 				char c = x->comm[i];
 				comm[i] = (c >= 'a' && c <= 'z') ||
-						  (c >= 'A' && c <= 'Z') ||
-						  (c >= '0' && c <= '9') ||
-						  c == '.' || c == '-' || c == '_'
-					  ? c
-					  : '?';
+				                  (c >= 'A' && c <= 'Z') ||
+				                  (c >= '0' && c <= '9') ||
+				                  c == '.' || c == '-' ||
+				                  c == '_'
+				              ? c
+				              : '?';
 			}
 			comm[i] = '\0';
 			log_warn("sandbox=%s event=seccomp-kill host_pid=%d "
-				 "uid=%u comm=%s signal=SIGSYS",
-				 sb->id, (int)x->pid, (unsigned)(x->uid - sb->base),
-				 comm);
+			         "uid=%u comm=%s signal=SIGSYS",
+			         sb->id, (int)x->pid,
+			         (unsigned)(x->uid - sb->base), comm);
 			return;
 		}
 	}
@@ -821,9 +841,10 @@ bool manager_poll_exits(struct manager *m)
 		uint64_t now = now_mono_ms();
 		if (!m->exits_lost_ms || now - m->exits_lost_ms >= 60000) {
 			m->exits_lost_ms = now;
-			log_warn("event=exit-reports-lost error=\"%s\" (seccomp "
-				 "kills in sandboxes may go unnamed)",
-				 strerror(-r));
+			log_warn(
+			    "event=exit-reports-lost error=\"%s\" (seccomp "
+			    "kills in sandboxes may go unnamed)",
+			    strerror(-r));
 		}
 	}
 	return true;
@@ -841,7 +862,7 @@ static uint64_t min_nz(uint64_t v, uint64_t ceiling)
 }
 
 void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
-		    uint64_t *disk_bytes)
+                    uint64_t *disk_bytes)
 {
 	const struct config *cfg = sb->m->cfg;
 	const struct cgroup_limits *d = &cfg->limits, *c = &cfg->max_limits;
@@ -849,11 +870,10 @@ void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
 	 * current default; one made before the operator lowered a ceiling
 	 * runs under the ceiling */
 	lim->memory_bytes =
-		min_nz(sb->limits.memory_bytes ?: d->memory_bytes, c->memory_bytes);
+	    min_nz(sb->limits.memory_bytes ?: d->memory_bytes, c->memory_bytes);
 	lim->pids = (uint32_t)min_nz(sb->limits.pids ?: d->pids, c->pids);
-	lim->cpu_millis =
-		(uint32_t)min_nz(sb->limits.cpu_millis ?: d->cpu_millis,
-				 c->cpu_millis);
+	lim->cpu_millis = (uint32_t)min_nz(
+	    sb->limits.cpu_millis ?: d->cpu_millis, c->cpu_millis);
 	*disk_bytes = min_nz(sb->disk_bytes ?: cfg->disk_bytes, cfg->max_disk);
 }
 
@@ -868,7 +888,8 @@ static struct sandbox *lru_idle(struct manager *m, const char *tenant)
 			if (sb->state != SB_STOPPED && !sb->keep_alive &&
 			    (!sb->busy || interp_only_idle(sb)) &&
 			    (!tenant || !strcmp(sb->tenant, tenant)) &&
-			    (!best || sb->last_active_ms < best->last_active_ms))
+			    (!best ||
+			     sb->last_active_ms < best->last_active_ms))
 				best = sb;
 	return best;
 }
@@ -881,29 +902,34 @@ int manager_admit(struct sandbox *sb, struct sbx_err *err)
 		return 0;
 	if (m->quota_of)
 		m->quota_of(m->quota_data, sb->tenant, &max_sandboxes,
-			    &max_running);
-	while (max_running && tenant_count(m, sb->tenant, true) >= max_running) {
+		            &max_running);
+	while (max_running &&
+	       tenant_count(m, sb->tenant, true) >= max_running) {
 		struct sandbox *v = lru_idle(m, sb->tenant);
 		if (!v)
-			return sbx_err_set(err, EDQUOT,
-					   "quota maxRunning reached: this tenant "
-					   "may run %u sandboxes at once and none "
-					   "of them is idle",
-					   max_running);
+			return sbx_err_set(
+			    err, EDQUOT,
+			    "quota maxRunning reached: this tenant "
+			    "may run %u sandboxes at once and none "
+			    "of them is idle",
+			    max_running);
 		log_info("sandbox=%s event=making-room for=%s quota=maxRunning",
-			 v->id, sb->id);
-		sandbox_stop(v, "stopped to make room (the tenant's maxRunning)");
+		         v->id, sb->id);
+		sandbox_stop(v,
+		             "stopped to make room (the tenant's maxRunning)");
 	}
 	while (m->nrunning >= m->cfg->max_sandboxes) {
 		struct sandbox *v = lru_idle(m, NULL);
 		if (!v)
-			return sbx_err_set(err, EDQUOT,
-					   "quota --max-sandboxes reached: this "
-					   "daemon runs %u sandboxes at once and "
-					   "none of them is idle",
-					   m->cfg->max_sandboxes);
-		log_info("sandbox=%s event=making-room for=%s quota=max-sandboxes",
-			 v->id, sb->id);
+			return sbx_err_set(
+			    err, EDQUOT,
+			    "quota --max-sandboxes reached: this "
+			    "daemon runs %u sandboxes at once and "
+			    "none of them is idle",
+			    m->cfg->max_sandboxes);
+		log_info(
+		    "sandbox=%s event=making-room for=%s quota=max-sandboxes",
+		    v->id, sb->id);
 		sandbox_stop(v, "stopped to make room (--max-sandboxes)");
 	}
 	return 0;
@@ -918,29 +944,31 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 		int c = uidrange_claim(m->ranges, sb->base);
 		if (c < 0)
 			return sbx_err_set(
-				err, -c,
-				"its host uids %u..%u are in use by another "
-				"sandboxd on this host (same --uid-base, "
-				"started while this one was down): stop it",
-				(unsigned)sb->base,
-				(unsigned)(sb->base + USERNS_RANGE - 1));
+			    err, -c,
+			    "its host uids %u..%u are in use by another "
+			    "sandboxd on this host (same --uid-base, "
+			    "started while this one was down): stop it",
+			    (unsigned)sb->base,
+			    (unsigned)(sb->base + USERNS_RANGE - 1));
 		sb->range_held = true;
 	}
 	if (snapshot_files_busy(sb))
-		return sbx_err_set(err, EBUSY,
-				   "sandbox %s: its files are being restored or "
-				   "made from a snapshot; try again when that "
-				   "request has answered",
-				   sb->id);
+		return sbx_err_set(
+		    err, EBUSY,
+		    "sandbox %s: its files are being restored or "
+		    "made from a snapshot; try again when that "
+		    "request has answered",
+		    sb->id);
 	struct cgroup_limits lim;
-	struct runtime_files files = {.group = manager_store_group(m, sb->tenant)};
+	struct runtime_files files = {.group =
+	                                  manager_store_group(m, sb->tenant)};
 	sandbox_limits(sb, &lim, &files.disk_bytes);
 	refresh_image(sb);
 	if (sb->image_id[0] && !sb->image)
 		return sbx_err_set(err, ENOENT,
-				   "sandbox %s: its image %s is no longer in "
-				   "the store",
-				   sb->id, sb->image_id);
+		                   "sandbox %s: its image %s is no longer in "
+		                   "the store",
+		                   sb->id, sb->image_id);
 	if (sb->image) {
 		files.layers = (const char *const *)sb->image->layers;
 		files.nlayers = sb->image->nlayers;
@@ -948,13 +976,14 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	int r = manager_admit(sb, err);
 	if (r < 0)
 		return r;
-	r = runtime_start(m->rt, sb->name, sb->base, &lim, &files, &sb->proc, err);
+	r = runtime_start(m->rt, sb->name, sb->base, &lim, &files, &sb->proc,
+	                  err);
 	if (r < 0) {
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
 	}
-	sb->sock_w = (struct loop_watch){.fd = sb->proc.sock, .cb = on_init_msg,
-					 .data = sb};
+	sb->sock_w = (struct loop_watch){
+	    .fd = sb->proc.sock, .cb = on_init_msg, .data = sb};
 	loop_add(m->loop, &sb->sock_w, EPOLLIN);
 	sb->state = SB_STARTING;
 	m->nrunning++;
@@ -1016,10 +1045,12 @@ static void stop_all(struct manager *m, const char *why)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext) {
 			/* the peer's close only, not the messages it left */
 			struct epoll_event ev = {.events = EPOLLRDHUP,
-						 .data.ptr = sb};
+			                         .data.ptr = sb};
 			n += sb->state != SB_STOPPED;
-			if (sb->state == SB_STOPPED || ep < 0 || sb->proc.sock < 0 ||
-			    epoll_ctl(ep, EPOLL_CTL_ADD, sb->proc.sock, &ev) < 0)
+			if (sb->state == SB_STOPPED || ep < 0 ||
+			    sb->proc.sock < 0 ||
+			    epoll_ctl(ep, EPOLL_CTL_ADD, sb->proc.sock, &ev) <
+			        0)
 				continue; /* one by one, below */
 			snapshot_sandbox_stopping(sb);
 			loop_del(m->loop, &sb->sock_w);
@@ -1052,7 +1083,7 @@ static void stop_all(struct manager *m, const char *why)
 				sandbox_stop(sb, why);
 	if (n)
 		log_info("event=all-stopped sandboxes=%zu ms=%llu", n,
-			 (unsigned long long)(now_mono_ms() - t0));
+		         (unsigned long long)(now_mono_ms() - t0));
 }
 
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
@@ -1069,12 +1100,12 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 	 * gone for its client either way, and its files are out of reach,
 	 * in a slot no sandbox gets until they are removed (retried). */
 	int r = runtime_files_exist(m->rt, sb->name)
-			? runtime_remove_files(m->rt, sb->name, &rerr)
-			: 0; /* never started: nothing on disk */
+	            ? runtime_remove_files(m->rt, sb->name, &rerr)
+	            : 0; /* never started: nothing on disk */
 	if (r < 0)
 		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
-			 "until it succeeds, the slot unused until then",
-			 sb->id, slot, rerr.msg);
+		         "until it succeeds, the slot unused until then",
+		         sb->id, slot, rerr.msg);
 	int r2 = registry_delete(m->reg, sb->tenant, sb->id, err);
 	log_info("sandbox=%s event=destroyed", sb->id);
 	unlink_sandbox(m, sb);
@@ -1092,13 +1123,18 @@ static void cron(struct loop_timer *t)
 			next = sb->hnext;
 			if (sb->state == SB_STOPPED)
 				continue;
-			uint64_t idle_ms = sb->sleep_after_ms ? sb->sleep_after_ms
-							       : m->cfg->sleep_after_ms;
+			uint64_t idle_ms = sb->sleep_after_ms
+			                       ? sb->sleep_after_ms
+			                       : m->cfg->sleep_after_ms;
 			/* idle interpreter workers keep nobody awake */
-			if (sb->busy == (sb->busy ? interp_idle_workers(sb) : 0) &&
-			    !sb->keep_alive && now - sb->last_active_ms >= idle_ms) {
-				/* a fleet's node checkpoints it, then stops it */
-				if (!m->fleet || !fleet_sandbox_idle(m->fleet, sb))
+			if (sb->busy ==
+			        (sb->busy ? interp_idle_workers(sb) : 0) &&
+			    !sb->keep_alive &&
+			    now - sb->last_active_ms >= idle_ms) {
+				/* a fleet's node checkpoints it, then stops it
+				 */
+				if (!m->fleet ||
+				    !fleet_sandbox_idle(m->fleet, sb))
 					sandbox_stop(sb, "idle");
 				continue;
 			}
@@ -1157,16 +1193,15 @@ static int resolve_uid_base(struct manager *m, struct sbx_err *err)
 	DIR *d = look ? opendir(m->rt->sandboxes_dir) : NULL;
 	for (struct dirent *e; d && (e = readdir(d));) {
 		char *end;
-		unsigned long slot = e->d_name[0] == 's'
-					     ? strtoul(e->d_name + 1, &end, 10)
-					     : 0;
+		unsigned long slot =
+		    e->d_name[0] == 's' ? strtoul(e->d_name + 1, &end, 10) : 0;
 		struct stat st;
 		char upper[4300];
 		if (e->d_name[0] != 's' || !e->d_name[1] || *end ||
 		    slot >= MAX_SLOTS)
 			continue;
 		snprintf(upper, sizeof(upper), "%s/%s/root/upper",
-			 m->rt->sandboxes_dir, e->d_name);
+		         m->rt->sandboxes_dir, e->d_name);
 		if (lstat(upper, &st) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		files = true;
@@ -1180,11 +1215,11 @@ static int resolve_uid_base(struct manager *m, struct sbx_err *err)
 	if (have && have != cfg->uid_base) {
 		if (cfg->uid_base_given && files)
 			return sbx_err_set(
-				err, EINVAL,
-				"--uid-base %u: the sandboxes of %s are owned by "
-				"uid base %llu; drop --uid-base or pass that",
-				cfg->uid_base, m->rt->state_dir,
-				(unsigned long long)have);
+			    err, EINVAL,
+			    "--uid-base %u: the sandboxes of %s are owned by "
+			    "uid base %llu; drop --uid-base or pass that",
+			    cfg->uid_base, m->rt->state_dir,
+			    (unsigned long long)have);
 		if (!cfg->uid_base_given || files)
 			cfg->uid_base = (uint32_t)have;
 	}
@@ -1192,8 +1227,9 @@ static int resolve_uid_base(struct manager *m, struct sbx_err *err)
 		char tmp[4300];
 		int l = snprintf(buf, sizeof(buf), "%u\n", cfg->uid_base);
 		snprintf(tmp, sizeof(tmp), "%s.new", path);
-		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-			  0600);
+		fd = open(tmp,
+		          O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+		          0600);
 		if (fd < 0 || write(fd, buf, (size_t)l) != l || fsync(fd) < 0 ||
 		    rename(tmp, path) < 0) {
 			int e = errno;
@@ -1207,7 +1243,7 @@ static int resolve_uid_base(struct manager *m, struct sbx_err *err)
 }
 
 int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
-		struct sbx_err *err)
+                struct sbx_err *err)
 {
 	struct manager *m = calloc(1, sizeof(*m));
 	int r;
@@ -1222,7 +1258,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	struct image_file files[8] = {session_image_file};
 	size_t nfiles = 1 + interp_image_files(files + 1, 7);
 	if ((r = runtime_new(cfg->state_dir, store_size(cfg), files, nfiles,
-			     &m->rt, err)) ||
+	                     &m->rt, err)) ||
 	    (r = resolve_uid_base(m, err)) ||
 	    (r = uidrange_open(UIDRANGE_LOCK_PATH, &m->ranges, err)))
 		goto fail;
@@ -1252,30 +1288,29 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		goto fail;
 	}
 	log_info("event=ceilings max-memory=%lluM max-pids=%u max-cpus=%.2f "
-		 "max-disk=%lluM max-sandboxes=%u total-memory=%lluM "
-		 "total-pids=%llu",
-		 (unsigned long long)(cfg->max_limits.memory_bytes >> 20),
-		 cfg->max_limits.pids, cfg->max_limits.cpu_millis / 1000.0,
-		 (unsigned long long)(cfg->max_disk >> 20), cfg->max_sandboxes,
-		 (unsigned long long)(cfg->total_memory >> 20),
-		 (unsigned long long)cfg->total_pids);
+	         "max-disk=%lluM max-sandboxes=%u total-memory=%lluM "
+	         "total-pids=%llu",
+	         (unsigned long long)(cfg->max_limits.memory_bytes >> 20),
+	         cfg->max_limits.pids, cfg->max_limits.cpu_millis / 1000.0,
+	         (unsigned long long)(cfg->max_disk >> 20), cfg->max_sandboxes,
+	         (unsigned long long)(cfg->total_memory >> 20),
+	         (unsigned long long)cfg->total_pids);
 	if ((r = runtime_set_totals(m->rt, cfg->total_memory, cfg->total_pids,
-				    err)))
+	                            err)))
 		goto fail;
 	if (uidrange_in_container_range(cfg->uid_base))
 		log_warn("event=uid-base base=%u: inside systemd-nspawn's "
-			 "container uid range (524288..1879048191)",
-			 cfg->uid_base);
+		         "container uid range (524288..1879048191)",
+		         cfg->uid_base);
 	char path[4096];
 	snprintf(path, sizeof(path), "%s/registry.db", m->rt->state_dir);
 	uint64_t t0 = now_mono_ms();
 	if ((r = images_open(loop, m->rt->state_dir, m->rt->trash_dir,
-			     &m->images, err)) ||
+	                     &m->images, err)) ||
 	    (r = registry_open(path, &m->reg, err)) ||
 	    (r = registry_load(m->reg, load_row, m, err)) ||
 	    (r = registry_load_sessions(m->reg, load_session, m, err)) ||
-	    (r = snapshots_load(m, err)) ||
-	    (r = backups_open(m, err)) ||
+	    (r = snapshots_load(m, err)) || (r = backups_open(m, err)) ||
 	    (r = network_new(m, err)) ||
 	    (r = registry_load_networks(m->reg, load_network, m, err)))
 		goto fail;
@@ -1284,7 +1319,7 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	manager_images_gc(m);
 	/* none is started: each starts on its first request */
 	log_info("event=loaded sandboxes=%zu ms=%llu", m->count,
-		 (unsigned long long)(now_mono_ms() - t0));
+	         (unsigned long long)(now_mono_ms() - t0));
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);
@@ -1292,11 +1327,11 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	m->exits_fd = taskstats_open(&terr);
 	if (m->exits_fd < 0) {
 		log_warn("event=no-exit-reports %s (a seccomp kill is named "
-			 "only when it ends a command's main process)",
-			 terr.msg);
+		         "only when it ends a command's main process)",
+		         terr.msg);
 	} else {
 		m->exits_w = (struct loop_watch){
-			.fd = m->exits_fd, .cb = on_exits, .data = m};
+		    .fd = m->exits_fd, .cb = on_exits, .data = m};
 		loop_add(loop, &m->exits_w, EPOLLIN);
 	}
 	*out = m;

@@ -42,39 +42,39 @@ enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
 struct sandbox {
 	struct manager *m;
 	char *tenant, *id;
-	char name[16];          /* "s<slot>": its dir and cgroup name */
+	char name[16]; /* "s<slot>": its dir and cgroup name */
 	uint32_t slot;
-	uid_t base;             /* host uid of its root */
-	bool range_held;        /* its uid range is reserved host-wide by us */
+	uid_t base;      /* host uid of its root */
+	bool range_held; /* its uid range is reserved host-wide by us */
 	enum sandbox_state state;
 	struct sandbox_proc proc;
-	struct loop_watch sock_w; /* init's messages, and its end */
-	struct cgroup_limits limits;          /* 0: the daemon's default */
-	uint64_t sleep_after_ms;              /* 0: the daemon's default */
-	uint64_t disk_bytes;                  /* 0: the daemon's default */
-	bool keep_alive;                      /* never stopped for idleness */
-	char **env;                           /* "K=V" for every command */
+	struct loop_watch sock_w;    /* init's messages, and its end */
+	struct cgroup_limits limits; /* 0: the daemon's default */
+	uint64_t sleep_after_ms;     /* 0: the daemon's default */
+	uint64_t disk_bytes;         /* 0: the daemon's default */
+	bool keep_alive;             /* never stopped for idleness */
+	char **env;                  /* "K=V" for every command */
 	size_t envc;
-	char *labels;                         /* JSON text, or NULL */
+	char *labels; /* JSON text, or NULL */
 	/* its image (kept with its files, runtime_files_image): the id, and
 	 * the image while the store has it; "" and NULL: the host's system */
 	char image_id[72];
 	struct image *image;
-	struct process *procs;                /* background processes */
-	struct interp_group *interp;          /* its interpreter contexts */
-	struct terminal *terms;               /* its terminals (terminal.h) */
+	struct process *procs;       /* background processes */
+	struct interp_group *interp; /* its interpreter contexts */
+	struct terminal *terms;      /* its terminals (terminal.h) */
 	unsigned nprocs;
 	uint64_t created_ms, last_active_ms; /* wall clock */
 	struct session *sessions;            /* first: the default session */
 	struct exec_job *jobs;               /* sent to init, not yet ended */
 	unsigned busy;                       /* jobs queued or running */
 	struct snapshot_op *snap_op;         /* a snapshot, fork or restore
-						of it in flight */
-	struct net_policy *net_policy;        /* NULL: --network-default */
+	                                        of it in flight */
+	struct net_policy *net_policy;       /* NULL: --network-default */
 	struct sandbox_net *net;             /* its link, while it has one */
 	uint64_t net_tx, net_rx;             /* bytes of earlier links */
 	uint64_t fleet_saved_ms;             /* last_active_ms its latest
-						checkpoint has (core/fleet.h) */
+	                                        checkpoint has (core/fleet.h) */
 	struct sandbox *hnext;
 };
 
@@ -86,37 +86,37 @@ struct manager {
 	struct sandbox **buckets;
 	size_t nbuckets, count;
 	uint8_t *slots; /* 1: a sandbox's; 2: files of a removed one still
-			 * there (removal failed): out of use until gone */
+	                 * there (removal failed): out of use until gone */
 	uint32_t nslots, ndirty;
 	uint32_t slot_start; /* where the search for a free slot starts */
 	uint64_t dirty_next_ms, dirty_backoff_ms; /* retrying those removals */
-	struct uidrange *ranges; /* host-wide reservations */
+	struct uidrange *ranges;                  /* host-wide reservations */
 	uint64_t next_job_id;
 	struct loop_timer cron;
 	uint32_t nrunning; /* sandboxes not stopped */
 	/* a tenant's quotas (0: none); NULL: no tenant has any */
 	void (*quota_of)(void *data, const char *tenant,
-			 uint32_t *max_sandboxes, uint32_t *max_running);
+	                 uint32_t *max_sandboxes, uint32_t *max_running);
 	void *quota_data;
-	int exits_fd;                /* taskstats exit reports, or -1 */
+	int exits_fd; /* taskstats exit reports, or -1 */
 	struct loop_watch exits_w;
-	uint64_t exits_lost_ms;      /* when a loss was last logged */
-	struct snapshot *snaps;      /* every tenant's, oldest first */
+	uint64_t exits_lost_ms; /* when a loss was last logged */
+	struct snapshot *snaps; /* every tenant's, oldest first */
 	struct snapshot_op *snap_ops;
-	uint64_t *groups;            /* store groups made this run */
+	uint64_t *groups; /* store groups made this run */
 	size_t ngroups;
-	struct backups *backups;     /* the backup engine */
-	struct fleet *fleet;         /* a fleet's node (core/fleet.h), or NULL
-					(made and freed by main) */
-	struct network *net;         /* core/network.c */
-	struct llm *llm;             /* the room assistant's model, or NULL
-					(core/llm.h; made and freed by main) */
-	bool closing;                /* in manager_free: nothing new starts */
-	struct images *images;       /* OCI images (core/images.h) */
+	struct backups *backups; /* the backup engine */
+	struct fleet *fleet;     /* a fleet's node (core/fleet.h), or NULL
+	                            (made and freed by main) */
+	struct network *net;     /* core/network.c */
+	struct llm *llm;         /* the room assistant's model, or NULL
+	                            (core/llm.h; made and freed by main) */
+	bool closing;            /* in manager_free: nothing new starts */
+	struct images *images;   /* OCI images (core/images.h) */
 };
 
-int manager_new(struct config *cfg, struct loop *loop,
-		struct manager **out, struct sbx_err *err);
+int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
+                struct sbx_err *err);
 /* Stop every sandbox (files kept) and free everything. */
 void manager_free(struct manager *m);
 
@@ -124,7 +124,7 @@ void manager_free(struct manager *m);
  * the sandbox's cgroups and log lines, never a path). */
 bool sandbox_id_valid(const char *id);
 struct sandbox *manager_find(struct manager *m, const char *tenant,
-			     const char *id);
+                             const char *id);
 /* Handle the host's queued exit reports now (each SIGSYS death in a
  * sandbox is logged as event=seccomp-kill). Called before a command's end
  * is reported, so that the kills it saw are logged first. False when the
@@ -134,11 +134,11 @@ bool manager_poll_exits(struct manager *m);
 /* Register a new sandbox (not started). -EEXIST if it exists; -EDQUOT
  * (message naming it) when the tenant's maxSandboxes is reached. */
 int manager_create(struct manager *m, const char *tenant, const char *id,
-		   const struct sandbox_opts *opts, struct sandbox **out,
-		   struct sbx_err *err);
+                   const struct sandbox_opts *opts, struct sandbox **out,
+                   struct sbx_err *err);
 /* Find, or create with defaults. */
 int manager_get(struct manager *m, const char *tenant, const char *id,
-		struct sandbox **out, struct sbx_err *err);
+                struct sandbox **out, struct sbx_err *err);
 /* Start it if it is stopped (returns at once; init finishes setup on its
  * own and queued commands run after). -EDQUOT as manager_admit. */
 int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err);
@@ -150,7 +150,7 @@ int manager_admit(struct sandbox *sb, struct sbx_err *err);
 /* The limits it runs with: its own, else the daemon's defaults, never
  * above the operator's ceilings. */
 void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
-		    uint64_t *disk_bytes);
+                    uint64_t *disk_bytes);
 /* Stop: every process ends, files stay. Pending commands fail with why. */
 void sandbox_stop(struct sandbox *sb, const char *why);
 /* Stop, delete files and registry entry, free sb. */
@@ -159,7 +159,7 @@ void sandbox_touch(struct sandbox *sb);
 /* Replace its labels (JSON text of an object, or NULL), kept in the
  * registry. */
 int sandbox_set_labels(struct sandbox *sb, const char *labels,
-		       struct sbx_err *err);
+                       struct sbx_err *err);
 /* The bytes of its own layer as the store counts them; -EOPNOTSUPP where
  * the store keeps no count (plain directories). */
 int sandbox_disk_usage(struct sandbox *sb, uint64_t *bytes);
@@ -168,8 +168,8 @@ struct session *sandbox_session(struct sandbox *sb, const char *id);
 /* A new session with the sandbox's environment plus env; NULL cwd:
  * /workspace. -EEXIST when id is taken. */
 int sandbox_session_new(struct sandbox *sb, const char *id, const char *cwd,
-			const char *const *env, size_t envc,
-			struct session **out);
+                        const char *const *env, size_t envc,
+                        struct session **out);
 /* -EBUSY while it runs a command; the default session cannot go. */
 int sandbox_session_delete(struct sandbox *sb, const char *id);
 /* Close a session other than the default one: what it has queued is
@@ -177,7 +177,7 @@ int sandbox_session_delete(struct sandbox *sb, const char *id);
  * goes, and done(ctx) runs, once its command has ended (a closing session
  * is not found by id any more); -EINVAL: the default session. */
 int sandbox_session_close(struct sandbox *sb, struct session *s,
-			  void (*done)(void *ctx), void *ctx);
+                          void (*done)(void *ctx), void *ctx);
 /* From exec: s has finished a command; a closing one goes now. */
 void sandbox_session_idle(struct sandbox *sb, struct session *s);
 /* Keep the session's cwd and environment in the registry (when they
@@ -195,6 +195,6 @@ void manager_images_gc(struct manager *m);
 
 /* Iterate over all sandboxes. */
 void manager_foreach(struct manager *m,
-		     void (*fn)(struct sandbox *sb, void *data), void *data);
+                     void (*fn)(struct sandbox *sb, void *data), void *data);
 
 #endif

@@ -47,7 +47,7 @@
 #define TTL_MAX 3600
 
 struct dns_pending {
-	struct sandbox *sb;  /* NULL: free */
+	struct sandbox *sb; /* NULL: free */
 	uint16_t client_id, up_id;
 	struct sockaddr_in from;
 	uint64_t at_ms;
@@ -99,7 +99,9 @@ struct peek_conn {
 
 const char *net_mode_name(enum net_mode m)
 {
-	return m == NET_FULL ? "full" : m == NET_ALLOWLIST ? "allowlist" : "none";
+	return m == NET_FULL        ? "full"
+	       : m == NET_ALLOWLIST ? "allowlist"
+	                            : "none";
 }
 
 int net_mode_parse(const char *s, enum net_mode *out)
@@ -164,8 +166,8 @@ static bool host_valid(const char *h)
 	return true;
 }
 
-int net_policy_add(struct net_policy *p, bool deny, const char *rule,
-		   char *why, size_t whylen)
+int net_policy_add(struct net_policy *p, bool deny, const char *rule, char *why,
+                   size_t whylen)
 {
 	struct net_rule r = {0};
 	size_t *n = deny ? &p->ndeny : &p->nallow;
@@ -205,13 +207,15 @@ int net_policy_add(struct net_policy *p, bool deny, const char *rule,
 		/* a name is not an address: 1.2.3 or 300.1.1.1 */
 		bool digits = true;
 		for (const char *c = h; *c; c++)
-			if (!((*c >= '0' && *c <= '9') || *c == '.' || *c == '/'))
+			if (!((*c >= '0' && *c <= '9') || *c == '.' ||
+			      *c == '/'))
 				digits = false;
 		if (digits || !host_valid(h)) {
-			snprintf(why, whylen,
-				 "rule \"%s\": expected a hostname, *.domain or "
-				 "an IPv4 range, optionally with :port",
-				 rule);
+			snprintf(
+			    why, whylen,
+			    "rule \"%s\": expected a hostname, *.domain or "
+			    "an IPv4 range, optionally with :port",
+			    rule);
 			return -EINVAL;
 		}
 		if (!(r.host = strdup(h)))
@@ -281,9 +285,9 @@ int net_policy_decode(const char *s, struct net_policy *p)
 			if (net_mode_parse(line, &p->mode))
 				goto bad;
 		} else if (n > 2 && (line[0] == 'A' || line[0] == 'D') &&
-			   line[1] == ' ') {
+		           line[1] == ' ') {
 			if (net_policy_add(p, line[0] == 'D', line + 2, why,
-					   sizeof(why)))
+			                   sizeof(why)))
 				goto bad;
 		} else if (n) {
 			goto bad;
@@ -302,12 +306,13 @@ static bool name_match(const struct net_rule *r, const char *name)
 	if (!r->wildcard)
 		return !strcmp(r->host, name);
 	size_t n = strlen(name), h = strlen(r->host);
-	return n > h + 1 && name[n - h - 1] == '.' && !strcmp(name + n - h, r->host);
+	return n > h + 1 && name[n - h - 1] == '.' &&
+	       !strcmp(name + n - h, r->host);
 }
 
 bool net_policy_name_allowed(const struct net_policy *p, const char *name,
-			     bool *any, uint16_t *ports, size_t *nports,
-			     size_t maxports)
+                             bool *any, uint16_t *ports, size_t *nports,
+                             size_t maxports)
 {
 	*any = false;
 	*nports = 0;
@@ -336,11 +341,11 @@ bool net_policy_name_allowed(const struct net_policy *p, const char *name,
 enum net_mode sandbox_net_mode(const struct sandbox *sb)
 {
 	return sb->net_policy ? sb->net_policy->mode
-			      : (enum net_mode)sb->m->cfg->network_default;
+	                      : (enum net_mode)sb->m->cfg->network_default;
 }
 
 const struct net_policy *sandbox_net_policy(const struct sandbox *sb,
-					    struct net_policy *dflt)
+                                            struct net_policy *dflt)
 {
 	if (sb->net_policy)
 		return sb->net_policy;
@@ -362,26 +367,27 @@ static int ensure_fw(struct network *n, struct sbx_err *err)
 			return r;
 		n->fwd_set = true;
 		if (!n->fwd_was)
-			log_info("event=network-setup ip_forward=1 (it was 0; put "
-				 "back when the daemon ends)");
+			log_info(
+			    "event=network-setup ip_forward=1 (it was 0; put "
+			    "back when the daemon ends)");
 	}
 	if (listen(n->px_fd, 256) < 0)
 		return sbx_err_sys(err, errno, "name-checking proxy: listen");
 	r = fw_install(n->fw, cfg->net_pool, cfg->deny, cfg->ndeny, n->px_port,
-		       err);
+	               err);
 	if (r < 0)
 		return r;
 	n->installed = true;
 	char pool[32];
 	fw_cidr_str(&cfg->net_pool, pool, sizeof(pool));
 	log_info("event=network-setup nft_table=\"inet %s\" links=%s* pool=%s "
-		 "(NAT to the host's addresses) proxy_port=%u",
-		 n->table, n->ifprefix, pool, n->px_port);
+	         "(NAT to the host's addresses) proxy_port=%u",
+	         n->table, n->ifprefix, pool, n->px_port);
 	return 0;
 }
 
 static void policy_cidrs(const struct net_rule *rules, size_t n,
-			 struct fw_cidr *out, size_t *nout)
+                         struct fw_cidr *out, size_t *nout)
 {
 	*nout = 0;
 	for (size_t i = 0; i < n; i++)
@@ -390,7 +396,7 @@ static void policy_cidrs(const struct net_rule *rules, size_t n,
 }
 
 static int apply_rules(struct network *n, struct sandbox *sb,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	struct net_policy dflt;
 	const struct net_policy *p = sandbox_net_policy(sb, &dflt);
@@ -398,11 +404,11 @@ static int apply_rules(struct network *n, struct sandbox *sb,
 	size_t na, nd;
 	policy_cidrs(p->allow, p->nallow, allow, &na);
 	policy_cidrs(p->deny, p->ndeny, deny, &nd);
-	enum fw_mode fm = p->mode == NET_FULL	     ? FW_FULL
-			  : p->mode == NET_ALLOWLIST ? FW_ALLOWLIST
-						     : FW_NONE;
+	enum fw_mode fm = p->mode == NET_FULL        ? FW_FULL
+	                  : p->mode == NET_ALLOWLIST ? FW_ALLOWLIST
+	                                             : FW_NONE;
 	return fw_sandbox_set(n->fw, sb->slot, sb->net->ifname, fm, allow, na,
-			      deny, nd, err);
+	                      deny, nd, err);
 }
 
 static void on_dns_query(struct loop_watch *w, uint32_t events);
@@ -439,7 +445,8 @@ static void link_free(struct network *n, struct sandbox *sb)
 		fw_sandbox_clear(n->fw, sb->slot, sn->ifname);
 	struct sbx_err err = {0};
 	if (net_veth_remove(sn->ifname, &err) < 0)
-		log_warn("sandbox=%s event=link-not-removed %s", sb->id, err.msg);
+		log_warn("sandbox=%s event=link-not-removed %s", sb->id,
+		         err.msg);
 	if (sn->netns_fd >= 0)
 		close(sn->netns_fd);
 	for (struct sandbox_net **pp = &n->links; *pp; pp = &(*pp)->next)
@@ -459,9 +466,9 @@ static int link_make(struct network *n, struct sandbox *sb, struct sbx_err *err)
 	int r;
 	if ((uint64_t)sb->slot * 4 + 4 > cap)
 		return sbx_err_set(err, ENETDOWN,
-				   "network: --net-pool has no /30 left for "
-				   "slot %u",
-				   sb->slot);
+		                   "network: --net-pool has no /30 left for "
+		                   "slot %u",
+		                   sb->slot);
 	if ((r = ensure_fw(n, err)) < 0) {
 		char msg[sizeof(err->msg)];
 		snprintf(msg, sizeof(msg), "%s", err->msg);
@@ -491,7 +498,7 @@ static int link_make(struct network *n, struct sandbox *sb, struct sbx_err *err)
 	/* the rules before the link: nothing passes before they are in */
 	if ((r = apply_rules(n, sb, err)) < 0 ||
 	    (r = net_veth_setup(sn->netns_fd, sn->ifname, base + 1, base + 2,
-				30, err)) < 0)
+	                        30, err)) < 0)
 		goto fail_msg;
 	net_if_bytes(sn->ifname, &sn->rx_base, &sn->tx_base);
 	r = net_ns_socket(sn->netns_fd, AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
@@ -501,14 +508,14 @@ static int link_make(struct network *n, struct sandbox *sb, struct sbx_err *err)
 	}
 	sn->dns_fd = r;
 	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons(53),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	                         .sin_port = htons(53),
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (bind(sn->dns_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		r = sbx_err_sys(err, errno, "dns 127.0.0.1:53");
 		goto fail_msg;
 	}
-	sn->dns_w = (struct loop_watch){.fd = sn->dns_fd, .cb = on_dns_query,
-					.data = sb};
+	sn->dns_w = (struct loop_watch){
+	    .fd = sn->dns_fd, .cb = on_dns_query, .data = sb};
 	if ((r = loop_add(n->m->loop, &sn->dns_w, EPOLLIN)) < 0) {
 		sbx_err_sys(err, -r, "dns watch");
 		close(sn->dns_fd);
@@ -516,14 +523,13 @@ static int link_make(struct network *n, struct sandbox *sb, struct sbx_err *err)
 		goto fail_msg;
 	}
 	log_info("sandbox=%s event=network mode=%s link=%s", sb->id,
-		 net_mode_name(sandbox_net_mode(sb)), sn->ifname);
+	         net_mode_name(sandbox_net_mode(sb)), sn->ifname);
 	return 0;
-fail_msg:
-	{
-		char msg[sizeof(err->msg)];
-		snprintf(msg, sizeof(msg), "%s", err->msg);
-		sbx_err_set(err, ENETDOWN, "network: %s", msg);
-	}
+fail_msg : {
+	char msg[sizeof(err->msg)];
+	snprintf(msg, sizeof(msg), "%s", err->msg);
+	sbx_err_set(err, ENETDOWN, "network: %s", msg);
+}
 fail:
 	link_free(n, sb);
 	return -ENETDOWN;
@@ -543,7 +549,7 @@ void network_sandbox_stop(struct sandbox *sb)
 }
 
 int network_sandbox_set(struct sandbox *sb, struct net_policy *p,
-			struct sbx_err *err)
+                        struct sbx_err *err)
 {
 	struct network *n = sb->m->net;
 	struct net_policy *np = calloc(1, sizeof(*np));
@@ -553,11 +559,12 @@ int network_sandbox_set(struct sandbox *sb, struct net_policy *p,
 	memset(p, 0, sizeof(*p));
 	char *enc = net_policy_encode(np);
 	if (!enc || registry_network_put(sb->m->reg, sb->tenant, sb->id, enc,
-					 err) < 0) {
+	                                 err) < 0) {
 		free(enc);
 		net_policy_clear(np);
 		free(np);
-		return err->code ? -err->code : sbx_err_set(err, ENOMEM, "out of memory");
+		return err->code ? -err->code
+		                 : sbx_err_set(err, ENOMEM, "out of memory");
 	}
 	free(enc);
 	if (sb->net_policy) {
@@ -588,7 +595,7 @@ int network_sandbox_set(struct sandbox *sb, struct net_policy *p,
 		return -ENETDOWN;
 	}
 	log_info("sandbox=%s event=network-policy mode=%s", sb->id,
-		 net_mode_name(np->mode));
+	         net_mode_name(np->mode));
 	return 0;
 }
 
@@ -622,7 +629,7 @@ int sandbox_net_socket(struct sandbox *sb, int type)
 /* ---- DNS ----------------------------------------------------------------- */
 
 static void reply(struct sandbox_net *sn, uint8_t *m, size_t len,
-		  const struct sockaddr_in *to)
+                  const struct sockaddr_in *to)
 {
 	sendto(sn->dns_fd, m, len, MSG_DONTWAIT, (const struct sockaddr *)to,
 	       sizeof(*to));
@@ -639,14 +646,14 @@ static void on_dns_query(struct loop_watch *w, uint32_t events)
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
 		ssize_t len = recvfrom(sn->dns_fd, m, sizeof(m), MSG_DONTWAIT,
-				       (struct sockaddr *)&from, &fl);
+		                       (struct sockaddr *)&from, &fl);
 		if (len < 0)
 			return;
 		uint16_t id, qtype;
 		size_t qend;
 		char name[256];
-		if (dns_query_parse(m, (size_t)len, &id, name, sizeof(name), &qtype,
-				    &qend) < 0)
+		if (dns_query_parse(m, (size_t)len, &id, name, sizeof(name),
+		                    &qtype, &qend) < 0)
 			continue;
 		struct net_policy dflt;
 		const struct net_policy *p = sandbox_net_policy(sb, &dflt);
@@ -654,15 +661,17 @@ static void on_dns_query(struct loop_watch *w, uint32_t events)
 		uint16_t ports[8];
 		size_t np;
 		if (!net_policy_name_allowed(p, name, &any, ports, &np, 8)) {
-			log_debug("sandbox=%s event=dns-refused name=%s", sb->id,
-				  name);
-			reply(sn, m, dns_reply_empty(m, qend, DNS_RC_NXDOMAIN), &from);
+			log_debug("sandbox=%s event=dns-refused name=%s",
+			          sb->id, name);
+			reply(sn, m, dns_reply_empty(m, qend, DNS_RC_NXDOMAIN),
+			      &from);
 			continue;
 		}
 		if (qtype == DNS_T_AAAA || !n->nup || n->up_fd < 0) {
 			reply(sn, m,
-			      dns_reply_empty(m, qend, n->nup ? DNS_RC_NOERROR
-							      : DNS_RC_SERVFAIL),
+			      dns_reply_empty(m, qend,
+			                      n->nup ? DNS_RC_NOERROR
+			                             : DNS_RC_SERVFAIL),
 			      &from);
 			continue;
 		}
@@ -677,7 +686,8 @@ static void on_dns_query(struct loop_watch *w, uint32_t events)
 				break;
 		}
 		if (n->pend[i].sb) {
-			reply(sn, m, dns_reply_empty(m, qend, DNS_RC_SERVFAIL), &from);
+			reply(sn, m, dns_reply_empty(m, qend, DNS_RC_SERVFAIL),
+			      &from);
 			continue;
 		}
 		struct dns_pending *q = &n->pend[i];
@@ -716,14 +726,16 @@ static void learn_addr(uint32_t addr, uint32_t ttl, void *data)
 	if (l->any)
 		fw_allow_addr(l->n->fw, l->sb->slot, addr, 0, ttl, &err);
 	for (size_t i = 0; i < l->nports; i++)
-		fw_allow_addr(l->n->fw, l->sb->slot, addr, l->ports[i], ttl, &err);
+		fw_allow_addr(l->n->fw, l->sb->slot, addr, l->ports[i], ttl,
+		              &err);
 	if (err.code)
 		log_warn("sandbox=%s event=allow-failed name=%s %s", l->sb->id,
-			 l->name, err.msg);
+		         l->name, err.msg);
 	/* kept for the name check on SNI / Host */
 	uint64_t until = now_mono_ms() + ttl * 1000ull;
 	for (size_t i = 0; i < sn->nseen; i++)
-		if (sn->seen[i].addr == addr && !strcmp(sn->seen[i].name, l->name)) {
+		if (sn->seen[i].addr == addr &&
+		    !strcmp(sn->seen[i].name, l->name)) {
 			sn->seen[i].until_ms = until;
 			return;
 		}
@@ -748,15 +760,16 @@ static void on_upstream(struct loop_watch *w, uint32_t events)
 		struct sockaddr_in from;
 		socklen_t fl = sizeof(from);
 		ssize_t len = recvfrom(n->up_fd, m, sizeof(m), MSG_DONTWAIT,
-				       (struct sockaddr *)&from, &fl);
+		                       (struct sockaddr *)&from, &fl);
 		if (len < 0)
 			return;
 		if (len < 12)
 			continue;
 		bool known = false;
 		for (unsigned u = 0; u < n->nup; u++)
-			known |= from.sin_addr.s_addr == n->up[u].sin_addr.s_addr &&
-				 from.sin_port == n->up[u].sin_port;
+			known |=
+			    from.sin_addr.s_addr == n->up[u].sin_addr.s_addr &&
+			    from.sin_port == n->up[u].sin_port;
 		uint16_t id = (uint16_t)(m[0] << 8 | m[1]);
 		struct dns_pending *q = &n->pend[id % NPEND];
 		if (!known || !q->sb || q->up_id != id)
@@ -768,8 +781,8 @@ static void on_upstream(struct loop_watch *w, uint32_t events)
 		const struct net_policy *p = sandbox_net_policy(sb, &dflt);
 		struct learn l = {.n = n, .sb = sb, .name = q->name};
 		/* the policy may have changed while the question was out */
-		if (!sb->net || !net_policy_name_allowed(p, q->name, &l.any, l.ports,
-							 &l.nports, 8))
+		if (!sb->net || !net_policy_name_allowed(p, q->name, &l.any,
+		                                         l.ports, &l.nports, 8))
 			continue;
 		if (p->mode == NET_ALLOWLIST &&
 		    dns_answer_addrs(m, (size_t)len, learn_addr, &l) < 0)
@@ -812,8 +825,8 @@ static void on_tick(struct loop_timer *t)
 			m[p++] = DNS_T_A;
 			m[p++] = 0;
 			m[p++] = 1;
-			reply(q->sb->net, m, dns_reply_empty(m, p, DNS_RC_SERVFAIL),
-			      &q->from);
+			reply(q->sb->net, m,
+			      dns_reply_empty(m, p, DNS_RC_SERVFAIL), &q->from);
 		}
 		q->sb = NULL;
 		n->npend--;
@@ -828,9 +841,9 @@ static void upstreams(struct network *n)
 	const struct config *cfg = n->m->cfg;
 	for (unsigned i = 0; i < cfg->ndns && i < 4; i++)
 		n->up[n->nup++] = (struct sockaddr_in){
-			.sin_family = AF_INET,
-			.sin_port = htons(cfg->dns[i].port),
-			.sin_addr.s_addr = htonl(cfg->dns[i].addr)};
+		    .sin_family = AF_INET,
+		    .sin_port = htons(cfg->dns[i].port),
+		    .sin_addr.s_addr = htonl(cfg->dns[i].addr)};
 	if (n->nup)
 		return;
 	FILE *f = fopen("/etc/resolv.conf", "re");
@@ -840,16 +853,17 @@ static void upstreams(struct network *n)
 		struct in_addr in;
 		if (sscanf(line, " nameserver %63s", addr) == 1 &&
 		    inet_pton(AF_INET, addr, &in) == 1)
-			n->up[n->nup++] = (struct sockaddr_in){
-				.sin_family = AF_INET,
-				.sin_port = htons(53),
-				.sin_addr = in};
+			n->up[n->nup++] =
+			    (struct sockaddr_in){.sin_family = AF_INET,
+			                         .sin_port = htons(53),
+			                         .sin_addr = in};
 	}
 	if (f)
 		fclose(f);
 }
 
-/* ---- the name-checking proxy ---------------------------------------------- */
+/* ---- the name-checking proxy ----------------------------------------------
+ */
 
 static bool in_cidr(uint32_t a, const struct fw_cidr *c)
 {
@@ -862,9 +876,10 @@ static bool in_cidr(uint32_t a, const struct fw_cidr *c)
  * checks them itself. */
 static bool never_reachable(struct network *n, uint32_t a)
 {
-	static const struct fw_cidr fixed[] = {
-		{0x00000000, 8, 0}, {0x7f000000, 8, 0}, {0xa9fe0000, 16, 0},
-		{0xe0000000, 3, 0}};
+	static const struct fw_cidr fixed[] = {{0x00000000, 8, 0},
+	                                       {0x7f000000, 8, 0},
+	                                       {0xa9fe0000, 16, 0},
+	                                       {0xe0000000, 3, 0}};
 	const struct config *cfg = n->m->cfg;
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if (in_cidr(a, &fixed[i]))
@@ -880,7 +895,9 @@ static bool never_reachable(struct network *n, uint32_t a)
 		return true;
 	for (i = ifs; i && !local; i = i->ifa_next)
 		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-		    ntohl(((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) == a)
+		    ntohl(
+		        ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) ==
+		        a)
 			local = true;
 	freeifaddrs(ifs);
 	return local;
@@ -888,7 +905,7 @@ static bool never_reachable(struct network *n, uint32_t a)
 
 /* Whether the sandbox may open dst:port asking for name (NULL: none). */
 static bool proxy_allows(struct network *n, struct sandbox *sb, uint32_t dst,
-			 uint16_t port, const char *name, const char **why)
+                         uint16_t port, const char *name, const char **why)
 {
 	struct net_policy dflt;
 	const struct net_policy *p = sandbox_net_policy(sb, &dflt);
@@ -927,7 +944,8 @@ static bool proxy_allows(struct network *n, struct sandbox *sb, uint32_t dst,
 	}
 	uint64_t now = now_mono_ms();
 	for (size_t i = 0; i < sb->net->nseen; i++)
-		if (sb->net->seen[i].addr == dst && sb->net->seen[i].until_ms > now &&
+		if (sb->net->seen[i].addr == dst &&
+		    sb->net->seen[i].until_ms > now &&
 		    !strcmp(sb->net->seen[i].name, name))
 			return true;
 	*why = "the name did not resolve to that address";
@@ -957,7 +975,8 @@ static void peek_free(struct peek_conn *c, bool reset)
 		if (reset) {
 			/* a reset, not a close: the client fails at once */
 			struct linger lg = {1, 0};
-			setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+			setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg,
+			           sizeof(lg));
 		}
 		close(c->fd);
 	}
@@ -1006,7 +1025,8 @@ static void on_peek_data(struct loop_watch *w, uint32_t events)
 			peek_free(c, true);
 		return;
 	}
-	ssize_t got = recv(c->fd, c->buf + c->len, PEEK_MAX - c->len, MSG_DONTWAIT);
+	ssize_t got =
+	    recv(c->fd, c->buf + c->len, PEEK_MAX - c->len, MSG_DONTWAIT);
 	if (got < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (got <= 0) {
@@ -1015,13 +1035,13 @@ static void on_peek_data(struct loop_watch *w, uint32_t events)
 	}
 	c->len += (size_t)got;
 	int r = c->buf[0] == 0x16
-			? peek_tls_sni(c->buf, c->len, c->name, sizeof(c->name))
-			: peek_http_host((const char *)c->buf, c->len, c->name,
-					 sizeof(c->name));
+	            ? peek_tls_sni(c->buf, c->len, c->name, sizeof(c->name))
+	            : peek_http_host((const char *)c->buf, c->len, c->name,
+	                             sizeof(c->name));
 	if (r == 0 && c->len < PEEK_MAX)
 		return;
 	uint32_t peer = ntohl(c->peer.sin_addr.s_addr),
-		 dst = ntohl(c->dst.sin_addr.s_addr);
+	         dst = ntohl(c->dst.sin_addr.s_addr);
 	uint16_t port = ntohs(c->dst.sin_port);
 	struct sandbox *sb = sandbox_by_addr(n, peer);
 	const char *why = "no such sandbox";
@@ -1030,21 +1050,23 @@ static void on_peek_data(struct loop_watch *w, uint32_t events)
 		char d[32];
 		struct fw_cidr dc = {dst, 32, 0};
 		fw_cidr_str(&dc, d, sizeof(d));
-		log_info("sandbox=%s event=connection-refused dst=%s:%u name=%s "
-			 "reason=\"%s\"",
-			 sb ? sb->id : "?", d, port, r == 1 ? c->name : "-", why);
+		log_info(
+		    "sandbox=%s event=connection-refused dst=%s:%u name=%s "
+		    "reason=\"%s\"",
+		    sb ? sb->id : "?", d, port, r == 1 ? c->name : "-", why);
 		peek_free(c, true);
 		return;
 	}
-	c->up_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (c->up_fd < 0 ||
-	    (connect(c->up_fd, (struct sockaddr *)&c->dst, sizeof(c->dst)) < 0 &&
-	     errno != EINPROGRESS)) {
+	c->up_fd =
+	    socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (c->up_fd < 0 || (connect(c->up_fd, (struct sockaddr *)&c->dst,
+	                             sizeof(c->dst)) < 0 &&
+	                     errno != EINPROGRESS)) {
 		peek_free(c, true);
 		return;
 	}
-	c->up_w = (struct loop_watch){.fd = c->up_fd, .cb = on_upstream_connected,
-				      .data = c};
+	c->up_w = (struct loop_watch){
+	    .fd = c->up_fd, .cb = on_upstream_connected, .data = c};
 	if (loop_add(n->m->loop, &c->up_w, EPOLLOUT) < 0) {
 		close(c->up_fd);
 		c->up_fd = -1;
@@ -1060,7 +1082,7 @@ static void on_proxy_accept(struct loop_watch *w, uint32_t events)
 		struct sockaddr_in peer;
 		socklen_t pl = sizeof(peer);
 		int fd = accept4(n->px_fd, (struct sockaddr *)&peer, &pl,
-				 SOCK_NONBLOCK | SOCK_CLOEXEC);
+		                 SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0)
 			return;
 		struct sockaddr_in dst;
@@ -1075,9 +1097,10 @@ static void on_proxy_accept(struct loop_watch *w, uint32_t events)
 			close(fd);
 			continue;
 		}
-		*c = (struct peek_conn){.n = n, .fd = fd, .up_fd = -1,
-					.peer = peer, .dst = dst};
-		c->w = (struct loop_watch){.fd = fd, .cb = on_peek_data, .data = c};
+		*c = (struct peek_conn){
+		    .n = n, .fd = fd, .up_fd = -1, .peer = peer, .dst = dst};
+		c->w = (struct loop_watch){
+		    .fd = fd, .cb = on_peek_data, .data = c};
 		c->t = (struct loop_timer){.cb = on_peek_timeout, .data = c};
 		c->next = n->peeking;
 		n->peeking = c;
@@ -1109,7 +1132,8 @@ static int proxy_socket(struct network *n, struct sbx_err *err)
 	}
 	n->px_fd = fd;
 	n->px_port = ntohs(sa.sin_port);
-	n->px_w = (struct loop_watch){.fd = fd, .cb = on_proxy_accept, .data = n};
+	n->px_w =
+	    (struct loop_watch){.fd = fd, .cb = on_proxy_accept, .data = n};
 	if (loop_add(n->m->loop, &n->px_w, EPOLLIN) < 0) {
 		close(fd);
 		n->px_fd = -1;
@@ -1145,10 +1169,11 @@ int network_new(struct manager *m, struct sbx_err *err)
 	    (r = proxy_socket(n, err)) < 0)
 		return r;
 	upstreams(n);
-	n->up_fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	n->up_fd =
+	    socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (n->up_fd >= 0) {
-		n->up_w = (struct loop_watch){.fd = n->up_fd, .cb = on_upstream,
-					      .data = n};
+		n->up_w = (struct loop_watch){
+		    .fd = n->up_fd, .cb = on_upstream, .data = n};
 		if (loop_add(m->loop, &n->up_w, EPOLLIN) < 0) {
 			close(n->up_fd);
 			n->up_fd = -1;
@@ -1178,11 +1203,11 @@ void network_free(struct manager *m)
 	fw_free(n->fw);
 	if (n->installed)
 		log_info("event=network-teardown nft_table=\"inet %s\" removed",
-			 n->table);
+		         n->table);
 	net_fini();
 	if (n->fwd_set && !n->fwd_was && others)
 		log_info("event=network-teardown ip_forward stays 1: another "
-			 "sandboxd on this host has sandboxes with a network");
+		         "sandboxd on this host has sandboxes with a network");
 	else if (n->fwd_set && !n->fwd_was) {
 		net_forwarding_restore(0);
 		log_info("event=network-teardown ip_forward=0 (as it was)");

@@ -23,8 +23,8 @@ enum net_mode { NET_NONE, NET_ALLOWLIST, NET_FULL };
 /* A rule: a hostname ("pypi.org"), a wildcard ("*.example.com": any name
  * below it, not itself), or an IPv4 range, each optionally ":port". */
 struct net_rule {
-	char *text;  /* as given, for GET */
-	char *host;  /* lowercase, without "*." ; NULL for a range */
+	char *text; /* as given, for GET */
+	char *host; /* lowercase, without "*." ; NULL for a range */
 	bool wildcard;
 	struct fw_cidr cidr; /* a range's, port included */
 	uint16_t port;       /* 0: any */
@@ -41,8 +41,8 @@ struct net_policy {
 const char *net_mode_name(enum net_mode m);
 int net_mode_parse(const char *s, enum net_mode *out);
 /* Validate and add a rule; -EINVAL with why filled. */
-int net_policy_add(struct net_policy *p, bool deny, const char *rule,
-		   char *why, size_t whylen);
+int net_policy_add(struct net_policy *p, bool deny, const char *rule, char *why,
+                   size_t whylen);
 void net_policy_clear(struct net_policy *p);
 /* "mode\nA rule\nD rule\n" (the registry's form) and back. */
 char *net_policy_encode(const struct net_policy *p);
@@ -50,16 +50,16 @@ int net_policy_decode(const char *s, struct net_policy *p);
 /* Whether name may be resolved, and on which ports (*any: every port;
  * else ports[0..*nports)). A denied name is never allowed. */
 bool net_policy_name_allowed(const struct net_policy *p, const char *name,
-			     bool *any, uint16_t *ports, size_t *nports,
-			     size_t maxports);
+                             bool *any, uint16_t *ports, size_t *nports,
+                             size_t maxports);
 /* An IPv4 range "a.b.c.d[/n]" (host order). */
 int net_cidr_parse(const char *s, struct fw_cidr *out);
 
 /* Per running sandbox with a link. */
 struct sandbox_net {
 	struct sandbox *sb;
-	struct sandbox_net *next;  /* the daemon's list of links */
-	uint32_t addr;             /* the sandbox's end */
+	struct sandbox_net *next; /* the daemon's list of links */
+	uint32_t addr;            /* the sandbox's end */
 	char ifname[16];
 	int netns_fd;
 	int dns_fd;
@@ -70,7 +70,7 @@ struct sandbox_net {
 		uint32_t addr;
 		uint64_t until_ms;
 		char *name;
-	} *seen;
+	} * seen;
 	size_t nseen;
 };
 
@@ -89,10 +89,10 @@ void network_sandbox_stop(struct sandbox *sb);
  * it runs, and kept in the registry. -ENETDOWN when it could not be
  * applied (then the sandbox was stopped). */
 int network_sandbox_set(struct sandbox *sb, struct net_policy *p,
-			struct sbx_err *err);
+                        struct sbx_err *err);
 /* The policy to show (the default one when the sandbox has none). */
 const struct net_policy *sandbox_net_policy(const struct sandbox *sb,
-					    struct net_policy *dflt);
+                                            struct net_policy *dflt);
 /* Bytes the sandbox sent and received over its links, all runs. */
 void sandbox_net_usage(const struct sandbox *sb, uint64_t *tx, uint64_t *rx);
 /* A socket inside the running sandbox's network namespace (the port

@@ -105,11 +105,13 @@ int peek_http_host(const char *p, size_t len, char *name, size_t cap)
 		const char *eol = memchr(line, '\n', (size_t)(hdr_end - line));
 		if (!eol)
 			break;
-		if ((size_t)(eol - line) > 5 && !strncasecmp(line, "host:", 5)) {
+		if ((size_t)(eol - line) > 5 &&
+		    !strncasecmp(line, "host:", 5)) {
 			const char *v = line + 5, *e = eol;
 			while (v < e && (*v == ' ' || *v == '\t'))
 				v++;
-			while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+			while (e > v &&
+			       (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
 				e--;
 			const char *colon = memchr(v, ':', (size_t)(e - v));
 			if (colon)

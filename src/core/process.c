@@ -24,7 +24,7 @@ struct process_follower {
 const char *process_status_name(enum process_status s)
 {
 	static const char *const names[] = {"running", "completed", "failed",
-					    "killed"};
+	                                    "killed"};
 	return names[s];
 }
 
@@ -161,9 +161,9 @@ static void on_stdin_drain(void *ctx)
 	if (!p->job || !p->stdin_pending.len)
 		return;
 	size_t n = exec_stdin_write(p->job, p->stdin_pending.data,
-				    p->stdin_pending.len);
+	                            p->stdin_pending.len);
 	memmove(p->stdin_pending.data, p->stdin_pending.data + n,
-		p->stdin_pending.len - n);
+	        p->stdin_pending.len - n);
 	p->stdin_pending.len -= n;
 	if (!exec_stdin_open(p->job))
 		stdin_finish(p, -EPIPE); /* it stopped reading: bytes lost */
@@ -226,7 +226,8 @@ static void on_done(const struct exec_result *res, void *ctx)
 	if (res->failure == EXEC_TIMEOUT)
 		p->exit_code = 124;
 	log_info("sandbox=%s event=process-ended id=%s status=%s exit=%d",
-		 p->sb->id, p->id, process_status_name(p->status), p->exit_code);
+	         p->sb->id, p->id, process_status_name(p->status),
+	         p->exit_code);
 	if (p->stdin_done)
 		stdin_finish(p, -ESRCH);
 	if (p->on_started) { /* a creator still waiting hears of the end */
@@ -239,9 +240,9 @@ static void on_done(const struct exec_result *res, void *ctx)
 }
 
 int process_start(struct sandbox *sb, struct session *sess, const char *id,
-		  const struct exec_params *params, const char *display,
-		  void (*cb)(struct process *p, void *ctx), void *ctx,
-		  struct process **out, struct sbx_err *err)
+                  const struct exec_params *params, const char *display,
+                  void (*cb)(struct process *p, void *ctx), void *ctx,
+                  struct process **out, struct sbx_err *err)
 {
 	char gen[32];
 	struct process *old = process_find(sb, id);
@@ -334,7 +335,7 @@ void process_logs(const struct process *p, struct buf *out, struct buf *err)
 }
 
 int process_stdin(struct process *p, const char *data, size_t len,
-		  void (*done)(void *ctx, int err), void *ctx)
+                  void (*done)(void *ctx, int err), void *ctx)
 {
 	if (p->ended || !p->job)
 		return -ESRCH;
@@ -398,7 +399,7 @@ static void follow_pump(struct process_follower *f)
 		size_t skip = (size_t)(f->cursor - c->start);
 		f->cursor = c->start + c->len;
 		if (f->ops->output(f->ctx, c->fd, f->cursor, c->data + skip,
-				   c->len - skip)) {
+		                   c->len - skip)) {
 			f->paused = true;
 			return; /* process_follow_resume brings us back */
 		}
@@ -410,8 +411,8 @@ static void follow_pump(struct process_follower *f)
 }
 
 int process_follow(struct process *p, uint64_t cursor,
-		   const struct process_follow_ops *ops, void *ctx,
-		   struct process_follower **out)
+                   const struct process_follow_ops *ops, void *ctx,
+                   struct process_follower **out)
 {
 	struct process_follower *f = calloc(1, sizeof(*f));
 	if (!f)

@@ -33,11 +33,11 @@ enum process_status {
 
 struct log_chunk {
 	struct log_chunk *next;
-	uint64_t start;  /* cursor of its first byte */
+	uint64_t start; /* cursor of its first byte */
 	size_t len;
-	uint8_t fd;      /* 1 stdout, 2 stderr */
-	char *data;      /* its bytes, in the same allocation (moved on when
-			    the oldest of them are dropped) */
+	uint8_t fd; /* 1 stdout, 2 stderr */
+	char *data; /* its bytes, in the same allocation (moved on when
+	               the oldest of them are dropped) */
 };
 
 struct process_follower;
@@ -46,13 +46,13 @@ struct process {
 	struct sandbox *sb;
 	char *id;
 	char *command;
-	char *note;                /* a face's own text about it (E2B: its
-				      config and tag), freed with it */
+	char *note; /* a face's own text about it (E2B: its
+	               config and tag), freed with it */
 	int pid;
 	enum process_status status;
 	int exit_code;
-	int signo;                 /* the signal that ended it, or 0 */
-	bool timed_out;            /* killed at its timeout */
+	int signo;      /* the signal that ended it, or 0 */
+	bool timed_out; /* killed at its timeout */
 	bool ended;
 	char error[600];
 	uint64_t start_ms, end_ms; /* wall clock */
@@ -64,10 +64,10 @@ struct process {
 	struct process_follower *followers;
 	struct loop_timer kill_timer;
 	bool kill_requested;
-	struct buf stdin_pending;  /* bytes waiting for the pipe */
+	struct buf stdin_pending;               /* bytes waiting for the pipe */
 	void (*stdin_done)(void *ctx, int err); /* when they are written */
 	void *stdin_ctx;
-	bool stdin_close_after;    /* close once stdin_pending is written */
+	bool stdin_close_after; /* close once stdin_pending is written */
 	void (*on_started)(struct process *p, void *ctx);
 	void *started_ctx;
 	struct process *next;
@@ -76,9 +76,9 @@ struct process {
 /* Start one; on_started runs once it has a pid, or has failed (then
  * p->ended). -EEXIST when id is taken by a running process. */
 int process_start(struct sandbox *sb, struct session *sess, const char *id,
-		  const struct exec_params *params, const char *display,
-		  void (*on_started)(struct process *p, void *ctx), void *ctx,
-		  struct process **out, struct sbx_err *err);
+                  const struct exec_params *params, const char *display,
+                  void (*on_started)(struct process *p, void *ctx), void *ctx,
+                  struct process **out, struct sbx_err *err);
 struct process *process_find(struct sandbox *sb, const char *id_or_pid);
 const char *process_status_name(enum process_status s);
 /* TERM the tree now, KILL it after grace_ms. */
@@ -91,7 +91,7 @@ struct process_follow_ops {
 	/* bytes of fd (1 stdout, 2 stderr) whose last byte is at cursor
 	 * end - 1; nonzero: pause until process_follow_resume */
 	int (*output)(void *ctx, int fd, uint64_t end, const char *data,
-		      size_t len);
+	              size_t len);
 	/* output older than the log keeps was skipped */
 	void (*dropped)(void *ctx);
 	/* the process ended and every byte was delivered, or (gone) the
@@ -102,8 +102,8 @@ struct process_follow_ops {
  * is fed from the log at once: for an ended process, ended may run (and
  * the follower be gone) before this returns. -ENOMEM. */
 int process_follow(struct process *p, uint64_t cursor,
-		   const struct process_follow_ops *ops, void *ctx,
-		   struct process_follower **out);
+                   const struct process_follow_ops *ops, void *ctx,
+                   struct process_follower **out);
 void process_follow_resume(struct process_follower *f);
 /* Stop following (no callback runs after this). */
 void process_unfollow(struct process_follower *f);
@@ -114,7 +114,7 @@ void process_unfollow(struct process_follower *f);
  * ended, -EPIPE it no longer reads its stdin, -EBUSY a write is still in
  * progress, -ENOMEM. */
 int process_stdin(struct process *p, const char *data, size_t len,
-		  void (*done)(void *ctx, int err), void *ctx);
+                  void (*done)(void *ctx, int err), void *ctx);
 /* Close its stdin (after bytes still pending): the process reads EOF.
  * -ESRCH it has ended. */
 int process_stdin_close(struct process *p);

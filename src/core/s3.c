@@ -22,7 +22,8 @@
 #define BACKOFF_MS 200
 #define BODY_MAX (16u << 20) /* a collected answer: XML, metadata */
 
-/* ---- configuration ---------------------------------------------------------- */
+/* ---- configuration ----------------------------------------------------------
+ */
 
 static void wipe_free(char *s)
 {
@@ -55,7 +56,7 @@ static char *trim(char *s)
 }
 
 int s3_credentials_parse(const char *text, const char *profile, char **key,
-			 char **secret, char **token)
+                         char **secret, char **token)
 {
 	char *copy = strdup(text), *save = NULL;
 	bool in = false;
@@ -84,10 +85,10 @@ int s3_credentials_parse(const char *text, const char *profile, char **key,
 			continue;
 		*eq = '\0';
 		char *k = trim(l), *v = trim(eq + 1);
-		char **dst = !strcmp(k, "aws_access_key_id")	 ? key
-			     : !strcmp(k, "aws_secret_access_key") ? secret
-			     : !strcmp(k, "aws_session_token")	 ? token
-								 : NULL;
+		char **dst = !strcmp(k, "aws_access_key_id")       ? key
+		             : !strcmp(k, "aws_secret_access_key") ? secret
+		             : !strcmp(k, "aws_session_token")     ? token
+		                                                   : NULL;
 		if (dst && *v) {
 			wipe_free(*dst);
 			*dst = strdup(v);
@@ -105,8 +106,8 @@ int s3_credentials_parse(const char *text, const char *profile, char **key,
 	return 0;
 }
 
-static int load_file(const char *path, const char *profile,
-		     struct s3_config *c, struct sbx_err *err)
+static int load_file(const char *path, const char *profile, struct s3_config *c,
+                     struct sbx_err *err)
 {
 	char buf[65536];
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -118,13 +119,14 @@ static int load_file(const char *path, const char *profile,
 		return sbx_err_sys(err, errno, "S3 credentials file %s", path);
 	buf[n] = '\0';
 	int r = s3_credentials_parse(buf, profile, &c->access_key,
-				     &c->secret_key, &c->session_token);
+	                             &c->secret_key, &c->session_token);
 	explicit_bzero(buf, sizeof(buf));
 	if (r == -ENOENT)
-		return sbx_err_set(err, EINVAL,
-				   "S3 credentials file %s: no aws_access_key_id "
-				   "and aws_secret_access_key in [%s]",
-				   path, profile);
+		return sbx_err_set(
+		    err, EINVAL,
+		    "S3 credentials file %s: no aws_access_key_id "
+		    "and aws_secret_access_key in [%s]",
+		    path, profile);
 	return r < 0 ? sbx_err_set(err, -r, "out of memory") : 0;
 }
 
@@ -138,14 +140,15 @@ static bool name_ok(const char *s, const char *extra)
 }
 
 int s3_config_load(const struct config *cfg, struct s3_config *c,
-		   struct sbx_err *err)
+                   struct sbx_err *err)
 {
 	const char *spec = cfg->backup_s3 + 5; /* after "s3://" */
 	const char *slash = strchr(spec, '/');
 	const char *env;
 	int r;
 	memset(c, 0, sizeof(*c));
-	c->bucket = slash ? strndup(spec, (size_t)(slash - spec)) : strdup(spec);
+	c->bucket =
+	    slash ? strndup(spec, (size_t)(slash - spec)) : strdup(spec);
 	const char *p = slash ? slash + 1 : "";
 	size_t pl = strlen(p);
 	while (pl && p[pl - 1] == '/')
@@ -159,8 +162,9 @@ int s3_config_load(const struct config *cfg, struct s3_config *c,
 		c->region = strdup("us-east-1");
 	if (cfg->s3_endpoint)
 		c->endpoint = strdup(cfg->s3_endpoint);
-	else if (c->region && asprintf(&c->endpoint, "https://s3.%s.amazonaws.com",
-				       c->region) < 0)
+	else if (c->region &&
+	         asprintf(&c->endpoint, "https://s3.%s.amazonaws.com",
+	                  c->region) < 0)
 		c->endpoint = NULL;
 	if (!c->bucket || !c->prefix || !c->region || !c->endpoint) {
 		s3_config_clear(c);
@@ -173,58 +177,63 @@ int s3_config_load(const struct config *cfg, struct s3_config *c,
 	    !name_ok(c->bucket, ".-") || !name_ok(c->prefix, "._/-") ||
 	    strstr(c->prefix, "..") || strstr(c->prefix, "//") ||
 	    !name_ok(c->region, "-")) {
-		r = sbx_err_set(err, EINVAL,
-				"--backup-s3 %s: a bucket of 3-63 of [a-z0-9.-] "
-				"and a prefix of [A-Za-z0-9._/-]",
-				cfg->backup_s3);
+		r = sbx_err_set(
+		    err, EINVAL,
+		    "--backup-s3 %s: a bucket of 3-63 of [a-z0-9.-] "
+		    "and a prefix of [A-Za-z0-9._/-]",
+		    cfg->backup_s3);
 		s3_config_clear(c);
 		return r;
 	}
 	/* auto: a bucket name cannot go in front of an address */
 	const char *host = strstr(c->endpoint, "://") + 3;
 	bool literal = (*host >= '0' && *host <= '9') || *host == '[' ||
-		       !strncmp(host, "localhost", 9);
+	               !strncmp(host, "localhost", 9);
 	c->path_style = cfg->s3_addressing == CONFIG_S3_PATH ||
-			(cfg->s3_addressing == CONFIG_S3_AUTO && literal);
+	                (cfg->s3_addressing == CONFIG_S3_AUTO && literal);
 	const char *profile = getenv("AWS_PROFILE");
 	if (!profile || !*profile)
 		profile = "default";
 	if (cfg->s3_credentials_file) {
 		r = load_file(cfg->s3_credentials_file, profile, c, err);
-	} else if (getenv("AWS_ACCESS_KEY_ID") && getenv("AWS_SECRET_ACCESS_KEY")) {
+	} else if (getenv("AWS_ACCESS_KEY_ID") &&
+	           getenv("AWS_SECRET_ACCESS_KEY")) {
 		c->access_key = strdup(getenv("AWS_ACCESS_KEY_ID"));
 		c->secret_key = strdup(getenv("AWS_SECRET_ACCESS_KEY"));
 		if ((env = getenv("AWS_SESSION_TOKEN")) && *env)
 			c->session_token = strdup(env);
 		r = c->access_key && c->secret_key
-			    ? 0
-			    : sbx_err_set(err, ENOMEM, "out of memory");
+		        ? 0
+		        : sbx_err_set(err, ENOMEM, "out of memory");
 	} else {
 		char path[4200];
 		if ((env = getenv("AWS_SHARED_CREDENTIALS_FILE")) && *env)
 			snprintf(path, sizeof(path), "%s", env);
 		else
 			snprintf(path, sizeof(path), "%s/.aws/credentials",
-				 getenv("HOME") ? getenv("HOME") : "/root");
+			         getenv("HOME") ? getenv("HOME") : "/root");
 		r = access(path, R_OK) == 0
-			    ? load_file(path, profile, c, err)
-			    : sbx_err_set(err, EINVAL,
-					  "no S3 credentials: give "
-					  "--s3-credentials-file, or set "
-					  "AWS_ACCESS_KEY_ID and "
-					  "AWS_SECRET_ACCESS_KEY, or write %s",
-					  path);
+		        ? load_file(path, profile, c, err)
+		        : sbx_err_set(err, EINVAL,
+		                      "no S3 credentials: give "
+		                      "--s3-credentials-file, or set "
+		                      "AWS_ACCESS_KEY_ID and "
+		                      "AWS_SECRET_ACCESS_KEY, or write %s",
+		                      path);
 	}
-	if (r == 0 && (strchr(c->access_key, ':') || strchr(c->access_key, '\n') ||
-		       strchr(c->secret_key, '\n')))
-		r = sbx_err_set(err, EINVAL, "S3 credentials: a key with ':' or "
-					     "a line break");
+	if (r == 0 &&
+	    (strchr(c->access_key, ':') || strchr(c->access_key, '\n') ||
+	     strchr(c->secret_key, '\n')))
+		r = sbx_err_set(err, EINVAL,
+		                "S3 credentials: a key with ':' or "
+		                "a line break");
 	if (r < 0)
 		s3_config_clear(c);
 	return r;
 }
 
-/* ---- small helpers ------------------------------------------------------------ */
+/* ---- small helpers
+ * ------------------------------------------------------------ */
 
 char *s3_query_add(char *q, const char *name, const char *value)
 {
@@ -234,10 +243,12 @@ char *s3_query_add(char *q, const char *name, const char *value)
 	char *v = malloc(vl * 3 + 1), *o = v;
 	char *out = NULL;
 	if (v) {
-		for (const unsigned char *p = (const unsigned char *)value; *p; p++) {
-			if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
-			    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' ||
-			    *p == '_' || *p == '~') {
+		for (const unsigned char *p = (const unsigned char *)value; *p;
+		     p++) {
+			if ((*p >= 'A' && *p <= 'Z') ||
+			    (*p >= 'a' && *p <= 'z') ||
+			    (*p >= '0' && *p <= '9') || *p == '-' ||
+			    *p == '.' || *p == '_' || *p == '~') {
 				*o++ = (char)*p;
 			} else {
 				*o++ = '%';
@@ -246,7 +257,8 @@ char *s3_query_add(char *q, const char *name, const char *value)
 			}
 		}
 		*o = '\0';
-		if (asprintf(&out, "%s%s%s=%s", q ? q : "", q ? "&" : "", name, v) < 0)
+		if (asprintf(&out, "%s%s%s=%s", q ? q : "", q ? "&" : "", name,
+		             v) < 0)
 			out = NULL;
 	}
 	free(v);
@@ -259,13 +271,14 @@ static void entity_decode(char *s)
 	static const struct {
 		const char *e;
 		char c;
-	} ents[] = {{"&quot;", '"'}, {"&amp;", '&'}, {"&lt;", '<'},
-		    {"&gt;", '>'},   {"&apos;", '\''}, {"&#34;", '"'}};
+	} ents[] = {{"&quot;", '"'}, {"&amp;", '&'},   {"&lt;", '<'},
+	            {"&gt;", '>'},   {"&apos;", '\''}, {"&#34;", '"'}};
 	char *w = s;
 	for (const char *r = s; *r;) {
 		bool done = false;
 		if (*r == '&')
-			for (size_t i = 0; i < sizeof(ents) / sizeof(ents[0]); i++) {
+			for (size_t i = 0; i < sizeof(ents) / sizeof(ents[0]);
+			     i++) {
 				size_t l = strlen(ents[i].e);
 				if (!strncmp(r, ents[i].e, l)) {
 					*w++ = ents[i].c;
@@ -304,7 +317,8 @@ char *s3_xml_next(const char *xml, size_t len, const char *tag, size_t *pos)
 	return NULL;
 }
 
-/* ---- the client --------------------------------------------------------------- */
+/* ---- the client
+ * --------------------------------------------------------------- */
 
 struct s3_client {
 	struct loop *loop;
@@ -324,15 +338,15 @@ struct s3_req {
 	char payload_hash[SHA256_HEX_LEN + 1];
 	CURL *easy;
 	struct curl_slist *headers;
-	size_t sent;           /* of the body, this try */
-	uint64_t delivered;    /* streamed bytes handed on, all tries */
-	struct buf body;       /* collected answer */
+	size_t sent;        /* of the body, this try */
+	uint64_t delivered; /* streamed bytes handed on, all tries */
+	struct buf body;    /* collected answer */
 	char etag[128];
-	uint64_t skip;         /* a retried read the server sent whole */
+	uint64_t skip; /* a retried read the server sent whole */
 	bool first_data;
 	int tries;
 	bool paused, want_resume;
-	uint64_t retry_at;     /* monotonic ms; 0: not waiting */
+	uint64_t retry_at; /* monotonic ms; 0: not waiting */
 	struct s3_req *next;
 };
 
@@ -430,14 +444,16 @@ static int start_try(struct s3_req *r, struct sbx_err *err)
 	r->headers = curl_slist_append(r->headers, "Expect:");
 	if (c->cfg.session_token) {
 		char *t;
-		if (asprintf(&t, "x-amz-security-token: %s", c->cfg.session_token) >= 0) {
+		if (asprintf(&t, "x-amz-security-token: %s",
+		             c->cfg.session_token) >= 0) {
 			r->headers = curl_slist_append(r->headers, t);
 			wipe_free(t);
 		}
 	}
 	uint64_t from = r->o.range_from + r->delivered;
 	if (!strcmp(r->method, "GET") && from) {
-		snprintf(h, sizeof(h), "Range: bytes=%llu-", (unsigned long long)from);
+		snprintf(h, sizeof(h), "Range: bytes=%llu-",
+		         (unsigned long long)from);
 		r->headers = curl_slist_append(r->headers, h);
 	}
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
@@ -460,12 +476,13 @@ static int start_try(struct s3_req *r, struct sbx_err *err)
 		curl_easy_setopt(e, CURLOPT_READFUNCTION, read_cb);
 		curl_easy_setopt(e, CURLOPT_READDATA, r);
 		curl_easy_setopt(e, CURLOPT_INFILESIZE_LARGE,
-				 (curl_off_t)r->o.body_len);
+		                 (curl_off_t)r->o.body_len);
 	} else if (!strcmp(r->method, "POST")) {
 		curl_easy_setopt(e, CURLOPT_POST, 1L);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->o.body ? r->o.body : "");
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS,
+		                 r->o.body ? r->o.body : "");
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-				 (curl_off_t)r->o.body_len);
+		                 (curl_off_t)r->o.body_len);
 	} else if (!strcmp(r->method, "HEAD")) {
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else if (strcmp(r->method, "GET")) {
@@ -510,7 +527,8 @@ static void arm_retry(struct s3_client *c)
 			next = r->retry_at;
 	if (next) {
 		uint64_t now = now_mono_ms();
-		loop_timer_start(c->loop, &c->retry_timer, next > now ? next - now : 0);
+		loop_timer_start(c->loop, &c->retry_timer,
+		                 next > now ? next - now : 0);
 	} else {
 		loop_timer_stop(c->loop, &c->retry_timer);
 	}
@@ -518,9 +536,11 @@ static void arm_retry(struct s3_client *c)
 
 static void finish(struct s3_req *r, long status, const struct sbx_err *err)
 {
-	struct s3_resp resp = {.status = status, .err = err,
-			       .body = buf_cstr(&r->body),
-			       .body_len = r->body.len, .etag = r->etag};
+	struct s3_resp resp = {.status = status,
+	                       .err = err,
+	                       .body = buf_cstr(&r->body),
+	                       .body_len = r->body.len,
+	                       .etag = r->etag};
 	req_unlink(r);
 	r->o.on_done(r->o.ctx, &resp);
 	req_free(r);
@@ -531,20 +551,21 @@ static void s3_error(struct s3_req *r, long status, struct sbx_err *err)
 {
 	size_t pos = 0;
 	char *code = s3_xml_next(r->body.data ? r->body.data : "", r->body.len,
-				 "Code", &pos);
+	                         "Code", &pos);
 	pos = 0;
 	char *msg = s3_xml_next(r->body.data ? r->body.data : "", r->body.len,
-				"Message", &pos);
+	                        "Message", &pos);
 	int e = status == 403 || status == 401 ? EKEYREJECTED
-		: status == 404 && !(code && !strcmp(code, "NoSuchBucket"))
-			? ENOENT
-		: status >= 500 || status == 429 || (code && !strcmp(code, "NoSuchBucket"))
-			? EREMOTEIO
-			: EIO;
+	        : status == 404 && !(code && !strcmp(code, "NoSuchBucket"))
+	            ? ENOENT
+	        : status >= 500 || status == 429 ||
+	                (code && !strcmp(code, "NoSuchBucket"))
+	            ? EREMOTEIO
+	            : EIO;
 	sbx_err_set(err, e, "S3 %s/%s: %s %s: HTTP %ld %s%s%s",
-		    r->c->cfg.endpoint, r->c->cfg.bucket, r->method,
-		    r->o.key ? r->o.key : "(bucket)", status,
-		    code ? code : "", msg ? ": " : "", msg ? msg : "");
+	            r->c->cfg.endpoint, r->c->cfg.bucket, r->method,
+	            r->o.key ? r->o.key : "(bucket)", status, code ? code : "",
+	            msg ? ": " : "", msg ? msg : "");
 	free(code);
 	free(msg);
 }
@@ -552,7 +573,8 @@ static void s3_error(struct s3_req *r, long status, struct sbx_err *err)
 static bool retryable(CURLcode cc, long status)
 {
 	if (cc != CURLE_OK)
-		return cc != CURLE_WRITE_ERROR && cc != CURLE_ABORTED_BY_CALLBACK &&
+		return cc != CURLE_WRITE_ERROR &&
+		       cc != CURLE_ABORTED_BY_CALLBACK &&
 		       cc != CURLE_OUT_OF_MEMORY;
 	return status >= 500 || status == 429;
 }
@@ -583,10 +605,11 @@ static void on_try_done(struct s3_req *r, CURLcode cc)
 		return;
 	}
 	if (cc != CURLE_OK)
-		sbx_err_set(&err, EREMOTEIO, "S3 %s: %s %s: %s%s", c->cfg.endpoint,
-			    r->method, r->o.key ? r->o.key : "(bucket)",
-			    curl_easy_strerror(cc),
-			    r->tries > 1 ? " (after retries)" : "");
+		sbx_err_set(&err, EREMOTEIO, "S3 %s: %s %s: %s%s",
+		            c->cfg.endpoint, r->method,
+		            r->o.key ? r->o.key : "(bucket)",
+		            curl_easy_strerror(cc),
+		            r->tries > 1 ? " (after retries)" : "");
 	else
 		s3_error(r, status, &err);
 	finish(r, status, &err);
@@ -626,7 +649,7 @@ static void on_curl_done(CURL *easy, CURLcode result, void *data)
 }
 
 int s3_client_new(struct loop *loop, struct s3_config *cfg,
-		  struct s3_client **out, struct sbx_err *err)
+                  struct s3_client **out, struct sbx_err *err)
 {
 	int lr = curl_fns_load("S3 backups", err);
 	if (lr < 0)
@@ -642,7 +665,8 @@ int s3_client_new(struct loop *loop, struct s3_config *cfg,
 		free(c);
 		return -ENOMEM;
 	}
-	if (asprintf(&c->userpwd, "%s:%s", c->cfg.access_key, c->cfg.secret_key) < 0) {
+	if (asprintf(&c->userpwd, "%s:%s", c->cfg.access_key,
+	             c->cfg.secret_key) < 0) {
 		c->userpwd = NULL;
 		s3_client_free(c);
 		return sbx_err_set(err, ENOMEM, "out of memory");
@@ -679,7 +703,7 @@ void s3_client_free(struct s3_client *c)
 }
 
 int s3_request(struct s3_client *c, const struct s3_req_opts *o,
-	       struct s3_req **out, struct sbx_err *err)
+               struct s3_req **out, struct sbx_err *err)
 {
 	const struct s3_config *cfg = &c->cfg;
 	if (c->closing)
@@ -699,15 +723,16 @@ int s3_request(struct s3_client *c, const struct s3_req_opts *o,
 	const char *scheme_end = strstr(cfg->endpoint, "://") + 3;
 	int n;
 	if (cfg->path_style)
-		n = asprintf(&r->url, "%s/%s/%s%s%s%s", cfg->endpoint, cfg->bucket,
-			     o->key ? cfg->prefix : "", o->key ? o->key : "",
-			     o->query ? "?" : "", o->query ? o->query : "");
+		n = asprintf(&r->url, "%s/%s/%s%s%s%s", cfg->endpoint,
+		             cfg->bucket, o->key ? cfg->prefix : "",
+		             o->key ? o->key : "", o->query ? "?" : "",
+		             o->query ? o->query : "");
 	else
 		n = asprintf(&r->url, "%.*s%s.%s/%s%s%s%s",
-			     (int)(scheme_end - cfg->endpoint), cfg->endpoint,
-			     cfg->bucket, scheme_end, o->key ? cfg->prefix : "",
-			     o->key ? o->key : "", o->query ? "?" : "",
-			     o->query ? o->query : "");
+		             (int)(scheme_end - cfg->endpoint), cfg->endpoint,
+		             cfg->bucket, scheme_end, o->key ? cfg->prefix : "",
+		             o->key ? o->key : "", o->query ? "?" : "",
+		             o->query ? o->query : "");
 	if (n < 0)
 		r->url = NULL;
 	if (!r->method || !r->url || (o->key && !r->key)) {
@@ -715,7 +740,7 @@ int s3_request(struct s3_client *c, const struct s3_req_opts *o,
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	}
 	sha256_hex(o->body ? o->body : "", o->body ? o->body_len : 0,
-		   r->payload_hash);
+	           r->payload_hash);
 	int e = start_try(r, err);
 	if (e < 0) {
 		req_free(r);

@@ -27,7 +27,7 @@
 struct config;
 
 struct s3_config {
-	char *endpoint;  /* scheme://host[:port], no trailing slash */
+	char *endpoint; /* scheme://host[:port], no trailing slash */
 	char *region;
 	char *bucket;
 	char *prefix;    /* "" or "a/b/" */
@@ -38,14 +38,14 @@ struct s3_config {
 /* From the daemon's flags and the environment (config.c's help says
  * where credentials come from). */
 int s3_config_load(const struct config *cfg, struct s3_config *out,
-		   struct sbx_err *err);
+                   struct sbx_err *err);
 /* Free it, secrets wiped first. */
 void s3_config_clear(struct s3_config *c);
 
 /* The [profile] section of an AWS shared-credentials file: 0 with key and
  * secret (and token, or NULL) allocated, -ENOENT when it has none. */
 int s3_credentials_parse(const char *text, const char *profile, char **key,
-			 char **secret, char **token);
+                         char **secret, char **token);
 /* The text of the first <tag>...</tag> in xml[0..len) from *pos on
  * (entities decoded), allocated; *pos moves past it. NULL when none. */
 char *s3_xml_next(const char *xml, size_t len, const char *tag, size_t *pos);
@@ -54,20 +54,20 @@ struct s3_client;
 struct s3_req;
 
 struct s3_resp {
-	long status;           /* 0: no HTTP answer */
+	long status;               /* 0: no HTTP answer */
 	const struct sbx_err *err; /* NULL: a 2xx */
-	const char *body;      /* collected (not streamed) requests */
+	const char *body;          /* collected (not streamed) requests */
 	size_t body_len;
-	const char *etag;      /* the ETag header, or "" */
+	const char *etag; /* the ETag header, or "" */
 };
 
 struct s3_req_opts {
-	const char *method;    /* GET PUT POST DELETE HEAD */
-	const char *key;       /* below the prefix; NULL: the bucket */
-	const char *query;     /* canonical (sorted, encoded), or NULL */
-	const char *body;      /* kept by the caller until on_done */
+	const char *method; /* GET PUT POST DELETE HEAD */
+	const char *key;    /* below the prefix; NULL: the bucket */
+	const char *query;  /* canonical (sorted, encoded), or NULL */
+	const char *body;   /* kept by the caller until on_done */
 	size_t body_len;
-	uint64_t range_from;   /* GET: from this byte on */
+	uint64_t range_from; /* GET: from this byte on */
 	/* GET: the body as it comes (return 1 to pause until
 	 * s3_req_resume); NULL: collected into s3_resp.body */
 	int (*on_data)(void *ctx, const char *p, size_t n);
@@ -76,7 +76,7 @@ struct s3_req_opts {
 };
 
 int s3_client_new(struct loop *loop, struct s3_config *cfg,
-		  struct s3_client **out, struct sbx_err *err);
+                  struct s3_client **out, struct sbx_err *err);
 /* Every request still running ends (its on_done with ECANCELED, during
  * this call, when no new request can start). */
 void s3_client_free(struct s3_client *c);
@@ -85,7 +85,7 @@ const struct s3_config *s3_client_config(const struct s3_client *c);
 /* on_done runs exactly once (never before this returns), unless
  * cancelled. */
 int s3_request(struct s3_client *c, const struct s3_req_opts *o,
-	       struct s3_req **out, struct sbx_err *err);
+               struct s3_req **out, struct sbx_err *err);
 void s3_req_resume(struct s3_req *r);
 /* No callback after this. */
 void s3_req_cancel(struct s3_req *r);

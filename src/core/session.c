@@ -38,31 +38,30 @@
  * keeps it across an EXIT trap). The Cloudflare face's wrapper calls
  * __sbx_save from a trap of its own (api/cf/cf_shell.c). */
 static const char session_sh[] =
-	"# sandboxd session hook: keeps cwd and exported variables between "
-	"commands.\n"
-	"unset BASH_ENV\n"
-	"__sbx_save() { { builtin printf '" SESSION_STATE_MARK "\\0%s\\0' "
-	"\"$PWD\"; builtin declare -px; builtin printf '\\0'; } "
-	"2>/dev/null >&63; }\n"
-	"{ : >&63; } 2>/dev/null && trap '{ __sbx_save; } 2>/dev/null' EXIT\n";
+    "# sandboxd session hook: keeps cwd and exported variables between "
+    "commands.\n"
+    "unset BASH_ENV\n"
+    "__sbx_save() { { builtin printf '" SESSION_STATE_MARK "\\0%s\\0' "
+    "\"$PWD\"; builtin declare -px; builtin printf '\\0'; } "
+    "2>/dev/null >&63; }\n"
+    "{ : >&63; } 2>/dev/null && trap '{ __sbx_save; } 2>/dev/null' EXIT\n";
 
 const struct image_file session_image_file = {
-	.path = SESSION_SCRIPT + 1, /* relative to the image's root */
-	.data = session_sh,
-	.len = sizeof(session_sh) - 1,
-	.mode = 0644,
+    .path = SESSION_SCRIPT + 1, /* relative to the image's root */
+    .data = session_sh,
+    .len = sizeof(session_sh) - 1,
+    .mode = 0644,
 };
 
-
 static const char *const default_env[] = {
-	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-	"HOME=/root",
-	"USER=root",
-	"LOGNAME=root",
-	"SHELL=/bin/bash",
-	"LANG=C.UTF-8",
-	"TERM=xterm-256color",
-	"HOSTNAME=sandbox",
+    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOME=/root",
+    "USER=root",
+    "LOGNAME=root",
+    "SHELL=/bin/bash",
+    "LANG=C.UTF-8",
+    "TERM=xterm-256color",
+    "HOSTNAME=sandbox",
 };
 
 /* Variables the shell sets for itself; carrying them over would be wrong
@@ -94,7 +93,7 @@ static size_t key_len(const char *kv)
 }
 
 struct session *session_new(const char *id, const char *cwd,
-			    const char *const *env, size_t envc)
+                            const char *const *env, size_t envc)
 {
 	struct session *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -174,8 +173,8 @@ void session_unsetenv(struct session *s, const char *kv)
 		}
 }
 
-int session_apply_state_except(struct session *s, const char *buf,
-			       size_t len, char *const *extra, size_t nextra)
+int session_apply_state_except(struct session *s, const char *buf, size_t len,
+                               char *const *extra, size_t nextra)
 {
 	/* what the session had for each of them, before */
 	char **before = calloc(nextra + 1, sizeof(char *));
@@ -206,8 +205,10 @@ static int carried(const char *kv)
 	size_t kl = key_len(kv);
 	if (!kl || kv[kl] != '=')
 		return 0;
-	for (size_t i = 0; i < sizeof(not_carried) / sizeof(not_carried[0]); i++)
-		if (strlen(not_carried[i]) == kl && !strncmp(kv, not_carried[i], kl))
+	for (size_t i = 0; i < sizeof(not_carried) / sizeof(not_carried[0]);
+	     i++)
+		if (strlen(not_carried[i]) == kl &&
+		    !strncmp(kv, not_carried[i], kl))
 			return 0;
 	return 1;
 }
@@ -285,29 +286,55 @@ static int ansic_body(const char **pp, const char *end, struct word *w)
 		const char *q = p + 2;
 		int v = -1;
 		switch (c) {
-		case 'a': v = '\a'; break;
-		case 'b': v = '\b'; break;
+		case 'a':
+			v = '\a';
+			break;
+		case 'b':
+			v = '\b';
+			break;
 		case 'e':
-		case 'E': v = 033; break;
-		case 'f': v = '\f'; break;
-		case 'n': v = '\n'; break;
-		case 'r': v = '\r'; break;
-		case 't': v = '\t'; break;
-		case 'v': v = '\v'; break;
+		case 'E':
+			v = 033;
+			break;
+		case 'f':
+			v = '\f';
+			break;
+		case 'n':
+			v = '\n';
+			break;
+		case 'r':
+			v = '\r';
+			break;
+		case 't':
+			v = '\t';
+			break;
+		case 'v':
+			v = '\v';
+			break;
 		case '\\':
 		case '\'':
 		case '"':
-		case '?': v = c; break;
-		case '0': case '1': case '2': case '3':
-		case '4': case '5': case '6': case '7':
+		case '?':
+			v = c;
+			break;
+		case '0':
+		case '1':
+		case '2':
+		case '3':
+		case '4':
+		case '5':
+		case '6':
+		case '7':
 			v = 0;
-			for (q = p + 1; q < end && q < p + 4 && *q >= '0' && *q <= '7';
+			for (q = p + 1;
+			     q < end && q < p + 4 && *q >= '0' && *q <= '7';
 			     q++)
 				v = v * 8 + (*q - '0');
 			v &= 0xff;
 			break;
 		case 'x':
-			for (v = 0; q < end && q < p + 4 && hexval(*q) >= 0; q++)
+			for (v = 0; q < end && q < p + 4 && hexval(*q) >= 0;
+			     q++)
 				v = v * 16 + hexval(*q);
 			if (q == p + 2)
 				v = -1; /* no digit: "\x" as it is */
@@ -336,8 +363,9 @@ static int ansic_body(const char **pp, const char *end, struct word *w)
 			break;
 		}
 		if (v == 0)
-			return -EINVAL; /* bash never prints one: no NUL in a value */
-		if (v < 0) { /* not an escape: the backslash stays */
+			return -EINVAL; /* bash never prints one: no NUL in a
+			                   value */
+		if (v < 0) {            /* not an escape: the backslash stays */
 			w->out[w->len++] = '\\';
 			p++;
 			continue;
@@ -365,7 +393,8 @@ static int read_word(const char **pp, const char *end, struct word *w)
 				w->out[w->len++] = p[1];
 			p += 2;
 		} else if (c == '\'') {
-			const char *q = memchr(p + 1, '\'', (size_t)(end - p - 1));
+			const char *q =
+			    memchr(p + 1, '\'', (size_t)(end - p - 1));
 			if (!q)
 				return -EINVAL;
 			memcpy(w->out + w->len, p + 1, (size_t)(q - p - 1));
@@ -410,7 +439,7 @@ static bool name_char(char c, bool first)
  * used to write itself. Every entry is shorter than its line, so len + 1
  * bytes hold them all. */
 static int declare_parse(const char *text, size_t len, char **out,
-			 size_t *outlen)
+                         size_t *outlen)
 {
 	const char *p = text, *end = text + len;
 	char *buf = malloc(len + 1);
@@ -434,7 +463,7 @@ static int declare_parse(const char *text, size_t len, char **out,
 			else if (*p == 'a' || *p == 'A')
 				array = true;
 			else if (!(*p >= 'a' && *p <= 'z') &&
-				 !(*p >= 'A' && *p <= 'Z') && *p != '-')
+			         !(*p >= 'A' && *p <= 'Z') && *p != '-')
 				break;
 		}
 		if (p == attrs || p >= end || *p != ' ') {
@@ -491,7 +520,8 @@ static const char *last_record(const char *buf, size_t len)
 	 * record (bash strings hold no NUL, so no value can forge one after
 	 * it); whatever the command wrote to fd 63 before is passed over */
 	for (const char *p = buf; p + sizeof(mark) <= buf + len;) {
-		const char *m = memmem(p, (size_t)(buf + len - p), mark, sizeof(mark));
+		const char *m =
+		    memmem(p, (size_t)(buf + len - p), mark, sizeof(mark));
 		if (!m)
 			break;
 		rec = m;
@@ -505,7 +535,7 @@ static const char *last_record(const char *buf, size_t len)
  * was cut short (the shell died while writing) or is not what bash
  * prints. */
 static int record_parts(const char *rec, const char *end, const char **cwd,
-			char **ent, size_t *elen)
+                        char **ent, size_t *elen)
 {
 	const char *p = rec + sizeof(SESSION_STATE_MARK);
 	const char *nul = memchr(p, '\0', (size_t)(end - p));
@@ -601,9 +631,8 @@ int session_apply_state(struct session *s, const char *buf, size_t len)
 	return 1;
 }
 
-const char **session_env_for(const struct session *s,
-			     const char *const *extra, size_t nextra,
-			     const char *add, size_t *count)
+const char **session_env_for(const struct session *s, const char *const *extra,
+                             size_t nextra, const char *add, size_t *count)
 {
 	const char **out = calloc(s->envc + nextra + 2, sizeof(char *));
 	size_t n = 0;
@@ -614,7 +643,7 @@ const char **session_env_for(const struct session *s,
 		int overridden = 0;
 		for (size_t j = 0; j < nextra && !overridden; j++)
 			overridden = key_len(extra[j]) == kl &&
-				     !strncmp(extra[j], s->env[i], kl);
+			             !strncmp(extra[j], s->env[i], kl);
 		if (!overridden)
 			out[n++] = s->env[i];
 	}

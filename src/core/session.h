@@ -28,9 +28,10 @@ struct exec_job;
 struct session {
 	char *id;
 	char *cwd;
-	char **env;  /* "KEY=VALUE", NULL-terminated */
+	char **env; /* "KEY=VALUE", NULL-terminated */
 	size_t envc;
-	uint64_t timeout_ms; /* its commands' default timeout; 0: the daemon's */
+	uint64_t
+	    timeout_ms; /* its commands' default timeout; 0: the daemon's */
 	/* the strings of the last state record, in one piece (an entry of
 	 * env points in here, or was allocated on its own) */
 	char *block;
@@ -46,7 +47,7 @@ struct session {
 
 /* A session with the default environment (or env, copied, when given). */
 struct session *session_new(const char *id, const char *cwd,
-			    const char *const *env, size_t envc);
+                            const char *const *env, size_t envc);
 void session_free(struct session *s);
 /* Set or replace one variable ("KEY=VALUE"). */
 int session_setenv(struct session *s, const char *kv);
@@ -55,8 +56,8 @@ const char *session_getenv(const struct session *s, const char *kv);
 void session_unsetenv(struct session *s, const char *kv);
 /* Apply a state record, but variables given to this one command (extra,
  * "KEY=VALUE") are not kept unless the command changed them. */
-int session_apply_state_except(struct session *s, const char *buf,
-			       size_t len, char *const *extra, size_t nextra);
+int session_apply_state_except(struct session *s, const char *buf, size_t len,
+                               char *const *extra, size_t nextra);
 /* Take the last complete state record in buf[0..len); returns 1 when the
  * session changed, 0 when there was no record, -errno on a bad one. */
 int session_apply_state(struct session *s, const char *buf, size_t len);
@@ -70,9 +71,8 @@ long long session_state_cost(const char *buf, size_t len);
 /* Environment for a command: the session's, then extra (which win),
  * then add ("KEY=VALUE" each, may be NULL). NULL-terminated; free the
  * array only (strings are borrowed). */
-const char **session_env_for(const struct session *s,
-			     const char *const *extra, size_t nextra,
-			     const char *add, size_t *count);
+const char **session_env_for(const struct session *s, const char *const *extra,
+                             size_t nextra, const char *add, size_t *count);
 
 /* The session's cwd and environment as "cwd\0K=V\0K=V\0" (*out malloc'd,
  * *len bytes). -E2BIG past SESSION_STATE_MAX, -ENOMEM. */

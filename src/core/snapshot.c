@@ -56,7 +56,7 @@ static void snap_free(struct snapshot *s)
 }
 
 static struct snapshot *snap_new(const char *tenant, const char *sandbox,
-				 const char *name)
+                                 const char *name)
 {
 	struct snapshot *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -93,8 +93,8 @@ static int load_row(const struct registry_snapshot *row, void *data)
 		on_store = c->names[i] && !strcmp(c->names[i], row->id);
 	if (!on_store || strlen(row->id) >= ID_RANDOM_MAX) {
 		log_error("registry: snapshot %s has no files on the store; "
-			  "forgotten",
-			  row->id);
+		          "forgotten",
+		          row->id);
 		registry_snapshot_delete(m->reg, row->id, NULL);
 		return 0;
 	}
@@ -141,7 +141,7 @@ int snapshots_load(struct manager *m, struct sbx_err *err)
 		r = registry_load_snapshots(m->reg, load_row, &c, err);
 	else
 		sbx_err_set(err, -r, "list %s/%s: %s", m->rt->store->dir,
-			    STORE_SNAPSHOTS, strerror(-r));
+		            STORE_SNAPSHOTS, strerror(-r));
 	/* files no row names: a snapshot whose daemon died before it was
 	 * listed */
 	for (size_t i = 0; r == 0 && i < c.n; i++) {
@@ -149,12 +149,14 @@ int snapshots_load(struct manager *m, struct sbx_err *err)
 			continue;
 		char path[128];
 		struct sbx_err rerr = {0};
-		snprintf(path, sizeof(path), "%s/%s", STORE_SNAPSHOTS, c.names[i]);
+		snprintf(path, sizeof(path), "%s/%s", STORE_SNAPSHOTS,
+		         c.names[i]);
 		if (store_remove(m->rt->store, path, &rerr) < 0)
-			log_warn("event=snapshot-orphan-kept id=%s %s", c.names[i],
-				 rerr.msg);
+			log_warn("event=snapshot-orphan-kept id=%s %s",
+			         c.names[i], rerr.msg);
 		else
-			log_info("event=snapshot-orphan-removed id=%s", c.names[i]);
+			log_info("event=snapshot-orphan-removed id=%s",
+			         c.names[i]);
 	}
 	for (size_t i = 0; i < c.n; i++)
 		free(c.names[i]);
@@ -163,16 +165,18 @@ int snapshots_load(struct manager *m, struct sbx_err *err)
 }
 
 struct snapshot *snapshot_find(struct manager *m, const char *tenant,
-			       const char *id)
+                               const char *id)
 {
 	for (struct snapshot *s = m->snaps; s; s = s->next)
-		if (!strcmp(s->id, id) && (!tenant || !strcmp(s->tenant, tenant)))
+		if (!strcmp(s->id, id) &&
+		    (!tenant || !strcmp(s->tenant, tenant)))
 			return s;
 	return NULL;
 }
 
 void snapshot_foreach(struct manager *m, const char *tenant,
-		      void (*fn)(const struct snapshot *s, void *ctx), void *ctx)
+                      void (*fn)(const struct snapshot *s, void *ctx),
+                      void *ctx)
 {
 	for (struct snapshot *s = m->snaps; s; s = s->next)
 		if (!strcmp(s->tenant, tenant))
@@ -190,13 +194,13 @@ static bool snap_in_use(struct manager *m, const struct snapshot *s)
 }
 
 int snapshot_delete(struct manager *m, struct snapshot *snap,
-		    struct sbx_err *err)
+                    struct sbx_err *err)
 {
 	char path[128];
 	if (snap_in_use(m, snap))
 		return sbx_err_set(err, EBUSY,
-				   "snapshot %s is being restored or cloned",
-				   snap->id);
+		                   "snapshot %s is being restored or cloned",
+		                   snap->id);
 	/* the row first: a crash after it leaves files that the next start
 	 * removes, never a listed snapshot without files */
 	int r = registry_snapshot_delete(m->reg, snap->id, err);
@@ -205,14 +209,15 @@ int snapshot_delete(struct manager *m, struct snapshot *snap,
 	snap_path(snap, path, sizeof(path));
 	struct sbx_err rerr = {0};
 	if (store_remove(m->rt->store, path, &rerr) < 0)
-		log_warn("event=snapshot-files-kept id=%s %s", snap->id, rerr.msg);
+		log_warn("event=snapshot-files-kept id=%s %s", snap->id,
+		         rerr.msg);
 	for (struct snapshot **p = &m->snaps; *p; p = &(*p)->next)
 		if (*p == snap) {
 			*p = snap->next;
 			break;
 		}
 	log_info("sandbox=%s event=snapshot-deleted id=%s", snap->sandbox,
-		 snap->id);
+	         snap->id);
 	bool had_image = snap->image_id[0];
 	snap_free(snap);
 	if (had_image) /* maybe the last that kept an unnamed image */
@@ -221,7 +226,7 @@ int snapshot_delete(struct manager *m, struct snapshot *snap,
 }
 
 int snapshot_delete_of(struct manager *m, const char *tenant,
-		       const char *sandbox)
+                       const char *sandbox)
 {
 	int n = 0;
 	for (struct snapshot *s = m->snaps, *next; s; s = next) {
@@ -232,19 +237,21 @@ int snapshot_delete_of(struct manager *m, const char *tenant,
 		if (snapshot_delete(m, s, &err) == 0)
 			n++;
 		else
-			log_warn("sandbox=%s event=snapshot-not-deleted id=%s %s",
-				 sandbox, s->id, err.msg);
+			log_warn(
+			    "sandbox=%s event=snapshot-not-deleted id=%s %s",
+			    sandbox, s->id, err.msg);
 	}
 	return n;
 }
 
 int snapshot_tenant_usage(struct manager *m, const char *tenant,
-			  uint64_t *bytes)
+                          uint64_t *bytes)
 {
 	return store_group_usage(m->rt->store, store_group_of(tenant), bytes);
 }
 
-/* ---- operations ----------------------------------------------------------- */
+/* ---- operations -----------------------------------------------------------
+ */
 
 static void thaw(struct snapshot_op *op)
 {
@@ -279,11 +286,13 @@ static void op_finish(struct snapshot_op *op, int r, struct sbx_err *err)
 	op_unlink(op);
 	if (r == 0 && op->kind == OP_TAKE) {
 		struct registry_snapshot row = {
-			.id = op->snap->id, .tenant = op->snap->tenant,
-			.sandbox = op->snap->sandbox, .name = op->snap->name,
-			.created_ms = op->snap->created_ms,
-			.size_bytes = op->snap->size_bytes,
-			.copied = op->snap->copied};
+		    .id = op->snap->id,
+		    .tenant = op->snap->tenant,
+		    .sandbox = op->snap->sandbox,
+		    .name = op->snap->name,
+		    .created_ms = op->snap->created_ms,
+		    .size_bytes = op->snap->size_bytes,
+		    .copied = op->snap->copied};
 		r = registry_snapshot_put(m->reg, &row, err);
 		if (r < 0) {
 			store_remove(m->rt->store, op->dst, NULL);
@@ -295,13 +304,14 @@ static void op_finish(struct snapshot_op *op, int r, struct sbx_err *err)
 				p = &(*p)->next;
 			*p = snap;
 			log_info("sandbox=%s event=snapshot id=%s bytes=%llu%s",
-				 snap->sandbox, snap->id,
-				 (unsigned long long)snap->size_bytes,
-				 snap->copied ? " copied" : "");
+			         snap->sandbox, snap->id,
+			         (unsigned long long)snap->size_bytes,
+			         snap->copied ? " copied" : "");
 		}
 	} else if (r == 0) {
 		log_info("sandbox=%s event=%s from=%s", sb->id,
-			 op->kind == OP_RESTORE ? "restored" : "cloned", op->src);
+		         op->kind == OP_RESTORE ? "restored" : "cloned",
+		         op->src);
 	}
 	if (r < 0) {
 		store_cleanup(m->rt->store, op->dst);
@@ -311,10 +321,10 @@ static void op_finish(struct snapshot_op *op, int r, struct sbx_err *err)
 		}
 		sb = NULL;
 		log_warn("event=snapshot-op-failed kind=%s src=%s %s",
-			 op->kind == OP_TAKE	  ? "snapshot"
-			 : op->kind == OP_RESTORE ? "restore"
-						  : "clone",
-			 op->src, err->msg);
+		         op->kind == OP_TAKE      ? "snapshot"
+		         : op->kind == OP_RESTORE ? "restore"
+		                                  : "clone",
+		         op->src, err->msg);
 	}
 	if (op->kind == OP_RESTORE && r < 0)
 		sb = op->target; /* it keeps its old files */
@@ -330,7 +340,7 @@ static int task_fn(void *arg, uint64_t *value, struct sbx_err *err)
 	struct snapshot_op *op = arg;
 	bool copied;
 	return store_snapshot(op->m->rt->store, op->src, op->dst, op->flags,
-			      op->group, op->limit, value, &copied, err);
+	                      op->group, op->limit, value, &copied, err);
 }
 
 static void on_task(struct loop_watch *w, uint32_t events)
@@ -356,8 +366,8 @@ static void run_task(struct snapshot_op *op)
 		return;
 	}
 	op->task_running = true;
-	op->w = (struct loop_watch){.fd = op->task.pidfd, .cb = on_task,
-				    .data = op};
+	op->w = (struct loop_watch){
+	    .fd = op->task.pidfd, .cb = on_task, .data = op};
 	if (loop_add(op->m->loop, &op->w, EPOLLIN) < 0) {
 		op->task_running = false;
 		runtime_task_kill(&op->task);
@@ -388,19 +398,20 @@ static void try_freeze(struct loop_timer *t)
 		return;
 	}
 	if (r == -EAGAIN)
-		sbx_err_set(&err, ETIMEDOUT,
-			    "the processes of sandbox %s did not stop within %d "
-			    "s for a consistent snapshot (a process in "
-			    "uninterruptible sleep?)",
-			    sb->id, FREEZE_TIMEOUT_MS / 1000);
+		sbx_err_set(
+		    &err, ETIMEDOUT,
+		    "the processes of sandbox %s did not stop within %d "
+		    "s for a consistent snapshot (a process in "
+		    "uninterruptible sleep?)",
+		    sb->id, FREEZE_TIMEOUT_MS / 1000);
 	else
 		sbx_err_set(&err, -r, "freezing sandbox %s: %s", sb->id,
-			    strerror(-r));
+		            strerror(-r));
 	op_finish(op, r == -EAGAIN ? -ETIMEDOUT : r, &err);
 }
 
 static struct snapshot_op *op_new(struct manager *m, enum op_kind kind,
-				  snapshot_done_cb done, void *ctx)
+                                  snapshot_done_cb done, void *ctx)
 {
 	struct snapshot_op *op = calloc(1, sizeof(*op));
 	if (!op)
@@ -432,9 +443,9 @@ static int busy(struct sandbox *sb, struct sbx_err *err)
 {
 	if (!sb->snap_op)
 		return 0;
-	return sbx_err_set(err, EBUSY,
-			   "sandbox %s is busy with a snapshot, fork or restore",
-			   sb->id);
+	return sbx_err_set(
+	    err, EBUSY, "sandbox %s is busy with a snapshot, fork or restore",
+	    sb->id);
 }
 
 /* The sandbox's files exist, say whose range owns them, and are counted
@@ -442,18 +453,19 @@ static int busy(struct sandbox *sb, struct sbx_err *err)
 static int files_ready(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
-	struct runtime_files f = {.disk_bytes = sb->disk_bytes
-							?: m->cfg->disk_bytes,
-				  .group = manager_store_group(m, sb->tenant)};
+	struct runtime_files f = {.disk_bytes =
+	                              sb->disk_bytes ?: m->cfg->disk_bytes,
+	                          .group = manager_store_group(m, sb->tenant)};
 	uid_t owner;
-	int r = runtime_files_prepare(m->rt, sb->name, sb->base, &f, &owner, err);
+	int r =
+	    runtime_files_prepare(m->rt, sb->name, sb->base, &f, &owner, err);
 	if (r == 0)
 		r = store_group_join(m->rt->store, sb->name, f.group, err);
 	return r;
 }
 
 int snapshot_take(struct sandbox *sb, const char *name, snapshot_done_cb done,
-		  void *ctx)
+                  void *ctx)
 {
 	struct manager *m = sb->m;
 	struct sbx_err err = {0};
@@ -487,7 +499,7 @@ int snapshot_take(struct sandbox *sb, const char *name, snapshot_done_cb done,
 }
 
 int snapshot_restore(struct sandbox *sb, const struct snapshot *snap,
-		     snapshot_done_cb done, void *ctx)
+                     snapshot_done_cb done, void *ctx)
 {
 	struct manager *m = sb->m;
 	struct sbx_err err = {0};
@@ -516,8 +528,8 @@ int snapshot_restore(struct sandbox *sb, const struct snapshot *snap,
 }
 
 int snapshot_clone(struct manager *m, const char *tenant, const char *id,
-		   const struct sandbox_opts *opts, const struct snapshot *snap,
-		   struct sandbox *from, snapshot_done_cb done, void *ctx)
+                   const struct sandbox_opts *opts, const struct snapshot *snap,
+                   struct sandbox *from, snapshot_done_cb done, void *ctx)
 {
 	struct sbx_err err = {0};
 	struct sandbox *sb = NULL;
@@ -526,7 +538,8 @@ int snapshot_clone(struct manager *m, const char *tenant, const char *id,
 		r = sbx_err_set(&err, EINVAL, "clone: a snapshot or a sandbox");
 		goto fail;
 	}
-	if (from && ((r = busy(from, &err)) < 0 || (r = files_ready(from, &err)) < 0))
+	if (from &&
+	    ((r = busy(from, &err)) < 0 || (r = files_ready(from, &err)) < 0))
 		goto fail;
 	if ((r = manager_create(m, tenant, id, opts, &sb, &err)) < 0)
 		goto fail;
@@ -558,7 +571,8 @@ fail:
 	return r;
 }
 
-/* ---- the manager's hooks -------------------------------------------------- */
+/* ---- the manager's hooks --------------------------------------------------
+ */
 
 void snapshot_sandbox_stopping(struct sandbox *sb)
 {

@@ -36,12 +36,12 @@
 #include "lib/util.h"
 
 struct snapshot {
-	char id[ID_RANDOM_MAX];  /* "snap_<hex>" */
-	char *tenant, *sandbox;  /* whose, and from which sandbox */
-	char *name;              /* the client's, or NULL */
+	char id[ID_RANDOM_MAX]; /* "snap_<hex>" */
+	char *tenant, *sandbox; /* whose, and from which sandbox */
+	char *name;             /* the client's, or NULL */
 	uint64_t created_ms, size_bytes;
-	uid_t owner;             /* host uid base owning its files */
-	bool copied;             /* a copy (plain store), not CoW */
+	uid_t owner; /* host uid base owning its files */
+	bool copied; /* a copy (plain store), not CoW */
 	/* the image its files sit on ("": the host's system); kept by the
 	 * image store while the snapshot is (manager_images_gc) */
 	char image_id[72];
@@ -56,20 +56,20 @@ int snapshots_load(struct manager *m, struct sbx_err *err);
 void snapshots_free(struct manager *m);
 
 struct snapshot *snapshot_find(struct manager *m, const char *tenant,
-			       const char *id);
+                               const char *id);
 void snapshot_foreach(struct manager *m, const char *tenant,
-		      void (*fn)(const struct snapshot *s, void *ctx),
-		      void *ctx);
+                      void (*fn)(const struct snapshot *s, void *ctx),
+                      void *ctx);
 /* Delete one (files and row). */
 int snapshot_delete(struct manager *m, struct snapshot *snap,
-		    struct sbx_err *err);
+                    struct sbx_err *err);
 /* Delete every snapshot taken of (tenant, sandbox id); returns how many. */
 int snapshot_delete_of(struct manager *m, const char *tenant,
-		       const char *sandbox);
+                       const char *sandbox);
 /* What the tenant's sandboxes and snapshots take together (shared data
  * counted once); -EOPNOTSUPP on the plain store. */
 int snapshot_tenant_usage(struct manager *m, const char *tenant,
-			  uint64_t *bytes);
+                          uint64_t *bytes);
 
 /* An operation in flight. Its done callback runs exactly once, maybe
  * before the call that started it returns; err is set when it failed
@@ -77,21 +77,21 @@ int snapshot_tenant_usage(struct manager *m, const char *tenant,
  * ENOENT it is gone, ETIMEDOUT its processes would not freeze). */
 struct snapshot_op;
 typedef void (*snapshot_done_cb)(void *ctx, const struct snapshot *snap,
-				 struct sandbox *sb, const struct sbx_err *err);
+                                 struct sandbox *sb, const struct sbx_err *err);
 
 /* Take a snapshot of sb (name may be NULL): done gets the snapshot. */
 int snapshot_take(struct sandbox *sb, const char *name, snapshot_done_cb done,
-		  void *ctx);
+                  void *ctx);
 /* sb's files become snap's; its processes end first (it is stopped, and
  * starts again on the next request): done gets sb. */
 int snapshot_restore(struct sandbox *sb, const struct snapshot *snap,
-		     snapshot_done_cb done, void *ctx);
+                     snapshot_done_cb done, void *ctx);
 /* A new sandbox (tenant, id, opts as manager_create) whose files start as
  * snap's, or, for a fork, as from's are now (snap NULL): done gets it. On
  * failure the new sandbox is gone again. */
 int snapshot_clone(struct manager *m, const char *tenant, const char *id,
-		   const struct sandbox_opts *opts, const struct snapshot *snap,
-		   struct sandbox *from, snapshot_done_cb done, void *ctx);
+                   const struct sandbox_opts *opts, const struct snapshot *snap,
+                   struct sandbox *from, snapshot_done_cb done, void *ctx);
 
 /* From the manager: sb stops (a frozen sandbox must be thawed first, or
  * its processes could never die); sb goes (its operations fail). */

@@ -349,12 +349,12 @@ static int start_shell(struct terminal *t, struct sbx_err *err)
 	if (!sess)
 		return sbx_err_set(err, ENOENT, "no session %s", t->session);
 	/* an image's own shell: bash may not be there (busybox) */
-	const char *shell = t->shell		? t->shell
-			    : sb->image		? sb->image->shell
-						: "/bin/bash";
+	const char *shell = t->shell    ? t->shell
+	                    : sb->image ? sb->image->shell
+	                                : "/bin/bash";
 	if (!shell && !t->argv)
 		return sbx_err_set(err, ENOENT, "image %s has no /bin/sh",
-				   sb->image_id);
+		                   sb->image_id);
 	if ((r = pty_open(&sb->proc, sb->base, t->cols, t->rows, &master,
 	                  &slave, err)) < 0)
 		return r;
@@ -577,8 +577,7 @@ struct terminal *terminal_find(struct sandbox *sb, int pid)
 
 struct terminal *terminal_next(struct sandbox *sb, struct terminal *prev)
 {
-	for (struct terminal *t = prev ? prev->next : sb->terms; t;
-	     t = t->next)
+	for (struct terminal *t = prev ? prev->next : sb->terms; t; t = t->next)
 		if (t->own && !t->ending && t->job && t->pid > 0)
 			return t;
 	return NULL;

@@ -46,11 +46,11 @@ struct terminal_opts {
 	 * when no client is there (only by its end, a signal or the
 	 * sandbox's stop). The fields below are for it only. */
 	bool own;
-	const char *const *argv;     /* NULL-terminated; NULL: shell */
-	const char *const *env;      /* "KEY=VALUE" over the session's */
+	const char *const *argv; /* NULL-terminated; NULL: shell */
+	const char *const *env;  /* "KEY=VALUE" over the session's */
 	size_t envc;
-	const char *cwd;             /* NULL: the session's */
-	bool as_user;                /* as the image's unprivileged user */
+	const char *cwd; /* NULL: the session's */
+	bool as_user;    /* as the image's unprivileged user */
 	/* Runs exactly once when terminal_open succeeded: pid > 0 when init
 	 * forked it, or pid 0 with why when it could not start. */
 	void (*started)(void *ctx, int pid, const char *why);

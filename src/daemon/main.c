@@ -30,7 +30,8 @@ static void on_signal(struct loop_watch *w, uint32_t events)
 	struct signalfd_siginfo si;
 	(void)events;
 	if (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
-		log_info("event=shutdown signal=%s", strsignal((int)si.ssi_signo));
+		log_info("event=shutdown signal=%s",
+		         strsignal((int)si.ssi_signo));
 		loop_stop(w->data);
 	}
 }
@@ -75,7 +76,7 @@ static void reexec_sealed(char **argv)
 	fexecve(mfd, argv, environ);
 fail:
 	log_warn("event=unsealed running from the host binary: %s",
-		 strerror(errno));
+	         strerror(errno));
 	if (in >= 0)
 		close(in);
 	if (mfd >= 0)
@@ -118,7 +119,7 @@ static void raise_nofile(void)
 }
 
 static void tenant_quota(void *data, const char *tenant,
-			 uint32_t *max_sandboxes, uint32_t *max_running)
+                         uint32_t *max_sandboxes, uint32_t *max_running)
 {
 	auth_quota(data, tenant, max_sandboxes, max_running);
 }
@@ -153,7 +154,7 @@ int main(int argc, char **argv)
 	log_set_level(cfg.log_level);
 	if (geteuid() != 0) {
 		fprintf(stderr, "sandboxd: must run as root (it creates "
-				"namespaces, mounts and cgroups)\n");
+		                "namespaces, mounts and cgroups)\n");
 		return 1;
 	}
 	raise_nofile();
@@ -167,11 +168,13 @@ int main(int argc, char **argv)
 	struct loop *loop = loop_new();
 	struct manager *m = NULL;
 	if (!loop || manager_new(&cfg, loop, &m, &err) < 0) {
-		log_error("event=fatal %s", err.msg[0] ? err.msg : "out of memory");
+		log_error("event=fatal %s",
+		          err.msg[0] ? err.msg : "out of memory");
 		return 1;
 	}
 	struct api api = {.m = m};
-	if (cfg.tokens_path && auth_load(cfg.tokens_path, &api.auth, &err) < 0) {
+	if (cfg.tokens_path &&
+	    auth_load(cfg.tokens_path, &api.auth, &err) < 0) {
 		log_error("event=fatal %s", err.msg);
 		manager_free(m);
 		return 1;
@@ -193,8 +196,9 @@ int main(int argc, char **argv)
 	/* without tokens anyone who can connect owns every sandbox: only
 	 * this machine's users may */
 	if (!api.auth && !is_loopback(cfg.listen_addr)) {
-		log_error("event=fatal refusing to listen on %s without --tokens",
-			  cfg.listen_addr);
+		log_error(
+		    "event=fatal refusing to listen on %s without --tokens",
+		    cfg.listen_addr);
 		manager_free(m);
 		return 1;
 	}
@@ -203,13 +207,15 @@ int main(int argc, char **argv)
 	char node_name[64] = "";
 	if (m->fleet)
 		snprintf(node_name, sizeof(node_name), "%s",
-			 fleet_node_name(m->fleet));
+		         fleet_node_name(m->fleet));
 	const char *node_hdr[] = {"Sandboxd-Node", node_name, NULL};
-	struct http_config hc = {.addr = cfg.listen_addr, .port = cfg.port,
-				 .headers = m->fleet ? node_hdr : NULL,
-				 .max_body = cfg.max_body,
-				 .begin = router_begin,
-				 .handler = router_handle, .handler_data = &api};
+	struct http_config hc = {.addr = cfg.listen_addr,
+	                         .port = cfg.port,
+	                         .headers = m->fleet ? node_hdr : NULL,
+	                         .max_body = cfg.max_body,
+	                         .begin = router_begin,
+	                         .handler = router_handle,
+	                         .handler_data = &api};
 	struct http_server *http;
 	struct sbx_err herr = {0};
 	if (http_start(loop, &hc, &http, &herr) < 0) {
@@ -218,7 +224,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	struct loop_watch sigw = {.fd = signalfd(-1, &mask, SFD_CLOEXEC),
-				  .cb = on_signal, .data = loop};
+	                          .cb = on_signal,
+	                          .data = loop};
 	if (sigw.fd < 0 || loop_add(loop, &sigw, EPOLLIN) < 0) {
 		log_error("event=fatal signalfd: %s", strerror(errno));
 		return 1;
@@ -226,7 +233,7 @@ int main(int argc, char **argv)
 	api_e2b_start(&api);
 	loop_set_idle(loop, idle, http, idle_timeout);
 	log_info("event=listening addr=%s port=%u state=%s", cfg.listen_addr,
-		 cfg.port, m->rt->state_dir);
+	         cfg.port, m->rt->state_dir);
 	r = loop_run(loop);
 	/* a question to the model still out is answered 502 now */
 	llm_free(m->llm);

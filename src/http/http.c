@@ -54,7 +54,7 @@ struct http_upgraded {
 struct http_req_priv {
 	struct http_req pub;
 	bool want_suspend;
-	bool body_waiting; /* suspended because on_body took less */
+	bool body_waiting;          /* suspended because on_body took less */
 	struct http_stream *stream; /* its streamed response, if any */
 	/* While suspended MHD does not look at the socket, so a client that
 	 * goes away would go unnoticed: we watch for its hang-up instead. */
@@ -73,7 +73,7 @@ static void resume(struct http_req_priv *p);
 struct http_stream {
 	struct http_req *r; /* NULL once the request is done */
 	struct buf q;
-	size_t off;        /* first unsent byte in q */
+	size_t off; /* first unsent byte in q */
 	bool ended;
 	bool aborted;        /* cut: the client sees the body end short */
 	bool reader_waiting; /* connection suspended in the reader */
@@ -91,7 +91,7 @@ static void queue_pending(struct http_req *r)
 }
 
 static void answer(struct http_req *r, unsigned status,
-		   struct MHD_Response *resp)
+                   struct MHD_Response *resp)
 {
 	if (r->answered) { /* a bug: keep the first answer */
 		MHD_destroy_response(resp);
@@ -110,14 +110,15 @@ static void answer(struct http_req *r, unsigned status,
 
 static struct MHD_Response *from_buf(char *data, size_t len, const char *type)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		len, data, MHD_RESPMEM_MUST_FREE);
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 	if (!resp) {
 		free(data);
 		return NULL;
 	}
 	if (type)
-		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+		                        type);
 	return resp;
 }
 
@@ -129,14 +130,13 @@ void http_respond_json(struct http_req *r, unsigned status, json_t *body)
 		s = strdup("{\"error\":\"internal error: out of memory\"}");
 		status = 500;
 	}
-	struct MHD_Response *resp =
-		from_buf(s, strlen(s), "application/json");
+	struct MHD_Response *resp = from_buf(s, strlen(s), "application/json");
 	if (resp)
 		answer(r, status, resp);
 }
 
 void http_respond_json_headers(struct http_req *r, unsigned status,
-			       json_t *body, const char *const *headers)
+                               json_t *body, const char *const *headers)
 {
 	char *s = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
@@ -144,8 +144,7 @@ void http_respond_json_headers(struct http_req *r, unsigned status,
 		http_respond_text(r, 500, "out of memory\n");
 		return;
 	}
-	struct MHD_Response *resp =
-		from_buf(s, strlen(s), "application/json");
+	struct MHD_Response *resp = from_buf(s, strlen(s), "application/json");
 	if (!resp)
 		return;
 	for (const char *const *h = headers; h && h[0]; h += 2)
@@ -157,15 +156,15 @@ void http_respond_text(struct http_req *r, unsigned status, const char *text)
 {
 	char *s = strdup(text);
 	struct MHD_Response *resp =
-		s ? from_buf(s, strlen(s), "text/plain; charset=utf-8") : NULL;
+	    s ? from_buf(s, strlen(s), "text/plain; charset=utf-8") : NULL;
 	if (resp)
 		answer(r, status, resp);
 }
 
 void http_respond_empty(struct http_req *r, unsigned status)
 {
-	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		0, NULL, MHD_RESPMEM_PERSISTENT);
+	struct MHD_Response *resp =
+	    MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
 	if (resp)
 		answer(r, status, resp);
 }
@@ -189,8 +188,8 @@ void http_resume(struct http_req *r)
  * over for MHD until the socket is closed through it, but nobody waits on
  * it any more. */
 static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls,
-		       const char *extra, size_t n, MHD_socket sock,
-		       struct MHD_UpgradeResponseHandle *urh)
+                       const char *extra, size_t n, MHD_socket sock,
+                       struct MHD_UpgradeResponseHandle *urh)
 {
 	struct http_req_priv *p = con_cls;
 	struct http_server *srv = p->pub.srv;
@@ -216,11 +215,11 @@ static void on_upgrade(void *cls, struct MHD_Connection *conn, void *con_cls,
 }
 
 int http_respond_upgrade(struct http_req *r, const char *const *headers,
-			 http_upgraded_cb upgraded, void *ctx)
+                         http_upgraded_cb upgraded, void *ctx)
 {
 	struct http_req_priv *p = (struct http_req_priv *)r;
 	struct MHD_Response *resp =
-		MHD_create_response_for_upgrade(on_upgrade, NULL);
+	    MHD_create_response_for_upgrade(on_upgrade, NULL);
 	if (!resp)
 		return -ENOMEM;
 	for (const char *const *h = headers; h && h[0]; h += 2)
@@ -257,7 +256,8 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 		if (s->off == s->q.len)
 			s->off = s->q.len = 0;
 		else if (s->off > (s->q.cap / 2)) { /* compact */
-			memmove(s->q.data, s->q.data + s->off, s->q.len - s->off);
+			memmove(s->q.data, s->q.data + s->off,
+			        s->q.len - s->off);
 			s->q.len -= s->off;
 			s->off = 0;
 		}
@@ -300,9 +300,8 @@ static void stream_wake(struct http_stream *s)
 }
 
 struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
-					const char *content_type,
-					uint64_t size,
-					const char *const *headers)
+                                        const char *content_type, uint64_t size,
+                                        const char *const *headers)
 {
 	struct http_stream *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -311,15 +310,15 @@ struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
 	((struct http_req_priv *)r)->stream = s;
 	buf_init(&s->q, 0);
 	struct MHD_Response *resp = MHD_create_response_from_callback(
-		size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, 64 * 1024,
-		stream_read, s, stream_free);
+	    size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, 64 * 1024,
+	    stream_read, s, stream_free);
 	if (!resp) {
 		free(s);
 		return NULL;
 	}
 	if (content_type)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-					content_type);
+		                        content_type);
 	for (const char *const *h = headers; h && h[0]; h += 2)
 		MHD_add_response_header(resp, h[0], h[1]);
 	answer(r, status, resp);
@@ -354,7 +353,7 @@ size_t http_stream_pending(const struct http_stream *s)
 }
 
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
-			 void (*on_close)(void *ctx), void *ctx)
+                         void (*on_close)(void *ctx), void *ctx)
 {
 	s->on_drain = on_drain;
 	s->on_close = on_close;
@@ -366,14 +365,13 @@ const char *http_header(struct http_req *r, const char *name)
 	return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
 }
 
-
 struct foreach_ctx {
 	int (*cb)(void *ctx, const char *name, const char *value);
 	void *ctx;
 };
 
 static enum MHD_Result foreach_one(void *cls, enum MHD_ValueKind kind,
-				   const char *key, const char *value)
+                                   const char *key, const char *value)
 {
 	struct foreach_ctx *f = cls;
 	(void)kind;
@@ -381,25 +379,26 @@ static enum MHD_Result foreach_one(void *cls, enum MHD_ValueKind kind,
 }
 
 void http_foreach(struct http_req *r, bool query,
-		  int (*cb)(void *ctx, const char *name, const char *value),
-		  void *ctx)
+                  int (*cb)(void *ctx, const char *name, const char *value),
+                  void *ctx)
 {
 	struct foreach_ctx f = {cb, ctx};
-	MHD_get_connection_values(r->conn,
-				  query ? MHD_GET_ARGUMENT_KIND : MHD_HEADER_KIND,
-				  foreach_one, &f);
+	MHD_get_connection_values(
+	    r->conn, query ? MHD_GET_ARGUMENT_KIND : MHD_HEADER_KIND,
+	    foreach_one, &f);
 }
 
 const char *http_query(struct http_req *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+	return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND,
+	                                   name);
 }
 
 static void too_large(struct http_req *r)
 {
 	r->body_too_large = true;
 	json_t *j = json_pack("{s:s, s:s}", "error", "request body too large",
-			      "code", "too_large");
+	                      "code", "too_large");
 	http_respond_json(r, 413, j);
 }
 
@@ -440,12 +439,12 @@ static void watch_hangup(struct http_req_priv *p)
 	struct http_req *r = &p->pub;
 	if (p->gone || p->hup.active)
 		return;
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-		r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	if (!ci)
 		return;
-	p->hup = (struct loop_watch){.fd = ci->connect_fd, .cb = on_hangup,
-				     .data = p};
+	p->hup = (struct loop_watch){
+	    .fd = ci->connect_fd, .cb = on_hangup, .data = p};
 	loop_add(r->srv->loop, &p->hup, EPOLLRDHUP);
 }
 
@@ -465,9 +464,9 @@ static void resume(struct http_req_priv *p)
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
-				 const char *url, const char *method,
-				 const char *version, const char *upload_data,
-				 size_t *upload_data_size, void **con_cls)
+                                 const char *url, const char *method,
+                                 const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
 {
 	struct http_server *s = cls;
 	struct http_req_priv *p = *con_cls;
@@ -493,7 +492,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 				watch_hangup(p);
 		}
 		const char *cl = MHD_lookup_connection_value(
-			conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		    conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 		if (!p->pub.on_body && cl &&
 		    strtoull(cl, NULL, 10) > s->cfg.max_body) {
 			too_large(&p->pub);
@@ -509,10 +508,10 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 		 * connection answered mid-upload. An early answer (an error
 		 * from the consumer) waits; the rest of the body is dropped. */
 		if (*upload_data_size) {
-			size_t took = r->answered
-					      ? *upload_data_size
-					      : r->on_body(r, upload_data,
-							   *upload_data_size);
+			size_t took =
+			    r->answered
+			        ? *upload_data_size
+			        : r->on_body(r, upload_data, *upload_data_size);
 			*upload_data_size -= took;
 			if (*upload_data_size && !r->suspended) {
 				p->body_waiting = true;
@@ -540,7 +539,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 			if (r->body.len + *upload_data_size > s->cfg.max_body)
 				too_large(r); /* sent once the body is in */
 			else if (buf_append(&r->body, upload_data,
-					    *upload_data_size) < 0)
+			                    *upload_data_size) < 0)
 				return MHD_NO;
 		}
 		*upload_data_size = 0;
@@ -560,7 +559,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 		}
 		if (!p->want_suspend) {
 			log_error("http: %s %s: handler gave no answer", method,
-				  url);
+			          url);
 			http_respond_text(r, 500, "internal error\n");
 			queue_pending(r);
 			return MHD_YES;
@@ -573,8 +572,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn,
 	return MHD_YES;
 }
 
-static void on_completed(void *cls, struct MHD_Connection *conn,
-			 void **con_cls, enum MHD_RequestTerminationCode toe)
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
 {
 	struct http_req_priv *p = *con_cls;
 	(void)cls;
@@ -645,12 +644,12 @@ static void log_mhd(void *cls, const char *fmt, va_list ap)
 }
 
 int http_start(struct loop *l, const struct http_config *cfg,
-	       struct http_server **out, struct sbx_err *err)
+               struct http_server **out, struct sbx_err *err)
 {
 	struct sockaddr_storage ss;
 	memset(&ss, 0, sizeof(ss));
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME |
-			 MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
+	                 MHD_ALLOW_UPGRADE | MHD_USE_ERROR_LOG;
 	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
 	if (inet_pton(AF_INET, cfg->addr, &a4->sin_addr) == 1) {
@@ -662,7 +661,7 @@ int http_start(struct loop *l, const struct http_config *cfg,
 		flags |= MHD_USE_IPv6;
 	} else {
 		return sbx_err_set(err, EINVAL, "bad listen address %s",
-				   cfg->addr);
+		                   cfg->addr);
 	}
 	struct http_server *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -670,23 +669,23 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	s->cfg = *cfg;
 	s->loop = l;
 	s->mhd = MHD_start_daemon(
-		flags, cfg->port, NULL, NULL, on_access, s,
-		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-		MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
-		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
-		MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
-		MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
+	    flags, cfg->port, NULL, NULL, on_access, s,
+	    MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+	    MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL, MHD_OPTION_SOCK_ADDR,
+	    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
+	    s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!s->mhd) {
-		/* MHD says why in the log (log_mhd); errno is its last call's */
+		/* MHD says why in the log (log_mhd); errno is its last call's
+		 */
 		int e = errno ? errno : EADDRINUSE;
 		free(s);
 		return sbx_err_sys(err, e, "cannot listen on %s:%u", cfg->addr,
-				   cfg->port);
+		                   cfg->port);
 	}
 	const union MHD_DaemonInfo *info =
-		MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
+	    MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_EPOLL_FD);
 	s->watch.fd = info->epoll_fd;
 	s->watch.cb = on_mhd_ready;
 	s->watch.data = s;

@@ -23,7 +23,7 @@ struct http_req {
 	struct http_server *srv;
 	struct MHD_Connection *conn;
 	const char *method;
-	const char *url;   /* decoded path, without the query */
+	const char *url; /* decoded path, without the query */
 	struct buf body;
 	bool body_too_large;
 	bool suspended;
@@ -51,7 +51,7 @@ struct http_config {
 	/* Optional: sees each request when its headers are in, and may set
 	 * on_body/on_body_end (or answer at once). */
 	http_handler begin;
-	const char *addr;  /* IPv4 or IPv6 literal */
+	const char *addr; /* IPv4 or IPv6 literal */
 	uint16_t port;
 	size_t max_body;
 	http_handler handler;
@@ -61,7 +61,7 @@ struct http_config {
 };
 
 int http_start(struct loop *l, const struct http_config *cfg,
-	       struct http_server **out, struct sbx_err *err);
+               struct http_server **out, struct sbx_err *err);
 void http_stop(struct http_server *s);
 /* For the loop's idle hook: run MHD (resumed connections) and say when it
  * next needs to run (-1: no timeout). */
@@ -73,13 +73,13 @@ const char *http_query(struct http_req *r, const char *name);
 /* Every header (query: every query argument, decoded; value may be NULL)
  * in the order sent; cb returns nonzero to stop. */
 void http_foreach(struct http_req *r, bool query,
-		  int (*cb)(void *ctx, const char *name, const char *value),
-		  void *ctx);
+                  int (*cb)(void *ctx, const char *name, const char *value),
+                  void *ctx);
 
 /* Answers; each takes ownership of its body. */
 void http_respond_json(struct http_req *r, unsigned status, json_t *body);
 void http_respond_json_headers(struct http_req *r, unsigned status,
-			       json_t *body, const char *const *headers);
+                               json_t *body, const char *const *headers);
 void http_respond_text(struct http_req *r, unsigned status, const char *text);
 void http_respond_empty(struct http_req *r, unsigned status);
 /* Handler will answer later. */
@@ -94,9 +94,8 @@ void http_resume(struct http_req *r);
 struct http_stream;
 #define HTTP_SIZE_UNKNOWN UINT64_MAX
 struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
-					const char *content_type,
-					uint64_t size,
-					const char *const *headers);
+                                        const char *content_type, uint64_t size,
+                                        const char *const *headers);
 int http_stream_write(struct http_stream *s, const void *data, size_t len);
 void http_stream_end(struct http_stream *s);
 /* End it short: what is queued is dropped and the connection closes
@@ -105,7 +104,7 @@ void http_stream_end(struct http_stream *s);
 void http_stream_abort(struct http_stream *s);
 size_t http_stream_pending(const struct http_stream *s);
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
-			 void (*on_close)(void *ctx), void *ctx);
+                         void (*on_close)(void *ctx), void *ctx);
 
 /* Switch protocols: answer 101 with headers (name/value pairs ending in
  * NULL). Once the answer is sent, upgraded(ctx, fd, extra, n, u) gets the
@@ -114,10 +113,10 @@ void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
  * request. If the client leaves before that, r->on_close runs instead
  * (never both). -ENOMEM: nothing was sent, the request is the caller's. */
 struct http_upgraded;
-typedef void (*http_upgraded_cb)(void *ctx, int fd, const char *extra,
-				 size_t n, struct http_upgraded *u);
+typedef void (*http_upgraded_cb)(void *ctx, int fd, const char *extra, size_t n,
+                                 struct http_upgraded *u);
 int http_respond_upgrade(struct http_req *r, const char *const *headers,
-			 http_upgraded_cb upgraded, void *ctx);
+                         http_upgraded_cb upgraded, void *ctx);
 /* Close an upgraded connection's socket (through MHD, which owns it); a
  * connection still open at http_stop is closed there. */
 void http_upgraded_close(struct http_upgraded *u);

@@ -39,7 +39,7 @@ struct jsonout *jsonout_new(void)
 	int n = snprintf(o->mark, sizeof(o->mark), "@sbx-");
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		n += snprintf(o->mark + n, sizeof(o->mark) - (size_t)n, "%02x",
-			      rnd[i]);
+		              rnd[i]);
 	o->mark[n++] = '-';
 	o->mark_len = (size_t)n;
 	o->cur = -1;
@@ -61,7 +61,7 @@ static size_t sent_len(const struct jsonout *o, size_t i)
 {
 	const struct buf *b = &o->big[i];
 	return o->b64[i] ? base64_encoded_len(b->len)
-			 : jsonesc_len(b->data, b->len);
+	                 : jsonesc_len(b->data, b->len);
 }
 
 json_t *jsonout_base64(struct jsonout *o, struct buf *b)
@@ -89,11 +89,12 @@ json_t *jsonout_string(struct jsonout *o, struct buf *b)
 /* The next placeholder in text from o->at: its position, length and
  * index; false when there is none. */
 static bool next_placeholder(struct jsonout *o, size_t *pos, size_t *len,
-			     int *idx)
+                             int *idx)
 {
 	const char *t = o->text + o->at, *end = o->text + o->tlen;
 	while (t < end) {
-		const char *m = memmem(t, (size_t)(end - t), o->mark, o->mark_len);
+		const char *m =
+		    memmem(t, (size_t)(end - t), o->mark, o->mark_len);
 		if (!m)
 			return false;
 		const char *d = m + o->mark_len;
@@ -117,15 +118,16 @@ static void pump(void *ctx)
 		if (o->cur >= 0) {
 			struct buf *b = &o->big[o->cur];
 			size_t n;
-			if (o->b64[o->cur]) { /* whole groups of 3 but the last */
+			if (o->b64[o->cur]) { /* whole groups of 3 but the last
+				               */
 				size_t raw = b->len - o->off;
 				if (raw > sizeof(chunk) / 4 * 3)
 					raw = sizeof(chunk) / 4 * 3;
 				n = base64_encode(b->data + o->off, raw, chunk);
 				o->off += raw;
 			} else {
-				n = jsonesc_some(b->data, b->len, &o->off, chunk,
-						 sizeof(chunk));
+				n = jsonesc_some(b->data, b->len, &o->off,
+				                 chunk, sizeof(chunk));
 			}
 			if (o->off == b->len) {
 				buf_free(b); /* sent: its memory goes now */
@@ -138,7 +140,8 @@ static void pump(void *ctx)
 		size_t pos, len;
 		int idx;
 		if (!next_placeholder(o, &pos, &len, &idx)) {
-			http_stream_write(o->s, o->text + o->at, o->tlen - o->at);
+			http_stream_write(o->s, o->text + o->at,
+			                  o->tlen - o->at);
 			http_stream_end(o->s);
 			o->s = NULL;
 			return; /* freed when the stream closes */
@@ -158,22 +161,24 @@ static void closed(void *ctx)
 }
 
 void jsonout_respond(struct jsonout *o, struct http_req *r, unsigned status,
-		     json_t *doc)
+                     json_t *doc)
 {
 	if (!o) {
 		json_decref(doc);
-		http_respond_json(r, 500, json_pack("{s:s, s:s}", "error",
-						    "out of memory", "code",
-						    "internal"));
+		http_respond_json(r, 500,
+		                  json_pack("{s:s, s:s}", "error",
+		                            "out of memory", "code",
+		                            "internal"));
 		return;
 	}
 	o->text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
 	json_decref(doc);
 	if (!o->text) {
 		jsonout_free(o);
-		http_respond_json(r, 500, json_pack("{s:s, s:s}", "error",
-						    "out of memory", "code",
-						    "internal"));
+		http_respond_json(r, 500,
+		                  json_pack("{s:s, s:s}", "error",
+		                            "out of memory", "code",
+		                            "internal"));
 		return;
 	}
 	o->tlen = strlen(o->text);

@@ -24,7 +24,7 @@ json_t *jsonout_string(struct jsonout *o, struct buf *b);
 json_t *jsonout_base64(struct jsonout *o, struct buf *b);
 /* Answer r with doc; o and doc are consumed, whatever happens. */
 void jsonout_respond(struct jsonout *o, struct http_req *r, unsigned status,
-		     json_t *doc);
+                     json_t *doc);
 /* Drop o unanswered (after an error answer). */
 void jsonout_free(struct jsonout *o);
 

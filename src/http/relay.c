@@ -10,9 +10,9 @@ struct relay {
 	struct loop *loop;
 	struct loop_timer keepalive;
 	bool sse;
-	const char *ping;      /* bytes: the keepalive, or NULL */
+	const char *ping; /* bytes: the keepalive, or NULL */
 	size_t ping_len;
-	bool ended;            /* the source called relay_end */
+	bool ended; /* the source called relay_end */
 	uint64_t last_write_ms;
 	unsigned keepalive_ms;
 	const struct relay_ops *ops;
@@ -64,8 +64,8 @@ static void on_close(void *arg)
 }
 
 struct relay *relay_open(struct http_req *r, struct loop *loop,
-			 const struct relay_opts *opts,
-			 const struct relay_ops *ops, void *ctx)
+                         const struct relay_opts *opts,
+                         const struct relay_ops *ops, void *ctx)
 {
 	static const struct relay_opts sse = {0};
 	struct relay *rl = calloc(1, sizeof(*rl));
@@ -77,11 +77,11 @@ struct relay *relay_open(struct http_req *r, struct loop *loop,
 		opts = &sse;
 	rl->sse = !opts->content_type;
 	rl->keepalive_ms = opts->keepalive_ms ?: RELAY_KEEPALIVE_MS;
-	rl->s = http_respond_stream(
-		r, opts->status ?: 200,
-		rl->sse ? "text/event-stream" : opts->content_type,
-		rl->sse ? HTTP_SIZE_UNKNOWN : opts->size,
-		rl->sse ? sse_headers : opts->headers);
+	rl->s = http_respond_stream(r, opts->status ?: 200,
+	                            rl->sse ? "text/event-stream"
+	                                    : opts->content_type,
+	                            rl->sse ? HTTP_SIZE_UNKNOWN : opts->size,
+	                            rl->sse ? sse_headers : opts->headers);
 	if (!rl->s) {
 		free(rl);
 		return NULL;
@@ -119,7 +119,7 @@ int relay_write(struct relay *rl, const void *data, size_t len)
 }
 
 int relay_event(struct relay *rl, const char *event, const char *id,
-		const char *data)
+                const char *data)
 {
 	if (!rl->s)
 		return 0;
@@ -137,7 +137,7 @@ int relay_event_json(struct relay *rl, const char *event, json_t *j)
 }
 
 int relay_event_b64(struct relay *rl, const char *event, uint64_t id,
-		    const char *bytes, size_t len)
+                    const char *bytes, size_t len)
 {
 	if (!rl->s)
 		return 0;

@@ -57,8 +57,8 @@ struct relay;
 /* Answer r with a stream (opts NULL: SSE, 200). NULL when the answer
  * could not be started. ops may be NULL. */
 struct relay *relay_open(struct http_req *r, struct loop *loop,
-			 const struct relay_opts *opts,
-			 const struct relay_ops *ops, void *ctx);
+                         const struct relay_opts *opts,
+                         const struct relay_ops *ops, void *ctx);
 
 /* Whether the client is still there to read. */
 bool relay_live(const struct relay *rl);
@@ -67,12 +67,12 @@ bool relay_live(const struct relay *rl);
 int relay_write(struct relay *rl, const void *data, size_t len);
 /* "event: <event>\n[id: <id>\n]data: <data>\n\n" */
 int relay_event(struct relay *rl, const char *event, const char *id,
-		const char *data);
+                const char *data);
 /* data = the compact JSON of j (taken) */
 int relay_event_json(struct relay *rl, const char *event, json_t *j);
 /* data = base64 of bytes; id UINT64_MAX: none */
 int relay_event_b64(struct relay *rl, const char *event, uint64_t id,
-		    const char *bytes, size_t len);
+                    const char *bytes, size_t len);
 int relay_comment(struct relay *rl, const char *text);
 /* Bytes written but not yet taken by the client. */
 size_t relay_pending(const struct relay *rl);

@@ -9,14 +9,16 @@
 #include "lib/buf.h"
 
 const char *const sse_headers[] = {
-	"Cache-Control", "no-cache",
-	/* proxies (nginx) must pass events on as they come */
-	"X-Accel-Buffering", "no",
-	NULL,
+    "Cache-Control",
+    "no-cache",
+    /* proxies (nginx) must pass events on as they come */
+    "X-Accel-Buffering",
+    "no",
+    NULL,
 };
 
 int sse_event(struct http_stream *s, const char *event, const char *id,
-	      const char *data)
+              const char *data)
 {
 	struct buf b;
 	buf_init(&b, 0);
@@ -31,7 +33,7 @@ int sse_event(struct http_stream *s, const char *event, const char *id,
 }
 
 int sse_event_b64(struct http_stream *s, const char *event, uint64_t id,
-		  const char *bytes, size_t len)
+                  const char *bytes, size_t len)
 {
 	char *enc = malloc(base64_encoded_len(len) + 1);
 	char idbuf[32];

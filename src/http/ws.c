@@ -332,7 +332,8 @@ struct ws *ws_accept(struct http_req *r, struct loop *l,
 	r->on_close = on_req_close;
 	r->ctx = ws;
 	if (http_respond_upgrade(r, headers, on_upgraded, ws) < 0)
-		http_respond_text(r, 500, "out of memory\n"); /* then on_close */
+		http_respond_text(r, 500,
+		                  "out of memory\n"); /* then on_close */
 	return ws;
 }
 

@@ -3,14 +3,15 @@
 #include <stdint.h>
 
 static const char alphabet[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 size_t base64_encode(const void *in, size_t n, char *out)
 {
 	const unsigned char *p = in;
 	size_t o = 0, i = 0;
 	for (; i + 2 < n; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		uint32_t v =
+		    (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
 		out[o++] = alphabet[v >> 18];
 		out[o++] = alphabet[(v >> 12) & 63];
 		out[o++] = alphabet[(v >> 6) & 63];
@@ -62,7 +63,7 @@ ssize_t base64_decode(const char *in, size_t n, void *out)
 				return -1;
 		}
 		uint32_t x = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 |
-			     (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		             (uint32_t)v[2] << 6 | (uint32_t)v[3];
 		o[len++] = (unsigned char)(x >> 16);
 		if (pad < 2)
 			o[len++] = (unsigned char)(x >> 8);

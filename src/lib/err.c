@@ -5,7 +5,7 @@
 #include <string.h>
 
 static int err_vset(struct sbx_err *err, int errnum, int with_strerror,
-		    const char *fmt, va_list ap)
+                    const char *fmt, va_list ap)
 {
 	if (errnum <= 0)
 		errnum = EIO;
@@ -15,7 +15,7 @@ static int err_vset(struct sbx_err *err, int errnum, int with_strerror,
 	int n = vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	if (with_strerror && n >= 0 && (size_t)n < sizeof(err->msg))
 		snprintf(err->msg + n, sizeof(err->msg) - (size_t)n, ": %s",
-			 strerror(errnum));
+		         strerror(errnum));
 	return -errnum;
 }
 

@@ -13,8 +13,8 @@
 struct dir {
 	char buf[PIPE_BUF_SIZE];
 	size_t off, len;
-	bool eof;      /* the source ended */
-	bool shut;     /* passed on */
+	bool eof;  /* the source ended */
+	bool shut; /* passed on */
 	uint64_t bytes;
 };
 
@@ -22,7 +22,7 @@ struct end {
 	struct loop_watch w;
 	struct fdpipe *p;
 	uint32_t events;
-	bool hup;      /* no longer watched */
+	bool hup; /* no longer watched */
 };
 
 struct fdpipe {
@@ -85,8 +85,9 @@ static bool pump(struct fdpipe *p)
 			if (d->off == d->len)
 				d->off = d->len = 0;
 			if (!d->eof && d->len < PIPE_BUF_SIZE) {
-				ssize_t n = recv(src, d->buf + d->len,
-						 PIPE_BUF_SIZE - d->len, MSG_DONTWAIT);
+				ssize_t n =
+				    recv(src, d->buf + d->len,
+				         PIPE_BUF_SIZE - d->len, MSG_DONTWAIT);
 				if (n > 0)
 					d->len += (size_t)n;
 				else if (n == 0)
@@ -97,7 +98,7 @@ static bool pump(struct fdpipe *p)
 			if (d->len == d->off)
 				break;
 			ssize_t n = send(dst, d->buf + d->off, d->len - d->off,
-					 MSG_DONTWAIT | MSG_NOSIGNAL);
+			                 MSG_DONTWAIT | MSG_NOSIGNAL);
 			if (n < 0) {
 				if (errno == EAGAIN || errno == EINTR)
 					break;
@@ -145,10 +146,9 @@ static void on_io(struct loop_watch *w, uint32_t events)
 	rearm(p);
 }
 
-struct fdpipe *fdpipe_new(struct loop *l, int a, int b, const void *first,
-			  size_t nfirst,
-			  void (*done)(void *ctx, uint64_t a_to_b, uint64_t b_to_a),
-			  void *ctx)
+struct fdpipe *
+fdpipe_new(struct loop *l, int a, int b, const void *first, size_t nfirst,
+           void (*done)(void *ctx, uint64_t a_to_b, uint64_t b_to_a), void *ctx)
 {
 	struct fdpipe *p = calloc(1, sizeof(*p));
 	if (!p || nfirst > PIPE_BUF_SIZE) {
@@ -165,8 +165,8 @@ struct fdpipe *fdpipe_new(struct loop *l, int a, int b, const void *first,
 	int fds[2] = {a, b};
 	for (int i = 0; i < 2; i++) {
 		p->e[i].p = p;
-		p->e[i].w = (struct loop_watch){.fd = fds[i], .cb = on_io,
-						.data = &p->e[i]};
+		p->e[i].w = (struct loop_watch){
+		    .fd = fds[i], .cb = on_io, .data = &p->e[i]};
 		p->e[i].events = EPOLLIN;
 		if (loop_add(l, &p->e[i].w, EPOLLIN) < 0) {
 			if (i == 1)

@@ -16,10 +16,10 @@ struct fdpipe;
 /* Takes both fds (non-blocking). first/nfirst: bytes already read from a
  * that b must get first. done (may be NULL) runs when the pipe ends, with
  * the bytes carried each way. NULL when out of memory (fds closed). */
-struct fdpipe *fdpipe_new(struct loop *l, int a, int b, const void *first,
-			  size_t nfirst,
-			  void (*done)(void *ctx, uint64_t a_to_b, uint64_t b_to_a),
-			  void *ctx);
+struct fdpipe *
+fdpipe_new(struct loop *l, int a, int b, const void *first, size_t nfirst,
+           void (*done)(void *ctx, uint64_t a_to_b, uint64_t b_to_a),
+           void *ctx);
 /* End it now (both fds closed, done called). */
 void fdpipe_close(struct fdpipe *p);
 

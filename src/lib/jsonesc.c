@@ -66,7 +66,7 @@ size_t jsonesc_len(const char *s, size_t len)
 }
 
 size_t jsonesc_some(const char *s, size_t len, size_t *off, char *out,
-		    size_t cap)
+                    size_t cap)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t o = 0, i = *off;

@@ -14,6 +14,6 @@ size_t jsonesc_len(const char *s, size_t len);
 /* Escape from s[*off] on into out (cap bytes, at least 12), whole
  * characters only; advances *off and returns the bytes written. */
 size_t jsonesc_some(const char *s, size_t len, size_t *off, char *out,
-		    size_t cap);
+                    size_t cap);
 
 #endif

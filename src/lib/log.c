@@ -21,11 +21,10 @@ void log_msg(enum log_level lvl, const char *fmt, ...)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
 	char line[2048];
-	int n = snprintf(line, sizeof(line),
-			 "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
-			 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-			 tm.tm_hour, tm.tm_min, tm.tm_sec,
-			 ts.tv_nsec / 1000000, names[lvl]);
+	int n = snprintf(
+	    line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %s ",
+	    tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+	    tm.tm_sec, ts.tv_nsec / 1000000, names[lvl]);
 	va_list ap;
 	va_start(ap, fmt);
 	if (n > 0 && (size_t)n < sizeof(line))

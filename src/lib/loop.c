@@ -13,7 +13,7 @@ struct loop {
 	int epfd;
 	bool stop;
 	struct epoll_event events[LOOP_BATCH];
-	int nevents, cur; /* the batch being dispatched */
+	int nevents, cur;         /* the batch being dispatched */
 	struct loop_timer **heap; /* 1-based */
 	size_t nheap, capheap;
 	void (*idle_cb)(void *);
@@ -91,7 +91,8 @@ static void heap_down(struct loop *l, size_t i)
 {
 	for (;;) {
 		size_t m = i, c = 2 * i;
-		if (c <= l->nheap && l->heap[c]->deadline_ms < l->heap[m]->deadline_ms)
+		if (c <= l->nheap &&
+		    l->heap[c]->deadline_ms < l->heap[m]->deadline_ms)
 			m = c;
 		if (c + 1 <= l->nheap &&
 		    l->heap[c + 1]->deadline_ms < l->heap[m]->deadline_ms)
@@ -135,7 +136,7 @@ void loop_timer_start(struct loop *l, struct loop_timer *t, uint64_t in_ms)
 }
 
 void loop_set_idle(struct loop *l, void (*cb)(void *), void *data,
-		   int (*timeout_ms)(void *))
+                   int (*timeout_ms)(void *))
 {
 	l->idle_cb = cb;
 	l->idle_data = data;
@@ -165,7 +166,8 @@ static int next_timeout(struct loop *l)
 int loop_run(struct loop *l)
 {
 	while (!l->stop) {
-		int n = epoll_wait(l->epfd, l->events, LOOP_BATCH, next_timeout(l));
+		int n =
+		    epoll_wait(l->epfd, l->events, LOOP_BATCH, next_timeout(l));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

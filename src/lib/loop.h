@@ -23,7 +23,7 @@ struct loop_timer;
 typedef void (*loop_fd_cb)(struct loop_watch *w, uint32_t events);
 typedef void (*loop_timer_cb)(struct loop_timer *t);
 
-struct loop_watch {      /* embedded in its owner; owner outlives it */
+struct loop_watch { /* embedded in its owner; owner outlives it */
 	int fd;
 	loop_fd_cb cb;
 	void *data;
@@ -34,7 +34,7 @@ struct loop_timer {
 	uint64_t deadline_ms; /* monotonic */
 	loop_timer_cb cb;
 	void *data;
-	size_t heap_idx;      /* 0 = not armed */
+	size_t heap_idx; /* 0 = not armed */
 };
 
 struct loop *loop_new(void);
@@ -48,7 +48,7 @@ void loop_timer_start(struct loop *l, struct loop_timer *t, uint64_t in_ms);
 void loop_timer_stop(struct loop *l, struct loop_timer *t);
 /* Called once per iteration, after events and timers (MHD_run). */
 void loop_set_idle(struct loop *l, void (*cb)(void *), void *data,
-		   int (*timeout_ms)(void *));
+                   int (*timeout_ms)(void *));
 int loop_run(struct loop *l);
 void loop_stop(struct loop *l);
 

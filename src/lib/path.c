@@ -47,14 +47,14 @@ int path_beneath(const char *base, const char *p, char *out, size_t cap)
 }
 
 int path_join_beneath(const char *base, const char *from, const char *p,
-		      char **out)
+                      char **out)
 {
 	char *joined = NULL, *rel = NULL;
 	*out = NULL;
 	if (!p)
 		return PATH_INVALID;
 	if (asprintf(&joined, "%s%s%s", p[0] == '/' ? "" : from,
-		     p[0] == '/' ? "" : "/", p) < 0)
+	             p[0] == '/' ? "" : "/", p) < 0)
 		return -ENOMEM;
 	size_t cap = strlen(joined) + 1;
 	int v = -ENOMEM;
@@ -64,7 +64,7 @@ int path_join_beneath(const char *base, const char *from, const char *p,
 		v = path_beneath(base, joined, rel, cap);
 	if (v == PATH_OK &&
 	    asprintf(out, "%s%s%s", strcmp(base, "/") ? base : "",
-		     *rel || !strcmp(base, "/") ? "/" : "", rel) < 0) {
+	             *rel || !strcmp(base, "/") ? "/" : "", rel) < 0) {
 		*out = NULL;
 		v = -ENOMEM;
 	}

@@ -23,6 +23,6 @@ int path_beneath(const char *base, const char *p, char *out, size_t cap);
  * but the kernel's PATH_MAX). PATH_OK, PATH_OUTSIDE, PATH_INVALID, or
  * -ENOMEM. */
 int path_join_beneath(const char *base, const char *from, const char *p,
-		      char **out);
+                      char **out);
 
 #endif

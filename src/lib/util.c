@@ -30,7 +30,7 @@ void id_random(char *buf, size_t cap, const char *prefix)
 	if (getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK) != (ssize_t)sizeof(rnd))
 		rnd ^= now_mono_ms() * 0x9e3779b97f4a7c15ull;
 	snprintf(buf, cap, "%s%012llx", prefix,
-		 (unsigned long long)(rnd & 0xffffffffffffull));
+	         (unsigned long long)(rnd & 0xffffffffffffull));
 }
 
 void iso8601_ms(uint64_t wall_ms, char *buf, size_t cap)
@@ -39,8 +39,8 @@ void iso8601_ms(uint64_t wall_ms, char *buf, size_t cap)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	snprintf(buf, cap, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, (unsigned)(wall_ms % 1000));
+	         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+	         tm.tm_min, tm.tm_sec, (unsigned)(wall_ms % 1000));
 }
 
 /* A non-negative decimal number and the rest of the string. */
@@ -62,8 +62,8 @@ int parse_duration_ms(const char *s, uint64_t *out)
 	static const struct {
 		const char *unit;
 		double ms;
-	} units[] = {{"", 1000}, {"ms", 1}, {"s", 1000}, {"m", 60000},
-		     {"h", 3600000}, {"d", 86400000}};
+	} units[] = {{"", 1000},   {"ms", 1},      {"s", 1000},
+	             {"m", 60000}, {"h", 3600000}, {"d", 86400000}};
 	double v;
 	const char *rest;
 	if (parse_number(s, &v, &rest))

@@ -30,9 +30,9 @@ static unsigned long long confine = RESOLVE_BENEATH;
 static int open_beneath(int base, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
-		.flags = (unsigned long long)(flags | O_CLOEXEC),
-		.mode = mode,
-		.resolve = confine | RESOLVE_NO_MAGICLINKS,
+	    .flags = (unsigned long long)(flags | O_CLOEXEC),
+	    .mode = mode,
+	    .resolve = confine | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd;
 	/* EAGAIN: a rename anywhere on the host raced a ".." step; the
@@ -81,24 +81,28 @@ static int open_parent(int base, const char *path, char **leaf, bool create)
 		*leaf = strdup(slash + 1);
 		if (create) {
 			/* mkdir -p one level at a time; each level is opened
-			 * from base by its whole prefix, so a link on the way is
-			 * resolved as it would be from base (and stays in it) */
+			 * from base by its whole prefix, so a link on the way
+			 * is resolved as it would be from base (and stays in
+			 * it) */
 			int cur = fcntl(base, F_DUPFD_CLOEXEC, 0);
 			size_t n = strlen(copy);
-			for (size_t at = 0, end; cur >= 0 && at < n; at = end + 1) {
+			for (size_t at = 0, end; cur >= 0 && at < n;
+			     at = end + 1) {
 				end = at + strcspn(copy + at, "/");
 				if (end == at)
 					continue;
 				char sep = copy[end];
 				copy[end] = '\0';
-				if (mkdirat(cur, copy + at, 0755) < 0 && errno != EEXIST) {
+				if (mkdirat(cur, copy + at, 0755) < 0 &&
+				    errno != EEXIST) {
 					int e = errno;
 					close(cur);
 					free(copy);
 					free(*leaf);
 					return -e;
 				}
-				int next = open_beneath(base, copy, O_PATH | O_DIRECTORY, 0);
+				int next = open_beneath(
+				    base, copy, O_PATH | O_DIRECTORY, 0);
 				copy[end] = sep;
 				close(cur);
 				cur = next;
@@ -151,10 +155,10 @@ static _Noreturn void op_read(int base, const char *path)
 		if (fstatat(fd, e->d_name, &es, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		dprintf(1, "%c %lld %o %lld %s%c", type_of(es.st_mode),
-			(long long)es.st_size, (unsigned)(es.st_mode & 07777),
-			(long long)es.st_mtim.tv_sec * 1000 +
-				es.st_mtim.tv_nsec / 1000000,
-			e->d_name, '\0');
+		        (long long)es.st_size, (unsigned)(es.st_mode & 07777),
+		        (long long)es.st_mtim.tv_sec * 1000 +
+		            es.st_mtim.tv_nsec / 1000000,
+		        e->d_name, '\0');
 	}
 	_exit(0);
 }
@@ -203,8 +207,9 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 	int dfd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		fail(errno, "parent directory");
-	int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-			0644);
+	int fd =
+	    openat(dfd, tmp,
+	           O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		fail(errno, "create");
 	long long got = 0;
@@ -259,7 +264,7 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 }
 
 static _Noreturn void op_delete(int base, const char *path, bool recursive,
-				bool files_only)
+                                bool files_only)
 {
 	char *leaf;
 	int dir = open_parent(base, path, &leaf, false);
@@ -296,7 +301,8 @@ static _Noreturn void op_mkdir(int base, const char *path, bool parents)
 		fail(errno, "parent directory");
 	if (mkdirat(dfd, leaf, 0755) < 0) {
 		struct stat st;
-		/* -p is content with a directory, not with a file of that name */
+		/* -p is content with a directory, not with a file of that name
+		 */
 		if (!parents || errno != EEXIST ||
 		    fstatat(dfd, leaf, &st, 0) < 0 || !S_ISDIR(st.st_mode))
 			fail(errno == ENOENT ? EEXIST : errno, "mkdir");
@@ -314,13 +320,14 @@ static _Noreturn void op_stat(int base, const char *path)
 	if (fstat(fd, &st) < 0)
 		fail(errno, "stat");
 	dprintf(1, "S %c %lld %o %lld\n", type_of(st.st_mode),
-		(long long)st.st_size, (unsigned)(st.st_mode & 07777),
-		(long long)st.st_mtim.tv_sec * 1000 + st.st_mtim.tv_nsec / 1000000);
+	        (long long)st.st_size, (unsigned)(st.st_mode & 07777),
+	        (long long)st.st_mtim.tv_sec * 1000 +
+	            st.st_mtim.tv_nsec / 1000000);
 	_exit(0);
 }
 
 static _Noreturn void op_rename(int base, const char *from, const char *to,
-				bool into)
+                                bool into)
 {
 	char *lf, *lt;
 	int df = open_parent(base, from, &lf, false);
@@ -347,9 +354,9 @@ static _Noreturn void op_rename(int base, const char *from, const char *to,
 /* Entries of a sorted listing, held until the walk is over: in the
  * builtin, so in the sandbox's memory (its cgroup), never the daemon's. */
 struct held {
-	char *line;      /* "<type> <size> <mode> <mtime> <rel>" */
-	size_t len;      /* without the NUL */
-	size_t rel;      /* where rel starts in line */
+	char *line; /* "<type> <size> <mode> <mtime> <rel>" */
+	size_t len; /* without the NUL */
+	size_t rel; /* where rel starts in line */
 };
 static struct held *held;
 static size_t nheld, capheld;
@@ -358,11 +365,11 @@ static bool sorted;
 static void emit(const struct stat *st, const char *rel)
 {
 	char *line;
-	int n = asprintf(&line, "%c %lld %o %lld ", type_of(st->st_mode),
-			 (long long)st->st_size,
-			 (unsigned)(st->st_mode & 07777),
-			 (long long)st->st_mtim.tv_sec * 1000 +
-				 st->st_mtim.tv_nsec / 1000000);
+	int n =
+	    asprintf(&line, "%c %lld %o %lld ", type_of(st->st_mode),
+	             (long long)st->st_size, (unsigned)(st->st_mode & 07777),
+	             (long long)st->st_mtim.tv_sec * 1000 +
+	                 st->st_mtim.tv_nsec / 1000000);
 	if (n < 0)
 		fail(ENOMEM, "list");
 	if (!sorted) {
@@ -402,8 +409,8 @@ static int by_rel(const void *x, const void *y)
  * named by their path relative to the listed directory in rel[0..rl).
  * Links are listed, never followed; hidden names are skipped (and not
  * descended into) unless hidden. */
-static void list_dir(int dfd, char *rel, size_t rl, size_t cap,
-		     bool recursive, bool hidden, int depth)
+static void list_dir(int dfd, char *rel, size_t rl, size_t cap, bool recursive,
+                     bool hidden, int depth)
 {
 	DIR *d = fdopendir(dfd);
 	if (!d) {
@@ -426,10 +433,11 @@ static void list_dir(int dfd, char *rel, size_t rl, size_t cap,
 		emit(&st, rel);
 		if (recursive && S_ISDIR(st.st_mode) && depth < 64) {
 			int sub = openat(dirfd(d), name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                     O_CLOEXEC);
 			if (sub >= 0)
-				list_dir(sub, rel, l + nl, cap, recursive, hidden,
-					 depth + 1);
+				list_dir(sub, rel, l + nl, cap, recursive,
+				         hidden, depth + 1);
 		}
 		rel[rl] = '\0';
 	}
@@ -437,7 +445,7 @@ static void list_dir(int dfd, char *rel, size_t rl, size_t cap,
 }
 
 static _Noreturn void op_list(int base, const char *path, bool recursive,
-			      bool hidden)
+                              bool hidden)
 {
 	static char rel[8192];
 	int fd = open_beneath(base, path, O_PATH, 0);
@@ -462,7 +470,7 @@ static _Noreturn void op_list(int base, const char *path, bool recursive,
 }
 
 static bool has_flag(int argc, const char *const *argv, int from,
-		     const char *flag)
+                     const char *flag)
 {
 	for (int i = from; i < argc; i++)
 		if (!strcmp(argv[i], flag))
@@ -486,7 +494,8 @@ static void heartbeat(int sig)
 _Noreturn void builtin_run(int argc, const char *const *argv)
 {
 	struct sigaction sa = {.sa_handler = heartbeat, .sa_flags = SA_RESTART};
-	struct itimerval every = {{BUILTIN_HEARTBEAT_S, 0}, {BUILTIN_HEARTBEAT_S, 0}};
+	struct itimerval every = {{BUILTIN_HEARTBEAT_S, 0},
+	                          {BUILTIN_HEARTBEAT_S, 0}};
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &every, NULL);
 	if (argc < 3)
@@ -506,7 +515,7 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 		op_write(base, path, argv[3]);
 	if (!strcmp(op, "delete"))
 		op_delete(base, path, has_flag(argc, argv, 3, "-r"),
-			  has_flag(argc, argv, 3, "-f"));
+		          has_flag(argc, argv, 3, "-f"));
 	if (!strcmp(op, "mkdir"))
 		op_mkdir(base, path, has_flag(argc, argv, 3, "-p"));
 	if (!strcmp(op, "stat"))
@@ -526,7 +535,7 @@ _Noreturn void builtin_run(int argc, const char *const *argv)
 	if (!strcmp(op, "list")) {
 		sorted = has_flag(argc, argv, 3, "-s");
 		op_list(base, path, has_flag(argc, argv, 3, "-r"),
-			has_flag(argc, argv, 3, "-a"));
+		        has_flag(argc, argv, 3, "-a"));
 	}
 	fail(EINVAL, "unknown operation");
 }

@@ -17,9 +17,9 @@
  *       its path below dir (fnmatch, FNM_PATHNAME); an excluded directory
  *       is not entered.
  *   archive-unpack base dir [--in=PATH]
- *       stdin (or the file PATH): an archive (hostile input: libarchive's secure extraction,
- *       no "..", no absolute names, no writing through a symlink, set-id
- *       bits dropped, devices skipped), unpacked into a new directory
+ *       stdin (or the file PATH): an archive (hostile input: libarchive's
+ * secure extraction, no "..", no absolute names, no writing through a symlink,
+ * set-id bits dropped, devices skipped), unpacked into a new directory
  *       ".<name>.sbx-restore-<pid>" beside dir (parents made as needed);
  *       stdout "OK <that name>\n". dir itself is untouched: archive-commit
  *       swaps it in, once the daemon has checked the archive's checksum.
@@ -64,8 +64,8 @@ __attribute__((noreturn)) static void fail(int e, const char *what)
 static int open_in(int base, const char *path, int flags)
 {
 	struct open_how how = {
-		.flags = (unsigned long long)(flags | O_CLOEXEC),
-		.resolve = confine | RESOLVE_NO_MAGICLINKS,
+	    .flags = (unsigned long long)(flags | O_CLOEXEC),
+	    .resolve = confine | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd;
 	for (int tries = 0; tries < 64; tries++) {
@@ -77,7 +77,7 @@ static int open_in(int base, const char *path, int flags)
 }
 
 static int open_parent_of(int base, const char *dir, char *leaf, size_t cap,
-			  bool make);
+                          bool make);
 
 /* A file to write the archive to, made beneath base with its parents; a
  * link in its place is refused, never written through. */
@@ -85,25 +85,27 @@ static int open_out(int base, const char *path)
 {
 	char leaf[NAME_MAX + 1];
 	int pfd = open_parent_of(base, path, leaf, sizeof(leaf), true);
-	int fd = openat(pfd, leaf,
-			O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd =
+	    openat(pfd, leaf,
+	           O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		fail(errno == ELOOP ? EEXIST : errno, path);
 	close(pfd);
 	return fd;
 }
 
-/* ---- create ----------------------------------------------------------------- */
+/* ---- create -----------------------------------------------------------------
+ */
 
 struct walk {
 	const char *const *ex; /* patterns */
 	int nex;
-	dev_t out_dev;         /* the archive's own file, never in it */
+	dev_t out_dev; /* the archive's own file, never in it */
 	ino_t out_ino;
-	uint64_t mnt;          /* the mount dir is on */
-	char rel[PATH_MAX];    /* the entry's path below dir */
+	uint64_t mnt;       /* the mount dir is on */
+	char rel[PATH_MAX]; /* the entry's path below dir */
 	uint64_t total, done, reported;
-	struct archive *a;     /* NULL: the first walk, which only counts */
+	struct archive *a; /* NULL: the first walk, which only counts */
 	struct archive_entry_linkresolver *lr;
 };
 
@@ -113,7 +115,7 @@ static uint64_t mount_of(int dfd, const char *name)
 {
 	struct statx sx;
 	if (statx(dfd, name, AT_SYMLINK_NOFOLLOW | (*name ? 0 : AT_EMPTY_PATH),
-		  STATX_MNT_ID, &sx) < 0 ||
+	          STATX_MNT_ID, &sx) < 0 ||
 	    !(sx.stx_mask & STATX_MNT_ID))
 		return 0;
 	return sx.stx_mnt_id;
@@ -124,7 +126,7 @@ static bool excluded(const struct walk *w, const char *name)
 	for (int i = 0; i < w->nex; i++) {
 		const char *p = w->ex[i];
 		if (strchr(p, '/') ? fnmatch(p, w->rel, FNM_PATHNAME) == 0
-				   : fnmatch(p, name, 0) == 0)
+		                   : fnmatch(p, name, 0) == 0)
 			return true;
 	}
 	return false;
@@ -152,13 +154,15 @@ static void write_entry(struct walk *w, struct archive_entry *e, int fd)
 	while (left > 0) {
 		static char buf[65536];
 		ssize_t n = read(fd, buf,
-				 sizeof(buf) < (size_t)left ? sizeof(buf) : (size_t)left);
+		                 sizeof(buf) < (size_t)left ? sizeof(buf)
+		                                            : (size_t)left);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			break; /* it shrank meanwhile: libarchive pads */
 		if (archive_write_data(w->a, buf, (size_t)n) < 0)
-			fail(archive_errno(w->a) > 0 ? archive_errno(w->a) : EIO,
+			fail(archive_errno(w->a) > 0 ? archive_errno(w->a)
+			                             : EIO,
 			     archive_error_string(w->a));
 		left -= n;
 		w->done += (uint64_t)n;
@@ -199,7 +203,8 @@ static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
 		    fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    (w->out_ino && st.st_ino == w->out_ino &&
 		     st.st_dev == w->out_dev) ||
-		    (S_ISDIR(st.st_mode) && mount_of(dirfd(d), name) != w->mnt) ||
+		    (S_ISDIR(st.st_mode) &&
+		     mount_of(dirfd(d), name) != w->mnt) ||
 		    S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ||
 		    S_ISSOCK(st.st_mode)) {
 			w->rel[rl] = '\0';
@@ -216,15 +221,15 @@ static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
 			if (S_ISLNK(st.st_mode)) {
 				char target[PATH_MAX];
 				ssize_t n = readlinkat(dirfd(d), name, target,
-						       sizeof(target) - 1);
+				                       sizeof(target) - 1);
 				if (n < 0)
 					fail(errno, w->rel);
 				target[n] = '\0';
 				archive_entry_copy_symlink(e, target);
 			} else if (S_ISREG(st.st_mode)) {
 				in = openat(dirfd(d), name,
-					    O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-						    O_CLOEXEC);
+				            O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+				                O_CLOEXEC);
 				if (in < 0 && skippable(errno)) {
 					dprintf(2, "W %d %s\n", errno, w->rel);
 					archive_entry_free(e);
@@ -242,8 +247,8 @@ static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
 			if (depth >= MAX_DEPTH)
 				fail(ELOOP, w->rel);
 			int sub = openat(dirfd(d), name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-						 O_CLOEXEC);
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                     O_CLOEXEC);
 			if (sub < 0 && skippable(errno)) {
 				if (w->a)
 					dprintf(2, "W %d %s\n", errno, w->rel);
@@ -263,7 +268,7 @@ static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
 static int out_fd = 1;
 
 static ssize_t out_write(struct archive *a, void *data, const void *buf,
-			 size_t len)
+                         size_t len)
 {
 	(void)a;
 	(void)data;
@@ -282,13 +287,14 @@ static ssize_t out_write(struct archive *a, void *data, const void *buf,
 }
 
 static _Noreturn void op_create(int base, const char *dir, int argc,
-				const char *const *argv)
+                                const char *const *argv)
 {
 	const char *ex[256], *out = NULL;
 	int nex = 0;
 	msgfd = 2;
 	for (int i = 3; i < argc; i++) {
-		if (!strncmp(argv[i], "--exclude=", 10) && argv[i][10] && nex < 256)
+		if (!strncmp(argv[i], "--exclude=", 10) && argv[i][10] &&
+		    nex < 256)
 			ex[nex++] = argv[i] + 10;
 		else if (!strncmp(argv[i], "--out=", 6) && argv[i][6])
 			out = argv[i] + 6;
@@ -335,12 +341,13 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 	_exit(0);
 }
 
-/* ---- unpack, commit, abort -------------------------------------------------- */
+/* ---- unpack, commit, abort --------------------------------------------------
+ */
 
 /* dir's parent (opened beneath base, made when missing) and its last
  * part; dir must have one. */
 static int open_parent_of(int base, const char *dir, char *leaf, size_t cap,
-			  bool make)
+                          bool make)
 {
 	char parent[PATH_MAX];
 	const char *slash = strrchr(dir, '/');
@@ -363,11 +370,12 @@ static int open_parent_of(int base, const char *dir, char *leaf, size_t cap,
 				char *l = strrchr(parent, '/');
 				*l = '\0';
 				int up = open_in(base, *parent ? parent : "/",
-						 O_PATH | O_DIRECTORY);
+				                 O_PATH | O_DIRECTORY);
 				*l = '/';
 				if (up < 0 || (mkdirat(up, l + 1, 0755) < 0 &&
-					       errno != EEXIST))
-					fail(up < 0 ? -up : errno, "make parent");
+				               errno != EEXIST))
+					fail(up < 0 ? -up : errno,
+					     "make parent");
 				close(up);
 			} else if (fd < 0) {
 				fail(-fd, "parent directory");
@@ -429,13 +437,13 @@ static _Noreturn void op_unpack(int base, const char *dir, const char *in)
 	int pfd = open_parent_of(base, dir, leaf, sizeof(leaf), true);
 	remove_stale(pfd, leaf);
 	if (snprintf(tmpname, sizeof(tmpname), ".%s" RESTORE_MARK "%d", leaf,
-		     (int)getpid()) >= (int)sizeof(tmpname))
+	             (int)getpid()) >= (int)sizeof(tmpname))
 		fail(ENAMETOOLONG, "directory name");
 	if (mkdirat(pfd, tmpname, 0755) < 0)
 		fail(errno, "make the directory to restore into");
 	tmpfd_for_cleanup = pfd;
-	int tfd = openat(pfd, tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					       O_CLOEXEC);
+	int tfd = openat(pfd, tmpname,
+	                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (tfd < 0 || fchdir(tfd) < 0)
 		unpack_fail(errno, "enter the directory to restore into");
 	umask(022);
@@ -449,10 +457,10 @@ static _Noreturn void op_unpack(int base, const char *dir, const char *in)
 	archive_read_support_filter_none(a);
 	archive_read_support_format_tar(a);
 	archive_write_disk_set_options(
-		ext, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
-			     ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-			     ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-			     ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+	    ext, ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_PERM |
+	             ARCHIVE_EXTRACT_SECURE_SYMLINKS |
+	             ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+	             ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
 	if (archive_read_open_fd(a, 0, 65536) != ARCHIVE_OK)
 		unpack_fail(EINVAL, archive_error_string(a));
 	uint64_t files = 0;
@@ -462,8 +470,9 @@ static _Noreturn void op_unpack(int base, const char *dir, const char *in)
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_WARN)
-			unpack_fail(archive_errno(a) > 0 ? archive_errno(a) : EINVAL,
-				    archive_error_string(a));
+			unpack_fail(archive_errno(a) > 0 ? archive_errno(a)
+			                                 : EINVAL,
+			            archive_error_string(a));
 		mode_t t = archive_entry_filetype(e);
 		if (t != AE_IFREG && t != AE_IFDIR && t != AE_IFLNK &&
 		    t != AE_IFIFO && !archive_entry_hardlink(e))
@@ -472,35 +481,36 @@ static _Noreturn void op_unpack(int base, const char *dir, const char *in)
 		r = archive_write_header(ext, e);
 		if (r < ARCHIVE_WARN)
 			unpack_fail(archive_errno(ext) > 0 ? archive_errno(ext)
-							   : EINVAL,
-				    archive_error_string(ext));
+			                                   : EINVAL,
+			            archive_error_string(ext));
 		if (archive_entry_size(e) > 0) {
 			const void *buf;
 			size_t len;
 			int64_t off;
-			while ((r = archive_read_data_block(a, &buf, &len, &off)) ==
-			       ARCHIVE_OK) {
-				if (archive_write_data_block(ext, buf, len, off) <
-				    ARCHIVE_WARN)
+			while ((r = archive_read_data_block(
+			            a, &buf, &len, &off)) == ARCHIVE_OK) {
+				if (archive_write_data_block(
+				        ext, buf, len, off) < ARCHIVE_WARN)
 					unpack_fail(archive_errno(ext) > 0
-							    ? archive_errno(ext)
-							    : EIO,
-						    archive_error_string(ext));
+					                ? archive_errno(ext)
+					                : EIO,
+					            archive_error_string(ext));
 			}
 			if (r < ARCHIVE_WARN)
-				unpack_fail(archive_errno(a) > 0 ? archive_errno(a)
-								 : EINVAL,
-					    archive_error_string(a));
+				unpack_fail(archive_errno(a) > 0
+				                ? archive_errno(a)
+				                : EINVAL,
+				            archive_error_string(a));
 		}
 		if (archive_write_finish_entry(ext) < ARCHIVE_WARN)
 			unpack_fail(archive_errno(ext) > 0 ? archive_errno(ext)
-							   : EIO,
-				    archive_error_string(ext));
+			                                   : EIO,
+			            archive_error_string(ext));
 		files++;
 	}
 	if (archive_write_close(ext) != ARCHIVE_OK)
 		unpack_fail(archive_errno(ext) > 0 ? archive_errno(ext) : EIO,
-			    archive_error_string(ext));
+		            archive_error_string(ext));
 	archive_read_free(a);
 	archive_write_free(ext);
 	dprintf(1, "OK %s %llu\n", tmpname, (unsigned long long)files);
@@ -537,13 +547,16 @@ static void move_contents(int pfd, const char *leaf, const char *tmp)
 {
 	char old[NAME_MAX + 1];
 	if (snprintf(old, sizeof(old), ".%s" RESTORE_MARK "old-%d", leaf,
-		     (int)getpid()) >= (int)sizeof(old))
+	             (int)getpid()) >= (int)sizeof(old))
 		fail(ENAMETOOLONG, "directory name");
-	int dfd = openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	int tfd = openat(pfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int dfd =
+	    openat(pfd, leaf, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int tfd =
+	    openat(pfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0 || tfd < 0 || mkdirat(pfd, old, 0700) < 0)
 		fail(errno, "open directory");
-	int ofd = openat(pfd, old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int ofd =
+	    openat(pfd, old, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ofd < 0)
 		fail(errno, "open directory");
 	move_entries(dfd, ofd, true);
@@ -553,7 +566,7 @@ static void move_contents(int pfd, const char *leaf, const char *tmp)
 }
 
 static _Noreturn void op_commit(int base, const char *dir, const char *tmp,
-				bool abort)
+                                bool abort)
 {
 	char leaf[NAME_MAX + 1];
 	int pfd = open_parent_of(base, dir, leaf, sizeof(leaf), false);
@@ -566,7 +579,8 @@ static _Noreturn void op_commit(int base, const char *dir, const char *tmp,
 		_exit(0);
 	}
 	struct stat st;
-	if (fstatat(pfd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+	if (fstatat(pfd, tmp, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISDIR(st.st_mode))
 		fail(ENOENT, "the restored directory is gone");
 	if (renameat2(pfd, tmp, pfd, leaf, RENAME_EXCHANGE) == 0) {
 		/* tmp holds what dir held */
@@ -591,9 +605,10 @@ _Noreturn void builtin_archive(int base, int argc, const char *const *argv)
 		op_create(base, dir, argc, argv);
 	if (!strcmp(op, "archive-unpack"))
 		op_unpack(base, dir,
-			  argc >= 4 && !strncmp(argv[3], "--in=", 5) && argv[3][5]
-				  ? argv[3] + 5
-				  : NULL);
+		          argc >= 4 && !strncmp(argv[3], "--in=", 5) &&
+		                  argv[3][5]
+		              ? argv[3] + 5
+		              : NULL);
 	if (!strcmp(op, "archive-commit") && argc >= 4)
 		op_commit(base, dir, argv[3], false);
 	if (!strcmp(op, "archive-abort") && argc >= 4)

@@ -44,9 +44,9 @@
 
 #define BLOCK 512
 #define IOBUF (64u << 10)
-#define META_MAX (1u << 20)  /* a long name or pax header, at most */
-#define LINKS_MAX 65536      /* hard links remembered while archiving */
-#define DELAYED_MAX 65536    /* directory modes set at the end */
+#define META_MAX (1u << 20) /* a long name or pax header, at most */
+#define LINKS_MAX 65536     /* hard links remembered while archiving */
+#define DELAYED_MAX 65536   /* directory modes set at the end */
 
 struct ustar {
 	char name[100], mode[8], uid[8], gid[8], size[12], mtime[12];
@@ -72,9 +72,9 @@ static void complain(const char *fmt, ...)
 static int beneath(int base, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
-		.flags = (unsigned long long)(flags | O_CLOEXEC),
-		.mode = mode,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	    .flags = (unsigned long long)(flags | O_CLOEXEC),
+	    .mode = mode,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd = -1;
 	for (int tries = 0; tries < 64; tries++) {
@@ -133,7 +133,7 @@ static bool octal(char *f, size_t w, uint64_t v)
 {
 	char tmp[32];
 	int n = snprintf(tmp, sizeof(tmp), "%0*llo", (int)(w - 1),
-			 (unsigned long long)v);
+	                 (unsigned long long)v);
 	if (n < 0 || (size_t)n > w - 1)
 		return false;
 	memcpy(f, tmp, w - 1);
@@ -143,14 +143,15 @@ static bool octal(char *f, size_t w, uint64_t v)
 
 /* One pax record: "<len> key=value\n", its length counting itself. */
 static void pax_record(char **buf, size_t *len, size_t *cap, const char *key,
-		       const char *val)
+                       const char *val)
 {
 	size_t body = strlen(key) + strlen(val) + 3; /* ' ' '=' '\n' */
 	size_t total = body + 1;
 	for (int digits = 1;; digits++) {
 		total = body + (size_t)digits;
 		char tmp[24];
-		if ((size_t)snprintf(tmp, sizeof(tmp), "%zu", total) == (size_t)digits)
+		if ((size_t)snprintf(tmp, sizeof(tmp), "%zu", total) ==
+		    (size_t)digits)
 			break;
 	}
 	if (*len + total + 1 > *cap) {
@@ -162,7 +163,7 @@ static void pax_record(char **buf, size_t *len, size_t *cap, const char *key,
 		*cap = ncap;
 	}
 	*len += (size_t)snprintf(*buf + *len, *cap - *len, "%zu %s=%s\n", total,
-				 key, val);
+	                         key, val);
 }
 
 static void header_sum(struct ustar *h)
@@ -178,7 +179,7 @@ static void header_sum(struct ustar *h)
 /* A member's header (and a pax header before it where ustar's fields
  * cannot hold the name, link or size). */
 static void emit_header(const char *name, char type, const struct stat *st,
-			uint64_t size, const char *link)
+                        uint64_t size, const char *link)
 {
 	struct ustar h;
 	char *pax = NULL;
@@ -197,9 +198,9 @@ static void emit_header(const char *name, char type, const struct stat *st,
 		struct ustar x;
 		memset(&x, 0, sizeof(x));
 		snprintf(x.name, sizeof(x.name), "./PaxHeaders/%.80s",
-			 strrchr(name, '/') && strrchr(name, '/')[1]
-				 ? strrchr(name, '/') + 1
-				 : "x");
+		         strrchr(name, '/') && strrchr(name, '/')[1]
+		             ? strrchr(name, '/') + 1
+		             : "x");
 		octal(x.mode, sizeof(x.mode), 0644);
 		octal(x.uid, sizeof(x.uid), 0);
 		octal(x.gid, sizeof(x.gid), 0);
@@ -239,15 +240,15 @@ static struct hl {
 	dev_t dev;
 	ino_t ino;
 	char *name;
-} *links;
+} * links;
 static size_t nlinks;
 
 static const char *link_seen(const struct stat *st, const char *name)
 {
 	if (!links && !(links = calloc(LINKS_MAX * 2, sizeof(*links))))
 		return NULL;
-	size_t i = (size_t)((st->st_ino * 2654435761u) ^ st->st_dev) %
-		   (LINKS_MAX * 2);
+	size_t i =
+	    (size_t)((st->st_ino * 2654435761u) ^ st->st_dev) % (LINKS_MAX * 2);
 	for (; links[i].name; i = (i + 1) % (LINKS_MAX * 2))
 		if (links[i].dev == st->st_dev && links[i].ino == st->st_ino)
 			return links[i].name;
@@ -260,15 +261,16 @@ static const char *link_seen(const struct stat *st, const char *name)
 }
 
 static void emit_file(int dir, const char *leaf, const char *name,
-		      const struct stat *lst)
+                      const struct stat *lst)
 {
-	int fd = openat(dir, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-					   O_NOCTTY | O_CLOEXEC);
+	int fd =
+	    openat(dir, leaf,
+	           O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    st.st_ino != lst->st_ino) {
 		complain("%s: cannot open: %s", name,
-			 fd < 0 ? strerror(errno) : "changed while read");
+		         fd < 0 ? strerror(errno) : "changed while read");
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -279,15 +281,15 @@ static void emit_file(int dir, const char *leaf, const char *name,
 		size_t want = left < IOBUF ? (size_t)left : IOBUF;
 		if (sizeof(obuf) - olen < want)
 			out_flush();
-		ssize_t n = read(fd, obuf + olen,
-				 want < sizeof(obuf) - olen ? want
-							    : sizeof(obuf) - olen);
+		ssize_t n = read(
+		    fd, obuf + olen,
+		    want < sizeof(obuf) - olen ? want : sizeof(obuf) - olen);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) { /* it shrank: keep the archive whole */
 			complain("%s: file shrank by %llu bytes; padding with "
-				 "zeros",
-				 name, (unsigned long long)left);
+			         "zeros",
+			         name, (unsigned long long)left);
 			out_zeros(left);
 			break;
 		}
@@ -333,7 +335,7 @@ struct frame {
 };
 
 static _Noreturn void tar_create(int base, const char *where,
-				 const char *const *ex, int nex)
+                                 const char *const *ex, int nex)
 {
 	int top = beneath(base, where, O_RDONLY | O_DIRECTORY, 0);
 	struct stat st;
@@ -357,7 +359,8 @@ static _Noreturn void tar_create(int base, const char *where,
 			continue;
 		}
 		const char *leaf = e->d_name;
-		if (leaf[0] == '.' && (!leaf[1] || (leaf[1] == '.' && !leaf[2])))
+		if (leaf[0] == '.' &&
+		    (!leaf[1] || (leaf[1] == '.' && !leaf[2])))
 			continue;
 		size_t len = path_set(f->len, leaf);
 		const char *rel = path + 2; /* past "./" */
@@ -369,17 +372,19 @@ static _Noreturn void tar_create(int base, const char *where,
 			continue;
 		}
 		if (S_ISREG(st.st_mode)) {
-			const char *first = st.st_nlink > 1 ? link_seen(&st, path) : NULL;
+			const char *first =
+			    st.st_nlink > 1 ? link_seen(&st, path) : NULL;
 			if (first)
 				emit_header(path, '1', &st, 0, first);
 			else
 				emit_file(dfd, leaf, path, &st);
 		} else if (S_ISLNK(st.st_mode)) {
 			char target[4096];
-			ssize_t n = readlinkat(dfd, leaf, target, sizeof(target) - 1);
+			ssize_t n =
+			    readlinkat(dfd, leaf, target, sizeof(target) - 1);
 			if (n < 0) {
 				complain("%s: cannot readlink: %s", path,
-					 strerror(errno));
+				         strerror(errno));
 				continue;
 			}
 			target[n] = '\0';
@@ -391,17 +396,20 @@ static _Noreturn void tar_create(int base, const char *where,
 			path[len + 1] = '\0';
 			emit_header(path, '5', &st, 0, NULL);
 			path[len] = '\0';
-			int sub = openat(dfd, leaf, O_RDONLY | O_DIRECTORY |
-							    O_NOFOLLOW | O_CLOEXEC);
+			int sub = openat(dfd, leaf,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                     O_CLOEXEC);
 			DIR *d = sub >= 0 ? fdopendir(sub) : NULL;
 			if (!d) {
-				complain("%s: cannot open: %s", path, strerror(errno));
+				complain("%s: cannot open: %s", path,
+				         strerror(errno));
 				if (sub >= 0)
 					close(sub);
 				continue;
 			}
 			if (depth + 1 == cap) {
-				struct frame *ns = realloc(stack, cap * 2 * sizeof(*ns));
+				struct frame *ns =
+				    realloc(stack, cap * 2 * sizeof(*ns));
 				if (!ns)
 					_exit(2);
 				stack = ns;
@@ -493,7 +501,7 @@ static bool sum_ok(const struct ustar *h)
 		return false;
 	for (size_t i = 0; i < BLOCK; i++) {
 		bool in_sum = i >= offsetof(struct ustar, chksum) &&
-			      i < offsetof(struct ustar, chksum) + 8;
+		              i < offsetof(struct ustar, chksum) + 8;
 		unsigned char c = in_sum ? ' ' : ((const unsigned char *)h)[i];
 		usum += c;
 		ssum += (signed char)c;
@@ -570,10 +578,12 @@ static int parent_of(int top, char *rel, const char **leaf)
 				dir = fcntl(top, F_DUPFD_CLOEXEC, 0);
 			} else {
 				p[-1] = '\0';
-				dir = beneath(top, rel, O_PATH | O_DIRECTORY, 0);
+				dir =
+				    beneath(top, rel, O_PATH | O_DIRECTORY, 0);
 				p[-1] = '/';
 			}
-			if (dir < 0 || (mkdirat(dir, p, 0755) < 0 && errno != EEXIST))
+			if (dir < 0 ||
+			    (mkdirat(dir, p, 0755) < 0 && errno != EEXIST))
 				e = errno;
 			if (dir >= 0)
 				close(dir);
@@ -610,7 +620,7 @@ static int make_way(int dir, const char *leaf, bool want_dir)
 static struct delayed {
 	char *rel;
 	mode_t mode;
-} *delayed;
+} * delayed;
 static size_t ndelayed;
 
 static void set_dir_mode(int top, const char *rel, mode_t mode)
@@ -635,7 +645,8 @@ static bool write_data(int fd, uint64_t size, const char *name)
 			if (n < 0 && errno == EINTR)
 				continue;
 			if (n < 0) {
-				complain("%s: cannot write: %s", name, strerror(errno));
+				complain("%s: cannot write: %s", name,
+				         strerror(errno));
 				ok = false;
 				break;
 			}
@@ -660,13 +671,15 @@ static _Noreturn void tar_extract(int base, const char *where)
 		struct ustar h;
 		memset(&h, 0, sizeof(h));
 		if (!in(&h, sizeof(h))) {
-			const char *z = seen ? NULL : compressed((unsigned char *)&h);
+			const char *z =
+			    seen ? NULL : compressed((unsigned char *)&h);
 			if (z)
 				complain("the archive is %s-compressed: send a "
-					 "plain tar",
-					 z);
+				         "plain tar",
+				         z);
 			else if (!seen)
-				complain("This does not look like a tar archive");
+				complain(
+				    "This does not look like a tar archive");
 			else if (consumed % BLOCK || longname || longlink)
 				complain("unexpected end of the archive");
 			break; /* ending without the two zero blocks: fine */
@@ -674,23 +687,26 @@ static _Noreturn void tar_extract(int base, const char *where)
 		if (all_zero(&h))
 			break; /* the end (or an empty archive) */
 		if (!sum_ok(&h)) {
-			const char *z = seen ? NULL : compressed((unsigned char *)&h);
+			const char *z =
+			    seen ? NULL : compressed((unsigned char *)&h);
 			if (z)
 				complain("the archive is %s-compressed: send a "
-					 "plain tar",
-					 z);
+				         "plain tar",
+				         z);
 			else if (!seen)
-				complain("This does not look like a tar archive");
+				complain(
+				    "This does not look like a tar archive");
 			else
-				complain("a damaged header at byte %llu; stopping",
-					 (unsigned long long)(consumed - BLOCK));
+				complain(
+				    "a damaged header at byte %llu; stopping",
+				    (unsigned long long)(consumed - BLOCK));
 			break;
 		}
 		seen = true;
 		uint64_t size;
 		if (!parse_num(h.size, sizeof(h.size), &size)) {
 			complain("a damaged size at byte %llu; stopping",
-				 (unsigned long long)(consumed - BLOCK));
+			         (unsigned long long)(consumed - BLOCK));
 			break;
 		}
 		if (have_paxsize && h.typeflag != 'x' && h.typeflag != 'L' &&
@@ -700,12 +716,14 @@ static _Noreturn void tar_extract(int base, const char *where)
 		char type = h.typeflag;
 		if (type == 'L' || type == 'K' || type == 'x') {
 			if (size > META_MAX) {
-				complain("a %llu-byte extended header; stopping",
-					 (unsigned long long)size);
+				complain(
+				    "a %llu-byte extended header; stopping",
+				    (unsigned long long)size);
 				break;
 			}
 			char *meta = malloc(size + 1);
-			if (!meta || !in(meta, size) || !in(NULL, padded - size)) {
+			if (!meta || !in(meta, size) ||
+			    !in(NULL, padded - size)) {
 				complain("unexpected end of the archive");
 				free(meta);
 				break;
@@ -722,21 +740,29 @@ static _Noreturn void tar_extract(int base, const char *where)
 				for (char *p = meta; p < meta + size;) {
 					char *end;
 					unsigned long rl = strtoul(p, &end, 10);
-					if (!rl || *end != ' ' || rl > (size_t)(meta + size - p))
+					if (!rl || *end != ' ' ||
+					    rl > (size_t)(meta + size - p))
 						break;
 					char *rec = end + 1, *stop = p + rl - 1;
-					char *eq = memchr(rec, '=', (size_t)(stop - rec));
+					char *eq = memchr(rec, '=',
+					                  (size_t)(stop - rec));
 					if (eq && *stop == '\n') {
 						*eq = '\0';
 						*stop = '\0';
 						if (!strcmp(rec, "path")) {
 							free(longname);
-							longname = strdup(eq + 1);
-						} else if (!strcmp(rec, "linkpath")) {
+							longname =
+							    strdup(eq + 1);
+						} else if (!strcmp(
+						               rec,
+						               "linkpath")) {
 							free(longlink);
-							longlink = strdup(eq + 1);
-						} else if (!strcmp(rec, "size")) {
-							paxsize = strtoull(eq + 1, NULL, 10);
+							longlink =
+							    strdup(eq + 1);
+						} else if (!strcmp(rec,
+						                   "size")) {
+							paxsize = strtoull(
+							    eq + 1, NULL, 10);
 							have_paxsize = true;
 						}
 					}
@@ -752,18 +778,19 @@ static _Noreturn void tar_extract(int base, const char *where)
 			name = longname;
 		} else {
 			bool posix = !memcmp(h.magic, "ustar", 6);
-			size_t pl = posix ? strnlen(h.prefix, sizeof(h.prefix)) : 0;
-			snprintf(namebuf, sizeof(namebuf), "%.*s%s%.*s", (int)pl,
-				 h.prefix, pl ? "/" : "",
-				 (int)strnlen(h.name, sizeof(h.name)), h.name);
+			size_t pl =
+			    posix ? strnlen(h.prefix, sizeof(h.prefix)) : 0;
+			snprintf(namebuf, sizeof(namebuf), "%.*s%s%.*s",
+			         (int)pl, h.prefix, pl ? "/" : "",
+			         (int)strnlen(h.name, sizeof(h.name)), h.name);
 			name = namebuf;
 		}
 		char linkbuf[sizeof(h.linkname) + 1];
 		const char *link = longlink;
 		if (!link) {
 			snprintf(linkbuf, sizeof(linkbuf), "%.*s",
-				 (int)strnlen(h.linkname, sizeof(h.linkname)),
-				 h.linkname);
+			         (int)strnlen(h.linkname, sizeof(h.linkname)),
+			         h.linkname);
 			link = linkbuf;
 		}
 		uint64_t mode = 0644, mtime = 0;
@@ -774,7 +801,8 @@ static _Noreturn void tar_extract(int base, const char *where)
 		snprintf(shown, sizeof(shown), "%.280s", name);
 		bool data_read = false;
 		if (!clean_name(name)) {
-			complain("%s: a member name with \"..\"; skipped", shown);
+			complain("%s: a member name with \"..\"; skipped",
+			         shown);
 		} else if (!*name || type == 'g' || type == 'V') {
 			/* the top itself ("./": its mode stays the sandbox's),
 			 * global pax records, a volume label: nothing to do */
@@ -783,20 +811,23 @@ static _Noreturn void tar_extract(int base, const char *where)
 			int dir = parent_of(top, name, &leaf);
 			int r;
 			if (dir < 0) {
-				complain("%s: cannot make its directory: %s", shown,
-					 strerror(errno));
+				complain("%s: cannot make its directory: %s",
+				         shown, strerror(errno));
 			} else if (type == '5') {
 				r = make_way(dir, leaf, true);
 				if (r == 0 && mkdirat(dir, leaf, 0700) < 0)
 					r = -errno;
 				if (r < 0) {
 					complain("%s: cannot mkdir: %s", shown,
-						 strerror(-r));
+					         strerror(-r));
 				} else if ((mode & 0700) != 0700 &&
-					   ndelayed < DELAYED_MAX &&
-					   (delayed || (delayed = calloc(DELAYED_MAX,
-									 sizeof(*delayed)))) &&
-					   (delayed[ndelayed].rel = strdup(name))) {
+				           ndelayed < DELAYED_MAX &&
+				           (delayed ||
+				            (delayed =
+				                 calloc(DELAYED_MAX,
+				                        sizeof(*delayed)))) &&
+				           (delayed[ndelayed].rel =
+				                strdup(name))) {
 					/* a directory we could not write into
 					 * gets its mode once it is filled */
 					delayed[ndelayed++].mode = (mode_t)mode;
@@ -807,31 +838,34 @@ static _Noreturn void tar_extract(int base, const char *where)
 				int fd = -1;
 				r = make_way(dir, leaf, false);
 				if (r == 0)
-					fd = openat(dir, leaf,
-						    O_WRONLY | O_CREAT | O_EXCL |
-							    O_NOFOLLOW | O_CLOEXEC,
-						    0600);
+					fd =
+					    openat(dir, leaf,
+					           O_WRONLY | O_CREAT | O_EXCL |
+					               O_NOFOLLOW | O_CLOEXEC,
+					           0600);
 				if (r == 0 && fd < 0)
 					r = -errno;
 				if (r < 0) {
 					complain("%s: cannot create: %s", shown,
-						 strerror(-r));
+					         strerror(-r));
 				} else {
 					data_read = true;
 					if (!write_data(fd, size, shown)) {
 						close(fd);
 						close(dir);
-						complain("unexpected end of the archive");
+						complain("unexpected end of "
+						         "the archive");
 						break;
 					}
 					in(NULL, padded - size);
 					struct timespec ts[2] = {
-						{.tv_nsec = UTIME_OMIT},
-						{.tv_sec = (time_t)mtime}};
+					    {.tv_nsec = UTIME_OMIT},
+					    {.tv_sec = (time_t)mtime}};
 					if (fchmod(fd, (mode_t)mode) < 0 ||
 					    futimens(fd, ts) < 0)
-						complain("%s: cannot set mode: %s",
-							 shown, strerror(errno));
+						complain(
+						    "%s: cannot set mode: %s",
+						    shown, strerror(errno));
 					close(fd);
 				}
 			} else if (type == '2') {
@@ -839,8 +873,8 @@ static _Noreturn void tar_extract(int base, const char *where)
 				if (r == 0 && symlinkat(link, dir, leaf) < 0)
 					r = -errno;
 				if (r < 0)
-					complain("%s: cannot symlink: %s", shown,
-						 strerror(-r));
+					complain("%s: cannot symlink: %s",
+					         shown, strerror(-r));
 			} else if (type == '1') {
 				char *t = strdup(link);
 				const char *tleaf;
@@ -849,27 +883,31 @@ static _Noreturn void tar_extract(int base, const char *where)
 				if (t && clean_name(t) && *t &&
 				    (tdir = parent_of(top, t, &tleaf)) >= 0) {
 					r = make_way(dir, leaf, false);
-					if (r == 0 && linkat(tdir, tleaf, dir, leaf, 0) < 0)
+					if (r == 0 && linkat(tdir, tleaf, dir,
+					                     leaf, 0) < 0)
 						r = -errno;
 				} else if (t && tdir < 0 && errno) {
 					r = -errno;
 				}
 				if (r < 0)
-					complain("%s: cannot link to %s: %s", shown,
-						 link, strerror(-r));
+					complain("%s: cannot link to %s: %s",
+					         shown, link, strerror(-r));
 				if (tdir >= 0)
 					close(tdir);
 				free(t);
 			} else if (type == '6') {
 				r = make_way(dir, leaf, false);
-				if (r == 0 && mkfifoat(dir, leaf, (mode_t)mode) < 0)
+				if (r == 0 &&
+				    mkfifoat(dir, leaf, (mode_t)mode) < 0)
 					r = -errno;
 				if (r < 0)
 					complain("%s: cannot mkfifo: %s", shown,
-						 strerror(-r));
+					         strerror(-r));
 			} else {
-				complain("%s: member type '%c' is not unpacked here",
-					 shown, type > ' ' && type < 127 ? type : '?');
+				complain(
+				    "%s: member type '%c' is not unpacked here",
+				    shown,
+				    type > ' ' && type < 127 ? type : '?');
 			}
 			if (dir >= 0)
 				close(dir);

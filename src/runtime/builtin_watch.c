@@ -216,7 +216,8 @@ _Noreturn void builtin_watch(int dfd, bool rec)
 				cap = need * 2;
 				char *grown = realloc(out, cap);
 				if (!grown)
-					die(ENOMEM, "out of memory"); /* exits */
+					die(ENOMEM,
+					    "out of memory"); /* exits */
 				out = grown;
 			}
 			int w = snprintf(out + used, cap - used, "%c %s%s%s", c,

@@ -27,11 +27,11 @@ static int last_cap(void)
 static int set_caps(uint64_t keep)
 {
 	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	    .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
 	struct __user_cap_data_struct data[2] = {
-		{.permitted = (uint32_t)keep, .effective = (uint32_t)keep},
-		{.permitted = (uint32_t)(keep >> 32),
-		 .effective = (uint32_t)(keep >> 32)}};
+	    {.permitted = (uint32_t)keep, .effective = (uint32_t)keep},
+	    {.permitted = (uint32_t)(keep >> 32),
+	     .effective = (uint32_t)(keep >> 32)}};
 	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
 }
 
@@ -43,11 +43,11 @@ int caps_clear(void)
 int caps_limit(uint64_t keep)
 {
 	if (prctl(PR_SET_SECUREBITS,
-		  SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
-			  SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
-			  SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
-			  SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
-		  0, 0, 0) < 0)
+	          SECBIT_NOROOT | SECBIT_NOROOT_LOCKED |
+	              SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
+	              SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
+	              SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+	          0, 0, 0) < 0)
 		return -errno;
 	int last = last_cap();
 	for (int c = 0; c <= last; c++)

@@ -65,7 +65,9 @@ int cgroup_path(char *buf, size_t size, const char *rel, const char *file)
 		n = snprintf(buf, size, "%s/%s", rel, file);
 	else
 		n = snprintf(buf, size, "%s",
-			     has_rel ? rel : has_file ? file : ".");
+		             has_rel    ? rel
+		             : has_file ? file
+		                        : ".");
 	if (n < 0 || (size_t)n >= size)
 		return -ENAMETOOLONG;
 	return 0;
@@ -108,8 +110,8 @@ ssize_t cgroup_file_read(int dfd, const char *path, char *buf, size_t size)
 }
 
 int cgroup_set(struct cgroup_manager *m, int h, const char *rel,
-	       const char *file, const char *val, bool optional,
-	       struct sbx_err *err)
+               const char *file, const char *val, bool optional,
+               struct sbx_err *err)
 {
 	char p[PATH_MAX];
 	int r = cgroup_path(p, sizeof(p), rel, file);
@@ -119,7 +121,7 @@ int cgroup_set(struct cgroup_manager *m, int h, const char *rel,
 		return r;
 	if (r < 0)
 		return sbx_err_sys(err, -r, "cgroup: write \"%s\" to %s/%s",
-				   val, m->h[h].path, p);
+		                   val, m->h[h].path, p);
 	return 0;
 }
 
@@ -143,7 +145,7 @@ static int parse_u64(const char *s, uint64_t *out)
 }
 
 int cgroup_get_u64(struct cgroup_manager *m, int h, const char *rel,
-		   const char *file, uint64_t *out)
+                   const char *file, uint64_t *out)
 {
 	char p[PATH_MAX], buf[64];
 	int r = cgroup_path(p, sizeof(p), rel, file);
@@ -156,7 +158,7 @@ int cgroup_get_u64(struct cgroup_manager *m, int h, const char *rel,
 }
 
 int cgroup_get_key_u64(struct cgroup_manager *m, int h, const char *rel,
-		       const char *file, const char *key, uint64_t *out)
+                       const char *file, const char *key, uint64_t *out)
 {
 	char p[PATH_MAX], buf[4096];
 	int r = cgroup_path(p, sizeof(p), rel, file);
@@ -193,7 +195,7 @@ int64_t cgroup_now_ns(void)
 
 void cgroup_backoff(unsigned *us)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)*us * 1000 };
+	struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)*us * 1000};
 	nanosleep(&ts, NULL);
 	if (*us < 5000)
 		*us *= 2;
@@ -252,7 +254,7 @@ static bool dirent_is_dir(int dfd, const struct dirent *de)
  * empty tree: a cgroup may be absent from one hierarchy (cpuacct has no
  * command leaves) or gone already. */
 static int tree_walk(int dfd, const char *path, int depth,
-		     int (*fn)(int dirfd, void *arg), void *arg)
+                     int (*fn)(int dirfd, void *arg), void *arg)
 {
 	int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -283,8 +285,8 @@ static int tree_walk(int dfd, const char *path, int depth,
 	return total;
 }
 
-int cgroup_tree_walk(int dfd, const char *path,
-		     int (*fn)(int dirfd, void *arg), void *arg)
+int cgroup_tree_walk(int dfd, const char *path, int (*fn)(int dirfd, void *arg),
+                     void *arg)
 {
 	return tree_walk(dfd, *path ? path : ".", 0, fn, arg);
 }
@@ -293,7 +295,7 @@ int cgroup_tree_walk(int dfd, const char *path,
  * keep_top. Keeps going past failures so that as much as possible goes;
  * returns the first error. */
 static int tree_rmdir(struct cgroup_manager *m, int dfd, const char *path,
-		      int depth, bool keep_top)
+                      int depth, bool keep_top)
 {
 	int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -326,11 +328,10 @@ static int tree_rmdir(struct cgroup_manager *m, int dfd, const char *path,
 
 /* Streams dirfd's cgroup.procs (its length is up to the sandbox, so no
  * buffer sized for it), calling fn on each pid. Returns the count. */
-int cgroup_procs_foreach(int dirfd, void (*fn)(pid_t pid, void *arg),
-			 void *arg)
+int cgroup_procs_foreach(int dirfd, void (*fn)(pid_t pid, void *arg), void *arg)
 {
 	_cleanup_close_ int fd =
-		openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	    openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	char buf[4096];
@@ -379,13 +380,13 @@ static int pids_walk_dir(int dirfd, void *arg)
 
 /* Pids in rel and below, over all hierarchies. */
 static int tree_pids(struct cgroup_manager *m, const char *rel,
-		     void (*fn)(pid_t pid, void *arg), void *arg)
+                     void (*fn)(pid_t pid, void *arg), void *arg)
 {
-	struct pids_walk w = { fn, arg };
+	struct pids_walk w = {fn, arg};
 	int total = 0;
 	for (int i = 0; i < m->nh; i++) {
 		int r = tree_walk(m->h[i].dfd, *rel ? rel : ".", 0,
-				  pids_walk_dir, &w);
+		                  pids_walk_dir, &w);
 		if (r < 0)
 			return r;
 		total += r;
@@ -451,9 +452,9 @@ struct pid_batch {
 static void batch_mark(pid_t pid, void *arg)
 {
 	struct pid_batch *bt = arg;
-	struct pid_fd key = { .pid = pid };
+	struct pid_fd key = {.pid = pid};
 	struct pid_fd *hit =
-		bsearch(&key, bt->b, bt->n, sizeof(*bt->b), pid_fd_cmp);
+	    bsearch(&key, bt->b, bt->n, sizeof(*bt->b), pid_fd_cmp);
 	if (hit)
 		hit->listed = true;
 }
@@ -461,9 +462,9 @@ static void batch_mark(pid_t pid, void *arg)
 /* Sends signo to every process in dirfd's cgroup.procs but skip. Returns
  * how many were listed, or -errno. */
 static int procs_signal(struct cgroup_manager *m, int dirfd, int signo,
-			pid_t skip)
+                        pid_t skip)
 {
-	struct pid_vec pv = { 0 };
+	struct pid_vec pv = {0};
 	int ret = cgroup_procs_foreach(dirfd, pid_collect, &pv);
 	if (ret >= 0 && pv.err)
 		ret = pv.err;
@@ -485,15 +486,15 @@ static int procs_signal(struct cgroup_manager *m, int dirfd, int signo,
 			}
 			i++;
 			if (fd >= 0) /* else gone already (ESRCH) */
-				b[n++] = (struct pid_fd){ pid, fd, false };
+				b[n++] = (struct pid_fd){pid, fd, false};
 		}
 		qsort(b, n, sizeof(b[0]), pid_fd_cmp);
-		struct pid_batch bt = { b, n };
+		struct pid_batch bt = {b, n};
 		int r = n ? cgroup_procs_foreach(dirfd, batch_mark, &bt) : 0;
 		for (size_t k = 0; k < n; k++) {
 			if (r >= 0 && b[k].listed)
 				syscall(SYS_pidfd_send_signal, b[k].fd, signo,
-					NULL, 0);
+				        NULL, 0);
 			close(b[k].fd);
 		}
 		if (r < 0)
@@ -518,13 +519,12 @@ static int kill_walk_dir(int dirfd, void *arg)
 
 static void tree_sigkill(struct cgroup_manager *m, const char *rel)
 {
-	struct kill_walk k = { m, getpid() };
+	struct kill_walk k = {m, getpid()};
 	for (int i = 0; i < m->nh; i++)
 		tree_walk(m->h[i].dfd, *rel ? rel : ".", 0, kill_walk_dir, &k);
 }
 
-static int wait_empty(struct cgroup_manager *m, const char *rel,
-		      int64_t until)
+static int wait_empty(struct cgroup_manager *m, const char *rel, int64_t until)
 {
 	unsigned us = 50;
 	for (;;) {
@@ -536,14 +536,14 @@ static int wait_empty(struct cgroup_manager *m, const char *rel,
 }
 
 static int freeze(struct cgroup_manager *m, const char *rel, bool frozen,
-		  int64_t deadline)
+                  int64_t deadline)
 {
 	return m->version == 2 ? cgroup_v2_freeze(m, rel, frozen, deadline)
-			       : cgroup_v1_freeze(m, rel, frozen, deadline);
+	                       : cgroup_v1_freeze(m, rel, frozen, deadline);
 }
 
 static int tree_kill(struct cgroup_manager *m, const char *rel,
-		     struct sbx_err *err)
+                     struct sbx_err *err)
 {
 	int64_t deadline = cgroup_now_ns() + KILL_TIMEOUT_NS;
 	bool use_kill = m->version == 2 && m->has_kill;
@@ -559,23 +559,22 @@ static int tree_kill(struct cgroup_manager *m, const char *rel,
 			use_kill = false;
 			freeze(m, rel, true,
 			       min_i64(deadline,
-				       cgroup_now_ns() + FREEZE_SLICE_NS));
+			               cgroup_now_ns() + FREEZE_SLICE_NS));
 			tree_sigkill(m, rel);
 			freeze(m, rel, false, 0);
 		}
-		n = wait_empty(m, rel,
-			       min_i64(deadline,
-				       cgroup_now_ns() + EXIT_SLICE_NS));
+		n = wait_empty(
+		    m, rel, min_i64(deadline, cgroup_now_ns() + EXIT_SLICE_NS));
 		if (n > 0 && cgroup_now_ns() >= deadline)
 			return sbx_err_set(err, EBUSY,
-					   "cgroup: processes in %s/%s "
-					   "survived SIGKILL for %lld ms",
-					   m->h[m->primary].path, rel,
-					   KILL_TIMEOUT_NS / 1000000);
+			                   "cgroup: processes in %s/%s "
+			                   "survived SIGKILL for %lld ms",
+			                   m->h[m->primary].path, rel,
+			                   KILL_TIMEOUT_NS / 1000000);
 	}
 	if (n < 0)
 		return sbx_err_sys(err, -n, "cgroup: list processes in %s/%s",
-				   m->h[m->primary].path, rel);
+		                   m->h[m->primary].path, rel);
 	return 0;
 }
 
@@ -604,20 +603,21 @@ static int tree_kill_step(struct cgroup_manager *m, const char *rel)
 
 /* Kill everything in rel, then rmdir its tree in every hierarchy. */
 static int tree_destroy(struct cgroup_manager *m, const char *rel,
-			bool keep_top, struct sbx_err *err)
+                        bool keep_top, struct sbx_err *err)
 {
 	int ret = tree_kill(m, rel, err);
 	for (int i = 0; i < m->nh; i++) {
 		int r = tree_rmdir(m, m->h[i].dfd, *rel ? rel : ".", 0,
-				   keep_top || !*rel);
+		                   keep_top || !*rel);
 		if (r < 0 && ret == 0)
 			ret = sbx_err_sys(err, -r, "cgroup: remove %s/%s",
-					  m->h[i].path, rel);
+			                  m->h[i].path, rel);
 	}
 	return ret;
 }
 
-/* ---- detection ------------------------------------------------------------ */
+/* ---- detection ------------------------------------------------------------
+ */
 
 struct cg_mount {
 	char *root, *mp;
@@ -656,10 +656,9 @@ static unsigned ctrl_bit(const char *name, size_t len)
 		const char *name;
 		unsigned bit;
 	} names[] = {
-		{ "cpu", CGROUP_CTRL_CPU },	  { "cpuacct", CGROUP_CTRL_CPUACCT },
-		{ "memory", CGROUP_CTRL_MEMORY }, { "pids", CGROUP_CTRL_PIDS },
-		{ "freezer", CGROUP_CTRL_FREEZER },
-		{ "devices", CGROUP_CTRL_DEVICES },
+	    {"cpu", CGROUP_CTRL_CPU},         {"cpuacct", CGROUP_CTRL_CPUACCT},
+	    {"memory", CGROUP_CTRL_MEMORY},   {"pids", CGROUP_CTRL_PIDS},
+	    {"freezer", CGROUP_CTRL_FREEZER}, {"devices", CGROUP_CTRL_DEVICES},
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (strlen(names[i].name) == len &&
@@ -687,10 +686,10 @@ static void unescape(char *s)
 {
 	char *w = s;
 	for (char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
-		    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' &&
+		    r[2] <= '7' && r[3] >= '0' && r[3] <= '7') {
 			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 +
-				      (r[3] - '0'));
+			              (r[3] - '0'));
 			r += 4;
 		} else {
 			*w++ = *r++;
@@ -713,7 +712,7 @@ static int grow(void **arr, size_t n, size_t *cap, size_t elem)
 }
 
 static int read_mountinfo(const char *path, struct cg_detect *d,
-			  struct sbx_err *err)
+                          struct sbx_err *err)
 {
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -743,7 +742,7 @@ static int read_mountinfo(const char *path, struct cg_detect *d,
 		if (!v2 && strcmp(fstype, "cgroup") != 0)
 			continue;
 		if ((ret = grow((void **)&d->mnt, d->nmnt, &d->capmnt,
-				 sizeof(*d->mnt))))
+		                sizeof(*d->mnt))))
 			break;
 		unescape(fld[3]);
 		unescape(fld[4]);
@@ -766,7 +765,7 @@ static int read_mountinfo(const char *path, struct cg_detect *d,
 }
 
 static int read_self_cgroup(const char *path, struct cg_detect *d,
-			    struct sbx_err *err)
+                            struct sbx_err *err)
 {
 	FILE *f = fopen(path, "re");
 	if (!f)
@@ -783,7 +782,7 @@ static int read_self_cgroup(const char *path, struct cg_detect *d,
 			continue;
 		*c1 = *c2 = '\0';
 		if ((ret = grow((void **)&d->self, d->nself, &d->capself,
-				sizeof(*d->self))))
+		                sizeof(*d->self))))
 			break;
 		struct cg_self *sc = &d->self[d->nself];
 		sc->v2 = strcmp(line, "0") == 0 && c1[1] == '\0';
@@ -850,14 +849,14 @@ static char *detect_v2(const struct cg_detect *d, char *why, size_t whylen)
 				continue;
 			char p[PATH_MAX], ctl[512];
 			snprintf(p, sizeof(p), "%s/cgroup.controllers", dir);
-			ssize_t n = cgroup_file_read(AT_FDCWD, p, ctl,
-						     sizeof(ctl));
+			ssize_t n =
+			    cgroup_file_read(AT_FDCWD, p, ctl, sizeof(ctl));
 			if (n >= 0 && word_in(ctl, "memory") &&
 			    word_in(ctl, "pids") && word_in(ctl, "cpu"))
 				return dir;
 			ctl[strcspn(ctl, "\n")] = '\0';
 			snprintf(why, whylen, "cgroup2 %s offers \"%s\"", dir,
-				 n >= 0 ? ctl : "nothing");
+			         n >= 0 ? ctl : "nothing");
 			free(dir);
 		}
 	}
@@ -871,12 +870,11 @@ struct own_hier {
 
 /* The v1 hierarchies, freezer's first (it is the one kill works through);
  * devices where there is one. */
-static int detect_v1(const struct cg_detect *d, struct own_hier *out,
-		     int *nout)
+static int detect_v1(const struct cg_detect *d, struct own_hier *out, int *nout)
 {
 	static const unsigned order[] = {
-		CGROUP_CTRL_FREEZER, CGROUP_CTRL_MEMORY,  CGROUP_CTRL_PIDS,
-		CGROUP_CTRL_CPU,     CGROUP_CTRL_CPUACCT, CGROUP_CTRL_DEVICES,
+	    CGROUP_CTRL_FREEZER, CGROUP_CTRL_MEMORY,  CGROUP_CTRL_PIDS,
+	    CGROUP_CTRL_CPU,     CGROUP_CTRL_CPUACCT, CGROUP_CTRL_DEVICES,
 	};
 	unsigned covered = 0;
 	int n = 0;
@@ -985,14 +983,14 @@ static int lock_take(const char *dir, const char *name, short type)
 	if (n < 0 || (size_t)n >= sizeof(path))
 		return -ENAMETOOLONG;
 	for (int tries = 0; tries < 100; tries++) {
-		int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-			      0600);
+		int fd =
+		    open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (fd < 0)
 			return -errno;
-		struct flock fl = { .l_type = type, .l_whence = SEEK_SET };
+		struct flock fl = {.l_type = type, .l_whence = SEEK_SET};
 		int r;
 		while ((r = fcntl(fd, type == F_RDLCK ? F_SETLKW : F_SETLK,
-				  &fl)) < 0 &&
+		                  &fl)) < 0 &&
 		       errno == EINTR)
 			;
 		if (r < 0) {
@@ -1019,7 +1017,7 @@ static void lock_unlink(const char *dir, const char *name)
 
 /* mkdir <own>/<name> and hold it as h's dfd. */
 static int hier_open(struct cgroup_manager *m, struct cgroup_hier *h,
-		     int own_fd, const char *own, struct sbx_err *err)
+                     int own_fd, const char *own, struct sbx_err *err)
 {
 	if (asprintf(&h->path, "%s/%s", own, m->name) < 0) {
 		h->path = NULL;
@@ -1035,27 +1033,27 @@ static int hier_open(struct cgroup_manager *m, struct cgroup_hier *h,
 }
 
 static int manager_setup(struct cgroup_manager *m, struct own_hier *own,
-			 int nown, pid_t pid, struct sbx_err *err)
+                         int nown, pid_t pid, struct sbx_err *err)
 {
 	for (int i = 0; i < nown; i++) {
 		struct cgroup_hier *h = &m->h[m->nh++];
 		h->dfd = -1;
 		h->ctrls = own[i].ctrls;
-		h->leaves = m->version == 2 ||
-			    (own[i].ctrls &
-			     (CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
-			      CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER));
+		h->leaves =
+		    m->version == 2 ||
+		    (own[i].ctrls & (CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
+		                     CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER));
 		/* devices is a backstop, not a need: a hierarchy the daemon
 		 * cannot write to (read-only in a container) is left out */
 		bool optional = own[i].ctrls == CGROUP_CTRL_DEVICES;
-		_cleanup_close_ int own_fd = open(
-			own[i].dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		_cleanup_close_ int own_fd =
+		    open(own[i].dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		int r = own_fd < 0 ? sbx_err_sys(err, errno, "cgroup: open %s",
-						 own[i].dir)
-				   : 0;
+		                                 own[i].dir)
+		                   : 0;
 		if (r == 0 && m->version == 2)
 			r = cgroup_v2_prepare_own(m, own_fd, own[i].dir, pid,
-						  err);
+			                          err);
 		if (r == 0)
 			r = hier_open(m, h, own_fd, own[i].dir, err);
 		if (r < 0 && optional) {
@@ -1071,31 +1069,31 @@ static int manager_setup(struct cgroup_manager *m, struct own_hier *own,
 	}
 	if (m->version == 2) {
 		m->has_kill =
-			faccessat(m->h[0].dfd, "cgroup.kill", F_OK, 0) == 0;
+		    faccessat(m->h[0].dfd, "cgroup.kill", F_OK, 0) == 0;
 		return cgroup_v2_enable_subtree(m, "", err);
 	}
 	return 0;
 }
 
 int cgroup_manager_new(const struct cgroup_env *env, const char *name,
-		       struct cgroup_manager **out, struct sbx_err *err)
+                       struct cgroup_manager **out, struct sbx_err *err)
 {
-	static const struct cgroup_env defaults = { 0 };
+	static const struct cgroup_env defaults = {0};
 	if (!env)
 		env = &defaults;
 	*out = NULL;
 	/* "daemon" is where the daemon itself lives on v2. */
 	if (!name_valid(name) || strcmp(name, "daemon") == 0)
 		return sbx_err_set(err, EINVAL,
-				   "cgroup: invalid manager name \"%s\"", name);
-	const char *mi = env->mountinfo_path ? env->mountinfo_path
-					     : "/proc/self/mountinfo";
-	const char *sc = env->self_cgroup_path ? env->self_cgroup_path
-					       : "/proc/self/cgroup";
+		                   "cgroup: invalid manager name \"%s\"", name);
+	const char *mi =
+	    env->mountinfo_path ? env->mountinfo_path : "/proc/self/mountinfo";
+	const char *sc =
+	    env->self_cgroup_path ? env->self_cgroup_path : "/proc/self/cgroup";
 	pid_t pid = env->self_pid > 0 ? env->self_pid : getpid();
 
-	struct cg_detect d = { 0 };
-	struct own_hier own[CGROUP_HIER_MAX] = { 0 };
+	struct cg_detect d = {0};
+	struct own_hier own[CGROUP_HIER_MAX] = {0};
 	int nown = 0, version = 0, r;
 	char why[PATH_MAX + 600] = "no cgroup2 mount shows this process";
 
@@ -1104,22 +1102,22 @@ int cgroup_manager_new(const struct cgroup_env *env, const char *name,
 		goto out;
 	if ((own[0].dir = detect_v2(&d, why, sizeof(why)))) {
 		own[0].ctrls = CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
-			       CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER |
-			       CGROUP_CTRL_CPUACCT;
+		               CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER |
+		               CGROUP_CTRL_CPUACCT;
 		nown = 1;
 		version = 2;
 	} else {
 		unsigned need = CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
-				CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER;
+		                CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER;
 		unsigned got = (unsigned)detect_v1(&d, own, &nown);
 		if ((got & need) != need) {
 			r = sbx_err_set(
-				err, ENOTSUP,
-				"cgroup: no usable hierarchy: %s; v1 lacks%s%s%s%s",
-				why, got & CGROUP_CTRL_MEMORY ? "" : " memory",
-				got & CGROUP_CTRL_PIDS ? "" : " pids",
-				got & CGROUP_CTRL_CPU ? "" : " cpu",
-				got & CGROUP_CTRL_FREEZER ? "" : " freezer");
+			    err, ENOTSUP,
+			    "cgroup: no usable hierarchy: %s; v1 lacks%s%s%s%s",
+			    why, got & CGROUP_CTRL_MEMORY ? "" : " memory",
+			    got & CGROUP_CTRL_PIDS ? "" : " pids",
+			    got & CGROUP_CTRL_CPU ? "" : " cpu",
+			    got & CGROUP_CTRL_FREEZER ? "" : " freezer");
 			goto out;
 		}
 		version = 1;
@@ -1136,8 +1134,8 @@ int cgroup_manager_new(const struct cgroup_env *env, const char *name,
 	m->fake_mkdir = env->fake_mkdir;
 	m->fake_rmdir = env->fake_rmdir;
 	m->lock_fd = -1;
-	if (!(m->lock_dir = strdup(env->lock_dir ? env->lock_dir
-						 : CGROUP_LOCK_DIR))) {
+	if (!(m->lock_dir =
+	          strdup(env->lock_dir ? env->lock_dir : CGROUP_LOCK_DIR))) {
 		cgroup_manager_free(m);
 		r = sbx_err_sys(err, ENOMEM, "cgroup");
 		goto out;
@@ -1171,11 +1169,11 @@ int cgroup_manager_remove(struct cgroup_manager *m, struct sbx_err *err)
 		int r = cgroup_rmdir(m, AT_FDCWD, m->h[i].path);
 		if (r < 0 && r != -ENOENT && ret == 0)
 			ret = sbx_err_sys(err, -r, "cgroup: remove %s",
-					  m->h[i].path);
+			                  m->h[i].path);
 	}
 	/* The lock file goes too, unless another manager of the same name
 	 * shares it (upgrading fails then). */
-	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+	struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
 	if (ret == 0 && m->lock_fd >= 0 && fcntl(m->lock_fd, F_SETLK, &fl) == 0)
 		lock_unlink(m->lock_dir, m->name);
 	return ret;
@@ -1213,7 +1211,7 @@ static bool path_has_component(const char *path, const char *name)
  * a hung network mount would block). Returns -errno when some process
  * could not be looked at: then nobody can be said not to hold. */
 static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk,
-			const dev_t *devs, int ndevs)
+                        const dev_t *devs, int ndevs)
 {
 	DIR *proc = opendir("/proc");
 	if (!proc)
@@ -1225,8 +1223,8 @@ static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk,
 			continue;
 		char p[sizeof(de->d_name) + 4];
 		snprintf(p, sizeof(p), "%s/fd", de->d_name);
-		int fdd = openat(dirfd(proc), p,
-				 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int fdd =
+		    openat(dirfd(proc), p, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fdd < 0) {
 			if (errno != ENOENT && errno != ESRCH)
 				ret = -errno; /* EACCES: cannot tell */
@@ -1241,7 +1239,7 @@ static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk,
 		while ((fe = readdir(fds))) {
 			char link[PATH_MAX];
 			ssize_t n = readlinkat(dirfd(fds), fe->d_name, link,
-					       sizeof(link) - 1);
+			                       sizeof(link) - 1);
 			if (n <= 0)
 				continue;
 			link[n] = '\0';
@@ -1252,8 +1250,8 @@ static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk,
 				if (s->held ||
 				    !path_has_component(link, s->name))
 					continue;
-				if (!stated && fstatat(dirfd(fds), fe->d_name,
-						       &st, 0) < 0)
+				if (!stated &&
+				    fstatat(dirfd(fds), fe->d_name, &st, 0) < 0)
 					break;
 				stated = true;
 				for (int d = 0; d < ndevs; d++)
@@ -1268,7 +1266,7 @@ static int scan_holders(struct stale *c, const struct stale_key *k, size_t nk,
 }
 
 static int stale_find(struct stale **out, size_t *nout, size_t *cap,
-		      const char *name)
+                      const char *name)
 {
 	for (size_t i = 0; i < *nout; i++)
 		if (strcmp((*out)[i].name, name) == 0)
@@ -1285,7 +1283,7 @@ static int stale_find(struct stale **out, size_t *nout, size_t *cap,
 }
 
 int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
-				struct sbx_err *err)
+                                struct sbx_err *err)
 {
 	int own[CGROUP_HIER_MAX], ret = 0, removed = 0;
 	struct stale *c = NULL;
@@ -1294,19 +1292,19 @@ int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
 
 	if (m->lock_fd < 0)
 		return sbx_err_set(err, ENOLCK,
-				   "cgroup: no ownership lock in %s: stale "
-				   "cgroups beside %s are left",
-				   m->lock_dir, m->h[0].path);
+		                   "cgroup: no ownership lock in %s: stale "
+		                   "cgroups beside %s are left",
+		                   m->lock_dir, m->h[0].path);
 	for (int i = 0; i < m->nh; i++)
 		own[i] = -1;
 	for (int i = 0; i < m->nh && ret == 0; i++) {
 		own[i] = openat(m->h[i].dfd, "..",
-				O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		                O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		int dfd = own[i] < 0 ? -1 : fcntl(own[i], F_DUPFD_CLOEXEC, 0);
 		DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 		if (!d) {
 			ret = sbx_err_sys(err, errno, "cgroup: open %s/..",
-					  m->h[i].path);
+			                  m->h[i].path);
 			if (dfd >= 0)
 				close(dfd);
 			break;
@@ -1334,8 +1332,8 @@ int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
 		for (int i = 0; i < m->nh; i++) {
 			struct stat st;
 			if (fstatat(own[i], c[j].name, &st,
-				    AT_SYMLINK_NOFOLLOW) == 0)
-				k[nk++] = (struct stale_key){ st.st_dev, j };
+			            AT_SYMLINK_NOFOLLOW) == 0)
+				k[nk++] = (struct stale_key){st.st_dev, j};
 		}
 	}
 	dev_t devs[CGROUP_HIER_MAX];
@@ -1347,19 +1345,19 @@ int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
 	}
 	if (nk > 0 && (ret = scan_holders(c, k, nk, devs, ndevs)) < 0) {
 		ret = sbx_err_sys(err, -ret,
-				  "cgroup: stale cgroups beside %s are left: "
-				  "cannot see which processes hold them",
-				  m->h[0].path);
+		                  "cgroup: stale cgroups beside %s are left: "
+		                  "cannot see which processes hold them",
+		                  m->h[0].path);
 		goto out;
 	}
-	struct pids_walk w = { NULL, NULL };
+	struct pids_walk w = {NULL, NULL};
 	for (size_t j = 0; j < nc; j++) {
 		if (c[j].lock_fd < 0 || c[j].held)
 			continue;
 		int procs = 0;
 		for (int i = 0; i < m->nh && procs == 0; i++)
 			procs = cgroup_tree_walk(own[i], c[j].name,
-						 pids_walk_dir, &w);
+			                         pids_walk_dir, &w);
 		if (procs != 0)
 			continue; /* processes left, or cannot tell */
 		int r = 0;
@@ -1389,19 +1387,20 @@ out:
 }
 
 int cgroup_manager_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
-			      uint64_t pids, struct sbx_err *err)
+                              uint64_t pids, struct sbx_err *err)
 {
 	return m->version == 2
-		       ? cgroup_v2_set_totals(m, memory_bytes, pids, err)
-		       : cgroup_v1_set_totals(m, memory_bytes, pids, err);
+	           ? cgroup_v2_set_totals(m, memory_bytes, pids, err)
+	           : cgroup_v1_set_totals(m, memory_bytes, pids, err);
 }
 
-/* ---- sandboxes ------------------------------------------------------------ */
+/* ---- sandboxes ------------------------------------------------------------
+ */
 
 /* mkdir rel in every hierarchy (with command leaves only, if asked).
  * excl: stop at an existing one and return -EEXIST, quietly. */
 static int mkdir_all(struct cgroup_manager *m, const char *rel,
-		     bool leaves_only, bool excl, struct sbx_err *err)
+                     bool leaves_only, bool excl, struct sbx_err *err)
 {
 	for (int i = 0; i < m->nh; i++) {
 		if (leaves_only && !m->h[i].leaves)
@@ -1411,18 +1410,18 @@ static int mkdir_all(struct cgroup_manager *m, const char *rel,
 			return r;
 		if (r < 0 && r != -EEXIST)
 			return sbx_err_sys(err, -r, "cgroup: mkdir %s/%s",
-					   m->h[i].path, rel);
+			                   m->h[i].path, rel);
 	}
 	return 0;
 }
 
 int cgroup_sandbox_set_limits(struct cgroup_sandbox *s,
-			      const struct cgroup_limits *lim,
-			      struct sbx_err *err)
+                              const struct cgroup_limits *lim,
+                              struct sbx_err *err)
 {
 	return s->m->version == 2
-		       ? cgroup_v2_set_limits(s->m, s->name, lim, err)
-		       : cgroup_v1_set_limits(s->m, s->name, lim, err);
+	           ? cgroup_v2_set_limits(s->m, s->name, lim, err)
+	           : cgroup_v1_set_limits(s->m, s->name, lim, err);
 }
 
 static void sandbox_free(struct cgroup_sandbox *s)
@@ -1434,13 +1433,13 @@ static void sandbox_free(struct cgroup_sandbox *s)
 }
 
 int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
-		       const struct cgroup_limits *lim,
-		       struct cgroup_sandbox **out, struct sbx_err *err)
+                       const struct cgroup_limits *lim,
+                       struct cgroup_sandbox **out, struct sbx_err *err)
 {
 	*out = NULL;
 	if (!name_valid(name))
 		return sbx_err_set(err, EINVAL,
-				   "cgroup: invalid sandbox name \"%s\"", name);
+		                   "cgroup: invalid sandbox name \"%s\"", name);
 	struct cgroup_sandbox *s = calloc(1, sizeof(*s));
 	if (!s || !(s->name = strdup(name))) {
 		free(s);
@@ -1458,8 +1457,8 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 		if ((r = tree_destroy(m, name, false, err)) == 0 &&
 		    (r = mkdir_all(m, name, false, true, err)) == -EEXIST)
 			r = sbx_err_set(err, EEXIST,
-					"cgroup: %s/%s came back after removal",
-					m->h[0].path, name);
+			                "cgroup: %s/%s came back after removal",
+			                m->h[0].path, name);
 	}
 	/* v1 devices copies a parent's rules into a child only at mkdir, and
 	 * refuses a new default on a cgroup with children: rules first. */
@@ -1469,10 +1468,10 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 		r = cgroup_v2_enable_subtree(m, name, err);
 	if (r == 0 && (r = mkdir_all(m, init, false, true, err)) == -EEXIST)
 		r = sbx_err_set(err, EEXIST, "cgroup: %s/%s exists",
-				m->h[0].path, init);
+		                m->h[0].path, init);
 	if (r == 0 && (r = mkdir_all(m, cmds, true, true, err)) == -EEXIST)
 		r = sbx_err_set(err, EEXIST, "cgroup: %s/%s exists",
-				m->h[0].path, cmds);
+		                m->h[0].path, cmds);
 	if (r == 0 && m->version == 2)
 		r = cgroup_v2_enable_subtree(m, cmds, err);
 	if (r == 0)
@@ -1496,7 +1495,7 @@ int cgroup_sandbox_destroy(struct cgroup_sandbox *s, struct sbx_err *err)
 }
 
 static void leaf_rel(const struct cgroup_sandbox *s, int idx, char *buf,
-		     size_t size);
+                     size_t size);
 
 /* rmdir of one cgroup of the sandbox's known layout; gone already is fine */
 static int rmdir_known(struct cgroup_manager *m, int dfd, const char *rel)
@@ -1540,14 +1539,14 @@ int cgroup_sandbox_remove(struct cgroup_sandbox *s, struct sbx_err *err)
 }
 
 int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
-			    struct sbx_err *err)
+                            struct sbx_err *err)
 {
 	char rel[CGROUP_NAME_MAX + 8], val[24];
 	snprintf(rel, sizeof(rel), "%s/init", s->name);
 	snprintf(val, sizeof(val), "%d", (int)pid);
 	for (int i = 0; i < s->m->nh; i++) {
-		int r = cgroup_set(s->m, i, rel, "cgroup.procs", val, false,
-				   err);
+		int r =
+		    cgroup_set(s->m, i, rel, "cgroup.procs", val, false, err);
 		if (r < 0)
 			return r;
 	}
@@ -1556,9 +1555,8 @@ int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
 
 _Static_assert(CGROUP_MAX_HIER == CGROUP_HIER_MAX, "CGROUP_MAX_HIER");
 
-int cgroup_sandbox_init_fds(struct cgroup_sandbox *s,
-			    int fds[CGROUP_MAX_HIER], int *nfds,
-			    struct sbx_err *err)
+int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
+                            int *nfds, struct sbx_err *err)
 {
 	char p[CGROUP_NAME_MAX + 24];
 	int n = 0;
@@ -1567,7 +1565,7 @@ int cgroup_sandbox_init_fds(struct cgroup_sandbox *s,
 		fds[n] = openat(s->m->h[i].dfd, p, O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			int r = sbx_err_sys(err, errno, "cgroup: open %s/%s",
-					    s->m->h[i].path, p);
+			                    s->m->h[i].path, p);
 			while (n > 0)
 				close(fds[--n]);
 			*nfds = 0;
@@ -1583,13 +1581,14 @@ int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out)
 {
 	memset(out, 0, sizeof(*out));
 	return s->m->version == 2 ? cgroup_v2_stats(s->m, s->name, out)
-				  : cgroup_v1_stats(s->m, s->name, out);
+	                          : cgroup_v1_stats(s->m, s->name, out);
 }
 
-/* ---- command leaves ------------------------------------------------------- */
+/* ---- command leaves -------------------------------------------------------
+ */
 
 static void leaf_rel(const struct cgroup_sandbox *s, int idx, char *buf,
-		     size_t size)
+                     size_t size)
 {
 	snprintf(buf, size, "%s/" CGROUP_CMDS "/c%d", s->name, idx);
 }
@@ -1606,8 +1605,8 @@ static bool leaf_empty(const struct cgroup_sandbox *s, int idx)
 	char rel[CGROUP_NAME_MAX + 32], p[CGROUP_NAME_MAX + 48], buf[64];
 	leaf_rel(s, idx, rel, sizeof(rel));
 	snprintf(p, sizeof(p), "%s/cgroup.procs", rel);
-	ssize_t n = cgroup_file_read(s->m->h[s->m->primary].dfd, p, buf,
-				     sizeof(buf));
+	ssize_t n =
+	    cgroup_file_read(s->m->h[s->m->primary].dfd, p, buf, sizeof(buf));
 	if (n == -ENOENT)
 		return true;
 	if (n < 0)
@@ -1633,7 +1632,7 @@ static int pool_grow(struct cgroup_sandbox *s)
 }
 
 int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
-		       int *nfds, struct sbx_err *err)
+                       int *nfds, struct sbx_err *err)
 {
 	struct cgroup_manager *m = s->m;
 	char rel[CGROUP_NAME_MAX + 32];
@@ -1658,7 +1657,8 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 		 * tree, never a half of it; init and other commands live on.
 		 * (On the sandbox cgroup it would take init down too.) */
 		if (m->version == 2) {
-			r = cgroup_set(m, 0, rel, "memory.oom.group", "1", true, err);
+			r = cgroup_set(m, 0, rel, "memory.oom.group", "1", true,
+			               err);
 			if (r < 0 && r != -ENOENT) {
 				tree_destroy(m, rel, false, NULL);
 				return r;
@@ -1675,8 +1675,8 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 	return idx;
 }
 
-int cgroup_cmd_open(struct cgroup_sandbox *s, int idx,
-		    int fds[CGROUP_MAX_FDS], int *nfds, struct sbx_err *err)
+int cgroup_cmd_open(struct cgroup_sandbox *s, int idx, int fds[CGROUP_MAX_FDS],
+                    int *nfds, struct sbx_err *err)
 {
 	struct cgroup_manager *m = s->m;
 	char rel[CGROUP_NAME_MAX + 32], p[CGROUP_NAME_MAX + 48];
@@ -1685,20 +1685,21 @@ int cgroup_cmd_open(struct cgroup_sandbox *s, int idx,
 	*nfds = 0;
 	if (!leaf_valid(s, idx))
 		return sbx_err_set(err, EINVAL, "cgroup: no command leaf %d",
-				   idx);
+		                   idx);
 	leaf_rel(s, idx, rel, sizeof(rel));
 	snprintf(p, sizeof(p), "%s/cgroup.procs", rel);
 	for (int i = 0; i < m->nh; i++) {
 		if (!m->h[i].leaves)
 			continue;
 		if (n == CGROUP_MAX_FDS) {
-			r = sbx_err_set(err, E2BIG, "cgroup: too many hierarchies");
+			r = sbx_err_set(err, E2BIG,
+			                "cgroup: too many hierarchies");
 			goto fail;
 		}
 		fds[n] = openat(m->h[i].dfd, p, O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			r = sbx_err_sys(err, errno, "cgroup: open %s/%s",
-					m->h[i].path, p);
+			                m->h[i].path, p);
 			goto fail;
 		}
 		n++;
@@ -1715,13 +1716,13 @@ int cgroup_cmd_kill(struct cgroup_sandbox *s, int idx, struct sbx_err *err)
 {
 	if (!leaf_valid(s, idx))
 		return sbx_err_set(err, EINVAL, "cgroup: no command leaf %d",
-				   idx);
+		                   idx);
 	char rel[CGROUP_NAME_MAX + 32];
 	leaf_rel(s, idx, rel, sizeof(rel));
 	int n = tree_kill_step(s->m, rel);
 	if (n < 0)
 		return sbx_err_sys(err, -n, "cgroup: kill in %s/%s",
-				   s->m->h[s->m->primary].path, rel);
+		                   s->m->h[s->m->primary].path, rel);
 	return n;
 }
 
@@ -1732,7 +1733,7 @@ int cgroup_cmd_signal(struct cgroup_sandbox *s, int idx, int signo)
 	char rel[CGROUP_NAME_MAX + 32];
 	leaf_rel(s, idx, rel, sizeof(rel));
 	_cleanup_close_ int dfd = openat(s->m->h[s->m->primary].dfd, rel,
-					 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	return procs_signal(s->m, dfd, signo, getpid());

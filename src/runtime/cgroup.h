@@ -36,7 +36,7 @@
 
 #include "lib/err.h"
 
-#define CGROUP_MAX_FDS 4 /* procs files a command joins: one per hierarchy */
+#define CGROUP_MAX_FDS 4  /* procs files a command joins: one per hierarchy */
 #define CGROUP_MAX_HIER 6 /* hierarchies a sandbox lives in, at most (v1) */
 
 struct cgroup_limits {
@@ -79,7 +79,7 @@ struct cgroup_sandbox;
 /* Detect the layout (pure v2, or v1 controllers with or without a unified
  * mount) and create <own>/<name> in each hierarchy. name: [A-Za-z0-9._-]. */
 int cgroup_manager_new(const struct cgroup_env *env, const char *name,
-		       struct cgroup_manager **out, struct sbx_err *err);
+                       struct cgroup_manager **out, struct sbx_err *err);
 void cgroup_manager_free(struct cgroup_manager *m);
 int cgroup_manager_version(const struct cgroup_manager *m); /* 1 or 2 */
 /* Kill every process left below <own>/<name> and remove its cgroups (a
@@ -94,16 +94,16 @@ int cgroup_manager_remove(struct cgroup_manager *m, struct sbx_err *err);
  * Returns how many were removed, or -errno (nothing removed) when there is
  * no lock dir to decide ownership by. */
 int cgroup_manager_remove_stale(struct cgroup_manager *m, const char *prefix,
-				struct sbx_err *err);
+                                struct sbx_err *err);
 /* Limits over all sandboxes together, on <own>/<name> (0 = unlimited):
  * memory (with swap, where accounted) and pids. */
 int cgroup_manager_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
-			      uint64_t pids, struct sbx_err *err);
+                              uint64_t pids, struct sbx_err *err);
 
 /* Create <name> (removing a stale one first) with limits, and its init leaf. */
 int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
-		       const struct cgroup_limits *lim,
-		       struct cgroup_sandbox **out, struct sbx_err *err);
+                       const struct cgroup_limits *lim,
+                       struct cgroup_sandbox **out, struct sbx_err *err);
 /* Kill everything in the sandbox, remove its cgroups, free s. s is freed
  * even on failure; what is left is removed by a later cgroup_sandbox_new of
  * the same name or by cgroup_manager_clean. */
@@ -114,19 +114,18 @@ int cgroup_sandbox_destroy(struct cgroup_sandbox *s, struct sbx_err *err);
  * it falls back to cgroup_sandbox_destroy. s is freed. */
 int cgroup_sandbox_remove(struct cgroup_sandbox *s, struct sbx_err *err);
 int cgroup_sandbox_set_limits(struct cgroup_sandbox *s,
-			      const struct cgroup_limits *lim,
-			      struct sbx_err *err);
+                              const struct cgroup_limits *lim,
+                              struct sbx_err *err);
 int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
-			    struct sbx_err *err);
+                            struct sbx_err *err);
 /* Fill fds[0..*nfds) with O_WRONLY|O_CLOEXEC fds of the cgroup.procs files
  * of the sandbox's init cgroup, one per hierarchy: a process that writes
  * "0" to each joins it (the kernel checks the credentials of the opener).
  * The clone child that becomes init does so before its exec, so that init
  * and whatever it forks start in the sandbox's cgroups. The caller closes
  * the fds. */
-int cgroup_sandbox_init_fds(struct cgroup_sandbox *s,
-			    int fds[CGROUP_MAX_HIER], int *nfds,
-			    struct sbx_err *err);
+int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
+                            int *nfds, struct sbx_err *err);
 int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out);
 /* Freeze (or thaw) every command of the sandbox, not its init
  * (cgroup_freeze.c). 0: done; -EAGAIN: freezing, not every task stopped
@@ -140,13 +139,13 @@ void cgroup_manager_thaw(struct cgroup_manager *m);
  * Returns its index >= 0 and, unless fds is NULL, opens its cgroup.procs
  * files as cgroup_cmd_open does. */
 int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
-		       int *nfds, struct sbx_err *err);
+                       int *nfds, struct sbx_err *err);
 /* Fill fds[0..*nfds) with O_WRONLY|O_CLOEXEC fds of leaf idx's
  * cgroup.procs files, one per hierarchy with leaves: a process joins the
  * leaf by writing "0" to each, whoever it is by then (the kernel checks
  * the credentials of the opener). The caller closes the fds. */
-int cgroup_cmd_open(struct cgroup_sandbox *s, int idx,
-		    int fds[CGROUP_MAX_FDS], int *nfds, struct sbx_err *err);
+int cgroup_cmd_open(struct cgroup_sandbox *s, int idx, int fds[CGROUP_MAX_FDS],
+                    int *nfds, struct sbx_err *err);
 /* One round of killing every process in the leaf, without waiting: how
  * many are still listed (0: empty; the caller retries from a timer while
  * it is not), or -errno. */

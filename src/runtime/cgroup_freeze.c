@@ -17,15 +17,15 @@ int cgroup_sandbox_freeze(struct cgroup_sandbox *s, bool frozen)
 	/* deadline "now": one look at the state after the write */
 	int64_t now = cgroup_now_ns();
 	int r = m->version == 2 ? cgroup_v2_freeze(m, rel, frozen, now)
-				: cgroup_v1_freeze(m, rel, frozen, now);
+	                        : cgroup_v1_freeze(m, rel, frozen, now);
 	return r == -ETIMEDOUT ? -EAGAIN : r;
 }
 
 static int thaw_dir(int dirfd, void *arg)
 {
 	const char *knob = arg;
-	cgroup_file_write(dirfd, knob, strcmp(knob, "cgroup.freeze") ? "THAWED"
-								     : "0");
+	cgroup_file_write(dirfd, knob,
+	                  strcmp(knob, "cgroup.freeze") ? "THAWED" : "0");
 	return 0;
 }
 
@@ -36,5 +36,5 @@ void cgroup_manager_thaw(struct cgroup_manager *m)
 		return;
 	/* parents first: a v1 child thaws only once its parents have */
 	cgroup_tree_walk(m->h[h].dfd, "", thaw_dir,
-			 m->version == 2 ? "cgroup.freeze" : "freezer.state");
+	                 m->version == 2 ? "cgroup.freeze" : "freezer.state");
 }

@@ -41,7 +41,7 @@ struct cgroup_hier {
 struct cgroup_manager {
 	int version;
 	int nh;
-	int primary; /* v2: the unified hierarchy; v1: the freezer's */
+	int primary;   /* v2: the unified hierarchy; v1: the freezer's */
 	bool has_kill; /* v2 cgroup.kill (kernel >= 5.14) */
 	struct cgroup_hier h[CGROUP_HIER_MAX];
 	char *name;
@@ -80,13 +80,13 @@ ssize_t cgroup_file_read(int dfd, const char *path, char *buf, size_t size);
 /* Write val to rel/file in hierarchy h; on failure fill err with the full
  * path. optional: a missing file is not an error (returns -ENOENT quietly). */
 int cgroup_set(struct cgroup_manager *m, int h, const char *rel,
-	       const char *file, const char *val, bool optional,
-	       struct sbx_err *err);
+               const char *file, const char *val, bool optional,
+               struct sbx_err *err);
 int cgroup_get_u64(struct cgroup_manager *m, int h, const char *rel,
-		   const char *file, uint64_t *out);
+                   const char *file, uint64_t *out);
 /* The value of a "key value" line in rel/file. */
 int cgroup_get_key_u64(struct cgroup_manager *m, int h, const char *rel,
-		       const char *file, const char *key, uint64_t *out);
+                       const char *file, const char *key, uint64_t *out);
 /* mkdir / rmdir of a cgroup directory (running the env's fake hooks);
  * 0 or -errno. rmdir rides out a short EBUSY after the last exit. */
 int cgroup_mkdir(struct cgroup_manager *m, int dfd, const char *path);
@@ -94,11 +94,11 @@ int cgroup_rmdir(struct cgroup_manager *m, int dfd, const char *path);
 /* Calls fn (may be NULL) on each pid in dirfd's cgroup.procs; returns how
  * many there were, or -errno. A missing file counts as empty. */
 int cgroup_procs_foreach(int dirfd, void (*fn)(pid_t pid, void *arg),
-			 void *arg);
+                         void *arg);
 /* Calls fn on dfd/path and every cgroup below it, parents first; sums
  * fn's results. A missing path is an empty tree. */
-int cgroup_tree_walk(int dfd, const char *path,
-		     int (*fn)(int dirfd, void *arg), void *arg);
+int cgroup_tree_walk(int dfd, const char *path, int (*fn)(int dirfd, void *arg),
+                     void *arg);
 /* The hierarchy carrying ctrl, or -1. */
 int cgroup_hier_find(const struct cgroup_manager *m, unsigned ctrl);
 
@@ -108,34 +108,33 @@ void cgroup_backoff(unsigned *us);
 
 /* Per-version knobs. rel is a cgroup below the manager's dir. */
 int cgroup_v2_prepare_own(struct cgroup_manager *m, int own_fd,
-			  const char *own_path, pid_t pid,
-			  struct sbx_err *err);
+                          const char *own_path, pid_t pid, struct sbx_err *err);
 int cgroup_v2_enable_subtree(struct cgroup_manager *m, const char *rel,
-			     struct sbx_err *err);
+                             struct sbx_err *err);
 int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
-			 const struct cgroup_limits *lim, struct sbx_err *err);
+                         const struct cgroup_limits *lim, struct sbx_err *err);
 int cgroup_v2_stats(struct cgroup_manager *m, const char *rel,
-		    struct cgroup_stats *out);
+                    struct cgroup_stats *out);
 /* frozen: wait until the kernel reports it, bounded by deadline_ns;
  * -ETIMEDOUT when not fully frozen by then. */
 int cgroup_v2_freeze(struct cgroup_manager *m, const char *rel, bool frozen,
-		     int64_t deadline_ns);
+                     int64_t deadline_ns);
 int cgroup_v2_kill(struct cgroup_manager *m, const char *rel);
 
 int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
-			 const struct cgroup_limits *lim, struct sbx_err *err);
+                         const struct cgroup_limits *lim, struct sbx_err *err);
 int cgroup_v1_stats(struct cgroup_manager *m, const char *rel,
-		    struct cgroup_stats *out);
+                    struct cgroup_stats *out);
 int cgroup_v1_freeze(struct cgroup_manager *m, const char *rel, bool frozen,
-		     int64_t deadline_ns);
+                     int64_t deadline_ns);
 /* The device rules of a new sandbox cgroup rel (no children yet). */
 int cgroup_v1_set_devices(struct cgroup_manager *m, const char *rel,
-			  struct sbx_err *err);
+                          struct sbx_err *err);
 
 /* Total limits on the manager's own dir (0 = unlimited). */
 int cgroup_v1_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
-			 uint64_t pids, struct sbx_err *err);
+                         uint64_t pids, struct sbx_err *err);
 int cgroup_v2_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
-			 uint64_t pids, struct sbx_err *err);
+                         uint64_t pids, struct sbx_err *err);
 
 #endif

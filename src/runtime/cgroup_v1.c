@@ -13,35 +13,35 @@
 #define CPU_QUOTA_MIN_US 1000
 
 static int set_memory(struct cgroup_manager *m, int h, const char *rel,
-		      const char *val, struct sbx_err *err)
+                      const char *val, struct sbx_err *err)
 {
 	/* memory.limit_in_bytes may never exceed memory.memsw.limit_in_bytes:
 	 * raising the limit of a sandbox whose memsw limit sits at the old
 	 * value fails with EINVAL until memsw is raised first. */
-	int r = cgroup_set(m, h, rel, "memory.limit_in_bytes", val, false,
-			   NULL);
+	int r =
+	    cgroup_set(m, h, rel, "memory.limit_in_bytes", val, false, NULL);
 	if (r == -EINVAL) {
 		r = cgroup_set(m, h, rel, "memory.memsw.limit_in_bytes", val,
-			       true, err);
+		               true, err);
 		if (r < 0 && r != -ENOENT)
 			return r;
 		r = cgroup_set(m, h, rel, "memory.limit_in_bytes", val, false,
-			       NULL);
+		               NULL);
 	}
 	if (r < 0)
 		return sbx_err_sys(err, -r,
-				   "cgroup: write \"%s\" to "
-				   "%s/%s/memory.limit_in_bytes",
-				   val, m->h[h].path, rel);
+		                   "cgroup: write \"%s\" to "
+		                   "%s/%s/memory.limit_in_bytes",
+		                   val, m->h[h].path, rel);
 	/* Present only with swap accounting; without it there is no swap to
 	 * escape the memory limit into either way. */
 	r = cgroup_set(m, h, rel, "memory.memsw.limit_in_bytes", val, true,
-		       err);
+	               err);
 	return r == -ENOENT ? 0 : r;
 }
 
 int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
-			 const struct cgroup_limits *lim, struct sbx_err *err)
+                         const struct cgroup_limits *lim, struct sbx_err *err)
 {
 	int hm = cgroup_hier_find(m, CGROUP_CTRL_MEMORY);
 	int hp = cgroup_hier_find(m, CGROUP_CTRL_PIDS);
@@ -58,7 +58,7 @@ int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
 		return sbx_err_sys(err, -r, "cgroup: %s", rel);
 	if (lim->memory_bytes)
 		snprintf(val, sizeof(val), "%llu",
-			 (unsigned long long)lim->memory_bytes);
+		         (unsigned long long)lim->memory_bytes);
 	else
 		snprintf(val, sizeof(val), "-1");
 	if ((r = set_memory(m, hm, cmds, val, err)) < 0)
@@ -72,10 +72,11 @@ int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
 		return r;
 
 	if ((r = cgroup_set(m, hc, rel, "cpu.cfs_period_us", CPU_PERIOD_US,
-			    false, err)) < 0)
+	                    false, err)) < 0)
 		return r;
 	if (lim->cpu_millis) {
-		unsigned long long q = (unsigned long long)lim->cpu_millis * 100;
+		unsigned long long q =
+		    (unsigned long long)lim->cpu_millis * 100;
 		if (q < CPU_QUOTA_MIN_US)
 			q = CPU_QUOTA_MIN_US;
 		snprintf(val, sizeof(val), "%llu", q);
@@ -86,7 +87,7 @@ int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
 }
 
 int cgroup_v1_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
-			 uint64_t pids, struct sbx_err *err)
+                         uint64_t pids, struct sbx_err *err)
 {
 	int hm = cgroup_hier_find(m, CGROUP_CTRL_MEMORY);
 	int hp = cgroup_hier_find(m, CGROUP_CTRL_PIDS);
@@ -97,7 +98,7 @@ int cgroup_v1_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
 		return sbx_err_set(err, ENOTSUP, "cgroup: missing hierarchy");
 	if (memory_bytes)
 		snprintf(val, sizeof(val), "%llu",
-			 (unsigned long long)memory_bytes);
+		         (unsigned long long)memory_bytes);
 	else
 		snprintf(val, sizeof(val), "-1");
 	if ((r = set_memory(m, hm, "", val, err)) < 0)
@@ -110,14 +111,14 @@ int cgroup_v1_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
 }
 
 int cgroup_v1_set_devices(struct cgroup_manager *m, const char *rel,
-			  struct sbx_err *err)
+                          struct sbx_err *err)
 {
 	/* The nodes of a sandbox's /dev (rootfs.c setup_dev) and of its devpts
 	 * (ptmx 5:2, the ptys 136:*), nothing else. "m" too: init makes the
 	 * nodes, and may have joined its cgroup by then. */
 	static const char *const allow[] = {
-		"c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",
-		"c 1:9 rwm", "c 5:0 rwm", "c 5:2 rwm", "c 136:* rwm",
+	    "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",
+	    "c 1:9 rwm", "c 5:0 rwm", "c 5:2 rwm", "c 136:* rwm",
 	};
 	int h = cgroup_hier_find(m, CGROUP_CTRL_DEVICES);
 	if (h < 0)
@@ -127,14 +128,14 @@ int cgroup_v1_set_devices(struct cgroup_manager *m, const char *rel,
 		return r;
 	for (size_t i = 0; i < sizeof(allow) / sizeof(allow[0]); i++) {
 		r = cgroup_set(m, h, rel, "devices.allow", allow[i], false,
-			       NULL);
+		               NULL);
 		/* EPERM: the daemon's own cgroup denies it already, which is
 		 * stricter still */
 		if (r < 0 && r != -EPERM)
 			return sbx_err_sys(err, -r,
-					   "cgroup: write \"%s\" to "
-					   "%s/%s/devices.allow",
-					   allow[i], m->h[h].path, rel);
+			                   "cgroup: write \"%s\" to "
+			                   "%s/%s/devices.allow",
+			                   allow[i], m->h[h].path, rel);
 	}
 	return 0;
 }
@@ -147,8 +148,8 @@ static int oom_sum_dir(int dirfd, void *arg)
 {
 	struct oom_sum *o = arg;
 	char buf[512];
-	ssize_t n = cgroup_file_read(dirfd, "memory.oom_control", buf,
-				     sizeof(buf));
+	ssize_t n =
+	    cgroup_file_read(dirfd, "memory.oom_control", buf, sizeof(buf));
 	if (n < 0)
 		return 0;
 	for (char *line = buf; line && *line;) {
@@ -164,7 +165,7 @@ static int oom_sum_dir(int dirfd, void *arg)
 }
 
 int cgroup_v1_stats(struct cgroup_manager *m, const char *rel,
-		    struct cgroup_stats *out)
+                    struct cgroup_stats *out)
 {
 	int hm = cgroup_hier_find(m, CGROUP_CTRL_MEMORY);
 	int hp = cgroup_hier_find(m, CGROUP_CTRL_PIDS);
@@ -172,8 +173,7 @@ int cgroup_v1_stats(struct cgroup_manager *m, const char *rel,
 	uint64_t v;
 	int ret = 0, r;
 
-	if ((r = cgroup_get_u64(m, hm, rel, "memory.usage_in_bytes", &v)) ==
-	    0)
+	if ((r = cgroup_get_u64(m, hm, rel, "memory.usage_in_bytes", &v)) == 0)
 		out->memory_bytes = v;
 	else
 		ret = ret ? ret : r;
@@ -189,7 +189,7 @@ int cgroup_v1_stats(struct cgroup_manager *m, const char *rel,
 		ret = ret ? ret : r;
 	/* v1 counts an OOM kill only in the victim's own memcg, which is a
 	 * leaf: sum the sandbox's tree. */
-	struct oom_sum o = { 0 };
+	struct oom_sum o = {0};
 	r = cgroup_tree_walk(m->h[hm].dfd, rel, oom_sum_dir, &o);
 	if (r < 0)
 		ret = ret ? ret : r;
@@ -198,11 +198,11 @@ int cgroup_v1_stats(struct cgroup_manager *m, const char *rel,
 }
 
 int cgroup_v1_freeze(struct cgroup_manager *m, const char *rel, bool frozen,
-		     int64_t deadline_ns)
+                     int64_t deadline_ns)
 {
 	int h = cgroup_hier_find(m, CGROUP_CTRL_FREEZER);
 	int r = cgroup_set(m, h, rel, "freezer.state",
-			   frozen ? "FROZEN" : "THAWED", false, NULL);
+	                   frozen ? "FROZEN" : "THAWED", false, NULL);
 	if (r < 0 || !frozen)
 		return r;
 	/* The state reads FREEZING until every task has stopped; reading it

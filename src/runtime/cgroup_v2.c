@@ -28,50 +28,50 @@ static void move_one(pid_t pid, void *arg)
 }
 
 int cgroup_v2_prepare_own(struct cgroup_manager *m, int own_fd,
-			  const char *own_path, pid_t pid,
-			  struct sbx_err *err)
+                          const char *own_path, pid_t pid, struct sbx_err *err)
 {
 	char val[24];
 	int r = cgroup_mkdir(m, own_fd, "daemon");
 	if (r < 0 && r != -EEXIST)
 		return sbx_err_sys(err, -r, "cgroup: mkdir %s/daemon",
-				   own_path);
+		                   own_path);
 	/* "No internal processes": <own> can only hand controllers to its
 	 * children once no process lives in it. <own>/daemon is still inside
 	 * the subtree the daemon was started in. */
 	snprintf(val, sizeof(val), "%d", (int)pid);
 	r = cgroup_file_write(own_fd, "daemon/cgroup.procs", val);
 	if (r < 0)
-		return sbx_err_sys(err, -r, "cgroup: move pid %s into %s/daemon",
-				   val, own_path);
+		return sbx_err_sys(err, -r,
+		                   "cgroup: move pid %s into %s/daemon", val,
+		                   own_path);
 	r = cgroup_file_write(own_fd, "cgroup.subtree_control", SUBTREE_CTRLS);
 	if (r == -EBUSY) {
 		/* Others share our cgroup (a helper started with us, the shell
 		 * that ran us). They go down into <own>/daemon with us: still
 		 * the subtree they started in, and the only way to enable
 		 * controllers for the sandboxes. */
-		struct move_ctx c = { own_fd, 0 };
+		struct move_ctx c = {own_fd, 0};
 		cgroup_procs_foreach(own_fd, move_one, &c);
 		r = cgroup_file_write(own_fd, "cgroup.subtree_control",
-				      SUBTREE_CTRLS);
+		                      SUBTREE_CTRLS);
 	}
 	if (r < 0)
 		return sbx_err_sys(err, -r,
-				   "cgroup: write \"%s\" to "
-				   "%s/cgroup.subtree_control",
-				   SUBTREE_CTRLS, own_path);
+		                   "cgroup: write \"%s\" to "
+		                   "%s/cgroup.subtree_control",
+		                   SUBTREE_CTRLS, own_path);
 	return 0;
 }
 
 int cgroup_v2_enable_subtree(struct cgroup_manager *m, const char *rel,
-			     struct sbx_err *err)
+                             struct sbx_err *err)
 {
 	return cgroup_set(m, 0, rel, "cgroup.subtree_control", SUBTREE_CTRLS,
-			  false, err);
+	                  false, err);
 }
 
 int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
-			 const struct cgroup_limits *lim, struct sbx_err *err)
+                         const struct cgroup_limits *lim, struct sbx_err *err)
 {
 	char val[48], cmds[PATH_MAX];
 	int r;
@@ -81,7 +81,7 @@ int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
 		return sbx_err_sys(err, -r, "cgroup: %s", rel);
 	if (lim->memory_bytes)
 		snprintf(val, sizeof(val), "%llu",
-			 (unsigned long long)lim->memory_bytes);
+		         (unsigned long long)lim->memory_bytes);
 	else
 		snprintf(val, sizeof(val), "max");
 	if ((r = cgroup_set(m, 0, cmds, "memory.max", val, false, err)) < 0)
@@ -100,7 +100,8 @@ int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
 		return r;
 
 	if (lim->cpu_millis) {
-		unsigned long long q = (unsigned long long)lim->cpu_millis * 100;
+		unsigned long long q =
+		    (unsigned long long)lim->cpu_millis * 100;
 		if (q < CPU_QUOTA_MIN_US)
 			q = CPU_QUOTA_MIN_US;
 		snprintf(val, sizeof(val), "%llu %d", q, CPU_PERIOD_US);
@@ -111,14 +112,14 @@ int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
 }
 
 int cgroup_v2_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
-			 uint64_t pids, struct sbx_err *err)
+                         uint64_t pids, struct sbx_err *err)
 {
 	char val[32];
 	int r;
 
 	if (memory_bytes)
 		snprintf(val, sizeof(val), "%llu",
-			 (unsigned long long)memory_bytes);
+		         (unsigned long long)memory_bytes);
 	else
 		snprintf(val, sizeof(val), "max");
 	if ((r = cgroup_set(m, 0, "", "memory.max", val, false, err)) < 0)
@@ -131,7 +132,7 @@ int cgroup_v2_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
 }
 
 int cgroup_v2_stats(struct cgroup_manager *m, const char *rel,
-		    struct cgroup_stats *out)
+                    struct cgroup_stats *out)
 {
 	uint64_t v;
 	int ret = 0, r;
@@ -140,8 +141,8 @@ int cgroup_v2_stats(struct cgroup_manager *m, const char *rel,
 		out->memory_bytes = v;
 	else
 		ret = ret ? ret : r;
-	if ((r = cgroup_get_key_u64(m, 0, rel, "cpu.stat", "usage_usec",
-				    &v)) == 0)
+	if ((r = cgroup_get_key_u64(m, 0, rel, "cpu.stat", "usage_usec", &v)) ==
+	    0)
 		out->cpu_usec = v;
 	else
 		ret = ret ? ret : r;
@@ -152,7 +153,7 @@ int cgroup_v2_stats(struct cgroup_manager *m, const char *rel,
 	/* memory.events (not .local) counts the whole subtree: kills happen
 	 * in the leaves. */
 	if ((r = cgroup_get_key_u64(m, 0, rel, "memory.events", "oom_kill",
-				    &v)) == 0)
+	                            &v)) == 0)
 		out->oom_kills = v;
 	else
 		ret = ret ? ret : r;
@@ -163,15 +164,15 @@ static bool events_frozen(struct cgroup_manager *m, const char *rel)
 {
 	uint64_t v;
 	return cgroup_get_key_u64(m, 0, rel, "cgroup.events", "frozen", &v) ==
-		       0 &&
+	           0 &&
 	       v == 1;
 }
 
 int cgroup_v2_freeze(struct cgroup_manager *m, const char *rel, bool frozen,
-		     int64_t deadline_ns)
+                     int64_t deadline_ns)
 {
 	int r = cgroup_set(m, 0, rel, "cgroup.freeze", frozen ? "1" : "0",
-			   false, NULL);
+	                   false, NULL);
 	if (r < 0 || !frozen)
 		return r;
 	unsigned us = 50;

@@ -46,7 +46,8 @@ struct clone {
 static const char *link_find(struct clone *c, const struct stat *st)
 {
 	for (size_t i = 0; i < c->nlinks; i++)
-		if (c->links[i].ino == st->st_ino && c->links[i].dev == st->st_dev)
+		if (c->links[i].ino == st->st_ino &&
+		    c->links[i].dev == st->st_dev)
 			return c->links[i].path;
 	return NULL;
 }
@@ -63,9 +64,8 @@ static void link_add(struct clone *c, const struct stat *st)
 	}
 	char *p = strdup(c->path);
 	if (p)
-		c->links[c->nlinks++] =
-			(struct link_seen){.dev = st->st_dev, .ino = st->st_ino,
-					   .path = p};
+		c->links[c->nlinks++] = (struct link_seen){
+		    .dev = st->st_dev, .ino = st->st_ino, .path = p};
 }
 
 /* Every extended attribute of in onto out (both open fds). */
@@ -74,20 +74,21 @@ static int copy_xattrs(int in, int out, struct clone *c)
 	char names[65536], val[65536];
 	ssize_t n = flistxattr(in, names, sizeof(names));
 	if (n < 0)
-		return errno == ENOTSUP ? 0
-					: sbx_err_sys(c->err, errno, "list xattrs of %s",
-						      c->path);
+		return errno == ENOTSUP
+		           ? 0
+		           : sbx_err_sys(c->err, errno, "list xattrs of %s",
+		                         c->path);
 	for (char *k = names; k < names + n; k += strlen(k) + 1) {
 		ssize_t l = fgetxattr(in, k, val, sizeof(val));
 		if (l < 0) {
 			if (errno == ENODATA)
 				continue;
-			return sbx_err_sys(c->err, errno, "read xattr %s of %s", k,
-					   c->path);
+			return sbx_err_sys(c->err, errno, "read xattr %s of %s",
+			                   k, c->path);
 		}
 		if (fsetxattr(out, k, val, (size_t)l, 0) < 0)
-			return sbx_err_sys(c->err, errno, "set xattr %s on %s", k,
-					   c->path);
+			return sbx_err_sys(c->err, errno, "set xattr %s on %s",
+			                   k, c->path);
 	}
 	return 0;
 }
@@ -113,13 +114,15 @@ static int copy_data(int in, int out, const struct stat *st, struct clone *c)
 		return 0;
 	off_t left = st->st_size;
 	while (left > 0) {
-		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+		ssize_t n =
+		    copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return sbx_err_sys(c->err, errno, "copy %s", c->path);
 		if (n == 0)
-			break; /* it shrank: the snapshot keeps what there was */
+			break; /* it shrank: the snapshot keeps what there was
+			        */
 		left -= n;
 	}
 	return 0;
@@ -128,13 +131,13 @@ static int copy_data(int in, int out, const struct stat *st, struct clone *c)
 static int clone_dir(int sfd, int dfd, int depth, struct clone *c);
 
 static int clone_entry(int sdir, int ddir, const char *name, int depth,
-		       struct clone *c)
+                       struct clone *c)
 {
 	struct stat st;
 	if (fstatat(sdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0
-				       : sbx_err_sys(c->err, errno, "stat %s",
-						     c->path);
+		return errno == ENOENT
+		           ? 0
+		           : sbx_err_sys(c->err, errno, "stat %s", c->path);
 	if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
 		const char *first = link_find(c, &st);
 		if (first && linkat(c->dst_root, first, ddir, name, 0) == 0)
@@ -142,13 +145,11 @@ static int clone_entry(int sdir, int ddir, const char *name, int depth,
 		link_add(c, &st);
 	}
 	if (S_ISREG(st.st_mode)) {
-		_cleanup_close_ int in = openat(sdir, name,
-						O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
-							O_CLOEXEC);
-		_cleanup_close_ int out = openat(ddir, name,
-						 O_WRONLY | O_CREAT | O_EXCL |
-							 O_NOFOLLOW | O_CLOEXEC,
-						 0600);
+		_cleanup_close_ int in = openat(
+		    sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		_cleanup_close_ int out = openat(
+		    ddir, name,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (in < 0 || out < 0)
 			return sbx_err_sys(c->err, errno, "copy %s", c->path);
 		int r = copy_data(in, out, &st, c);
@@ -160,16 +161,16 @@ static int clone_entry(int sdir, int ddir, const char *name, int depth,
 	if (S_ISDIR(st.st_mode)) {
 		if (depth >= MAX_DEPTH)
 			return sbx_err_set(c->err, ELOOP,
-					   "%s: deeper than %d levels", c->path,
-					   MAX_DEPTH);
+			                   "%s: deeper than %d levels", c->path,
+			                   MAX_DEPTH);
 		if (mkdirat(ddir, name, 0700) < 0)
 			return sbx_err_sys(c->err, errno, "mkdir %s", c->path);
-		_cleanup_close_ int in = openat(sdir, name,
-						O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							O_CLOEXEC);
-		_cleanup_close_ int out = openat(ddir, name,
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							 O_CLOEXEC);
+		_cleanup_close_ int in =
+		    openat(sdir, name,
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int out =
+		    openat(ddir, name,
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (in < 0 || out < 0)
 			return sbx_err_sys(c->err, errno, "open %s", c->path);
 		int r = clone_dir(in, out, depth + 1, c);
@@ -180,15 +181,18 @@ static int clone_entry(int sdir, int ddir, const char *name, int depth,
 		char target[PATH_MAX];
 		ssize_t l = readlinkat(sdir, name, target, sizeof(target) - 1);
 		if (l < 0)
-			return sbx_err_sys(c->err, errno, "readlink %s", c->path);
+			return sbx_err_sys(c->err, errno, "readlink %s",
+			                   c->path);
 		target[l] = '\0';
 		if (symlinkat(target, ddir, name) < 0)
-			return sbx_err_sys(c->err, errno, "symlink %s", c->path);
+			return sbx_err_sys(c->err, errno, "symlink %s",
+			                   c->path);
 	} else if (mknodat(ddir, name, st.st_mode & (S_IFMT | 0600),
-			   st.st_rdev) < 0) {
+	                   st.st_rdev) < 0) {
 		return sbx_err_sys(c->err, errno, "mknod %s", c->path);
 	}
-	if (fchownat(ddir, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+	if (fchownat(ddir, name, st.st_uid, st.st_gid, AT_SYMLINK_NOFOLLOW) <
+	        0 ||
 	    (!S_ISLNK(st.st_mode) &&
 	     fchmodat(ddir, name, st.st_mode & 07777, 0) < 0) ||
 	    utimensat(ddir, name, ts, AT_SYMLINK_NOFOLLOW) < 0)
@@ -214,8 +218,9 @@ static int clone_dir(int sfd, int dfd, int depth, struct clone *c)
 			continue;
 		size_t nl = strlen(e->d_name);
 		if (at + 1 + nl + 1 > sizeof(c->path)) {
-			r = sbx_err_set(c->err, ENAMETOOLONG, "%s/%s: path too long",
-					c->path, e->d_name);
+			r = sbx_err_set(c->err, ENAMETOOLONG,
+			                "%s/%s: path too long", c->path,
+			                e->d_name);
 			break;
 		}
 		c->path[at] = '/';
@@ -230,7 +235,7 @@ static int clone_dir(int sfd, int dfd, int depth, struct clone *c)
 }
 
 int fs_clone_tree(int srcfd, int dstdir, const char *name, uint64_t *bytes,
-		  struct sbx_err *err)
+                  struct sbx_err *err)
 {
 	struct clone c = {.err = err};
 	struct stat st;
@@ -240,7 +245,7 @@ int fs_clone_tree(int srcfd, int dstdir, const char *name, uint64_t *bytes,
 	if (mkdirat(dstdir, name, 0700) < 0)
 		return sbx_err_sys(err, errno, "mkdir %s", name);
 	c.dst_root = openat(dstdir, name,
-			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (c.dst_root < 0)
 		return sbx_err_sys(err, errno, "open %s", name);
 	snprintf(c.path, sizeof(c.path), ".");

@@ -15,6 +15,6 @@
  * kept. Links are never followed: the tree is the sandbox's to shape.
  * *bytes: the space its files take. */
 int fs_clone_tree(int srcfd, int dstdir, const char *name, uint64_t *bytes,
-		  struct sbx_err *err);
+                  struct sbx_err *err);
 
 #endif

@@ -16,11 +16,11 @@
 #include "lib/cleanup.h"
 
 int fs_write_file(int dirfd, const char *name, const void *data, size_t len,
-		  mode_t mode, struct sbx_err *err)
+                  mode_t mode, struct sbx_err *err)
 {
-	_cleanup_close_ int fd = openat(
-		dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		mode);
+	_cleanup_close_ int fd =
+	    openat(dirfd, name,
+	           O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "open %s", name);
 	const char *p = data;
@@ -40,7 +40,7 @@ int fs_write_file(int dirfd, const char *name, const void *data, size_t len,
 }
 
 int fs_write_str(int dirfd, const char *name, const char *s, mode_t mode,
-		 struct sbx_err *err)
+                 struct sbx_err *err)
 {
 	return fs_write_file(dirfd, name, s, strlen(s), mode, err);
 }
@@ -48,7 +48,7 @@ int fs_write_str(int dirfd, const char *name, const char *s, mode_t mode,
 ssize_t fs_read_small(int dirfd, const char *name, char *buf, size_t cap)
 {
 	_cleanup_close_ int fd =
-		openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0 || cap == 0)
 		return -errno;
 	size_t off = 0;
@@ -80,8 +80,8 @@ int fs_mkdirs(int dirfd, const char *path, mode_t mode, struct sbx_err *err)
 			r = sbx_err_sys(err, errno, "mkdir %s", path);
 			break;
 		}
-		int next = openat(cur, part,
-				  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int next = openat(
+		    cur, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		close(cur);
 		cur = next;
 		if (cur < 0)
@@ -130,9 +130,9 @@ struct rm_walk {
 static int rm_open_dir(int dfd, const char *name)
 {
 	struct open_how how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV |
-			   RESOLVE_NO_MAGICLINKS,
+	    .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+	    .resolve =
+	        RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd = -1;
 	for (int tries = 0; tries < 16; tries++) {
@@ -170,7 +170,7 @@ static int rm_move_up(struct rm_walk *w, int dir, const char *name)
 	char fresh[64];
 	for (int tries = 0; tries < 64; tries++) {
 		snprintf(fresh, sizeof(fresh), ".sbx-rm.%d.%lu", (int)getpid(),
-			 ++w->seq);
+		         ++w->seq);
 		if (renameat2(dir, name, w->top, fresh, RENAME_NOREPLACE) == 0)
 			return 0;
 		if (errno != EEXIST)
@@ -232,7 +232,8 @@ static int rm_pass(struct rm_walk *w)
 				rm_note(w, errno);
 				continue;
 			}
-			if (depth + 1 >= RM_MAX_DEPTH && rm_move_up(w, cur, name) == 0) {
+			if (depth + 1 >= RM_MAX_DEPTH &&
+			    rm_move_up(w, cur, name) == 0) {
 				w->progress = true;
 				continue;
 			}
@@ -243,14 +244,16 @@ static int rm_pass(struct rm_walk *w)
 			int child = rm_open_dir(cur, name);
 			struct stat st;
 			if (child < 0 || fstat(child, &st) < 0) {
-				rm_note(w, errno); /* EXDEV: a mount, never entered */
+				rm_note(
+				    w,
+				    errno); /* EXDEV: a mount, never entered */
 				if (child >= 0)
 					close(child);
 				continue;
 			}
 			w->f[depth].resume = pos;
-			snprintf(w->f[depth].child, sizeof(w->f[depth].child), "%s",
-				 name);
+			snprintf(w->f[depth].child, sizeof(w->f[depth].child),
+			         "%s", name);
 			depth++;
 			w->f[depth].dev = st.st_dev;
 			w->f[depth].ino = st.st_ino;
@@ -344,8 +347,8 @@ int fs_remove_tree(int dirfd, const char *name, struct sbx_err *err)
 	/* "a/b/name": the way to name's directory is the caller's, as given
 	 * (an absolute path of the state dir may cross mounts and links);
 	 * from there on nothing is followed */
-	char *parent = slash == name ? strdup("/")
-				     : strndup(name, (size_t)(slash - name));
+	char *parent =
+	    slash == name ? strdup("/") : strndup(name, (size_t)(slash - name));
 	if (!parent)
 		return sbx_err_set(err, ENOMEM, "out of memory");
 	int pfd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -353,7 +356,8 @@ int fs_remove_tree(int dirfd, const char *name, struct sbx_err *err)
 	if (pfd < 0) {
 		if (errno == ENOENT)
 			return 0;
-		int r = sbx_err_sys(err, errno, "open the directory of %s", name);
+		int r =
+		    sbx_err_sys(err, errno, "open the directory of %s", name);
 		errno = -r;
 		return r;
 	}
@@ -382,7 +386,7 @@ static int remove_tree_at(int dirfd, const char *name, struct sbx_err *err)
 			return 0;
 		/* EPERM above, and not a directory: an immutable file */
 		r = sbx_err_sys(err, errno == ENOTDIR ? e0 : errno, "open %s",
-				name);
+		                name);
 		goto out;
 	}
 	r = rm_contents(fd);
@@ -398,7 +402,7 @@ out:
 }
 
 static int copy_file(int srcdir, int dstdir, const char *name,
-		     const struct stat *st, struct sbx_err *err)
+                     const struct stat *st, struct sbx_err *err)
 {
 	/* A hard link costs nothing and is safe here: only world-readable
 	 * files are copied, the copy is a read-only lower layer, and package
@@ -408,12 +412,12 @@ static int copy_file(int srcdir, int dstdir, const char *name,
 	if (linkat(srcdir, name, dstdir, name, 0) == 0)
 		return 0;
 	_cleanup_close_ int in =
-		openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (in < 0)
 		return 0; /* vanished or unreadable: skip */
 	_cleanup_close_ int out = openat(
-		dstdir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-		st->st_mode & 07777);
+	    dstdir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	    st->st_mode & 07777);
 	if (out < 0)
 		return sbx_err_sys(err, errno, "create %s", name);
 	off_t left = st->st_size;
@@ -454,14 +458,14 @@ int fs_copy_entry(int srcdir, int dstdir, const char *n, struct sbx_err *err)
 	if (mkdirat(dstdir, n, 0700) < 0 && errno != EEXIST)
 		return sbx_err_sys(err, errno, "mkdir %s", n);
 	_cleanup_close_ int s2 =
-		openat(srcdir, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(srcdir, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	_cleanup_close_ int d2 =
-		openat(dstdir, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(dstdir, n, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (s2 < 0 || d2 < 0)
 		return 0;
 	int r = fs_copy_tree(s2, d2, err);
 	if (r == 0 && (fchown(d2, st.st_uid, st.st_gid) < 0 ||
-		       fchmod(d2, st.st_mode & 07777) < 0))
+	               fchmod(d2, st.st_mode & 07777) < 0))
 		r = sbx_err_sys(err, errno, "chown %s", n);
 	return r;
 }

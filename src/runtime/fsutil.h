@@ -10,9 +10,9 @@
 #include "lib/err.h"
 
 int fs_write_file(int dirfd, const char *name, const void *data, size_t len,
-		  mode_t mode, struct sbx_err *err);
+                  mode_t mode, struct sbx_err *err);
 int fs_write_str(int dirfd, const char *name, const char *s, mode_t mode,
-		 struct sbx_err *err);
+                 struct sbx_err *err);
 /* Read a small file whole into buf (NUL-terminated); returns length. */
 ssize_t fs_read_small(int dirfd, const char *name, char *buf, size_t cap);
 /* mkdir -p of a relative path below dirfd, each level O_NOFOLLOW. */
@@ -31,6 +31,6 @@ int fs_empty_dir(int dirfd, struct sbx_err *err);
 int fs_copy_tree(int srcfd, int dstfd, struct sbx_err *err);
 /* Copy one entry of srcdir (file, link or whole directory) into dstdir. */
 int fs_copy_entry(int srcdir, int dstdir, const char *name,
-		  struct sbx_err *err);
+                  struct sbx_err *err);
 
 #endif

@@ -27,13 +27,13 @@ struct image_file {
 /* Make (or refresh, when the host or the files changed) the skeleton in
  * dir, with files added. */
 int image_prepare(const char *dir, const struct image_file *files,
-		  size_t nfiles, struct sbx_err *err);
+                  size_t nfiles, struct sbx_err *err);
 
 /* The top lower layer of an image sandbox (core/images.h): only what the
  * daemon adds to any image (/etc/hosts, /etc/hostname, /etc/resolv.conf,
  * the mount points /dev, /proc, /tmp, /workspace, and files), rebuilt at
  * every daemon start. */
 int image_prepare_top(const char *dir, const struct image_file *files,
-		      size_t nfiles, struct sbx_err *err);
+                      size_t nfiles, struct sbx_err *err);
 
 #endif

@@ -41,7 +41,7 @@
 #include "runtime/spawner.h"
 
 static void send_status(int sock, uint32_t type, uint64_t id, pid_t pid,
-			int status, int err, const char *what)
+                        int status, int err, const char *what)
 {
 	struct proto_status st = {.pid = pid, .status = status, .err = err};
 	if (what) {
@@ -92,7 +92,7 @@ static void set_rlimits(const struct init_params *a)
  * (rootfs.h files_userns_fd), returned in *files_userns (-1: none).
  * Returns 0, or -errno with err set. */
 static int recv_params(char *buf, size_t cap, struct init_params *p,
-		       int *files_userns, struct sbx_err *err)
+                       int *files_userns, struct sbx_err *err)
 {
 	*files_userns = -1;
 	for (;;) {
@@ -104,22 +104,22 @@ static int recv_params(char *buf, size_t cap, struct init_params *p,
 		int fds[PROTO_MAX_FDS];
 		size_t nfds;
 		int r = proto_recv(INIT_SOCK_FD, buf, cap, &h, &payload, fds,
-				   &nfds);
+		                   &nfds);
 		if (r == -EAGAIN)
 			continue;
 		if (r == 0)
 			_exit(0); /* the daemon let go of us */
-		bool ok = r >= 0 && h.type == PROTO_INIT &&
-			  (nfds == 0 ||
-			   (nfds == 1 &&
-			    ioctl(fds[0], NS_GET_NSTYPE) == CLONE_NEWUSER));
+		bool ok =
+		    r >= 0 && h.type == PROTO_INIT &&
+		    (nfds == 0 || (nfds == 1 && ioctl(fds[0], NS_GET_NSTYPE) ==
+		                                    CLONE_NEWUSER));
 		if (!ok) {
 			for (size_t i = 0; i < nfds; i++)
 				close(fds[i]);
 			if (r < 0)
 				return sbx_err_set(err, -r, "init: bad packet");
 			return sbx_err_set(err, EPROTO,
-					   "init: parameters expected first");
+			                   "init: parameters expected first");
 		}
 		if ((r = proto_init_decode(payload, h.len, p, err)) < 0) {
 			for (size_t i = 0; i < nfds; i++)
@@ -197,17 +197,17 @@ int main(int argc, char **argv)
 	}
 	loopback_up();
 	struct rootfs_spec spec = {.image_dir = a->image_dir,
-				   .usr_mask = a->usr_mask,
-				   .mnt_dir = a->mnt_dir,
-				   .sandbox_dir = a->sandbox_dir,
-				   .userns_fd = INIT_USERNS_FD,
-				   .files_userns_fd = files_userns,
-				   .base = a->base,
-				   .max_ptys = a->max_ptys,
-				   .layers_dir = a->layers_dir,
-				   .layers = a->layers,
-				   .nlayers = a->nlayers,
-				   .image_top = a->image_top};
+	                           .usr_mask = a->usr_mask,
+	                           .mnt_dir = a->mnt_dir,
+	                           .sandbox_dir = a->sandbox_dir,
+	                           .userns_fd = INIT_USERNS_FD,
+	                           .files_userns_fd = files_userns,
+	                           .base = a->base,
+	                           .max_ptys = a->max_ptys,
+	                           .layers_dir = a->layers_dir,
+	                           .layers = a->layers,
+	                           .nlayers = a->nlayers,
+	                           .image_top = a->image_top};
 	if (rootfs_setup(&spec, &err) < 0)
 		goto failed;
 	if (files_userns >= 0)

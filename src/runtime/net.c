@@ -79,7 +79,7 @@ static int talk(struct mnl_socket *nl, struct nlmsghdr *nlh)
 	if (n < 0)
 		return -errno;
 	int r = mnl_cb_run(buf, (size_t)n, nlh->nlmsg_seq,
-			   mnl_socket_get_portid(nl), NULL, NULL);
+	                   mnl_socket_get_portid(nl), NULL, NULL);
 	return r < 0 ? -errno : 0;
 }
 
@@ -129,11 +129,11 @@ static int link_up(struct mnl_socket *nl, unsigned ifindex)
 }
 
 static int addr_add(struct mnl_socket *nl, unsigned ifindex, uint32_t ip,
-		    int prefix)
+                    int prefix)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh =
-		msg(buf, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE);
+	    msg(buf, RTM_NEWADDR, NLM_F_CREATE | NLM_F_REPLACE);
 	struct ifaddrmsg *ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	ifa->ifa_family = AF_INET;
 	ifa->ifa_prefixlen = (unsigned char)prefix;
@@ -149,7 +149,7 @@ static int route_default(struct mnl_socket *nl, unsigned ifindex, uint32_t gw)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh =
-		msg(buf, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE);
+	    msg(buf, RTM_NEWROUTE, NLM_F_CREATE | NLM_F_REPLACE);
 	struct rtmsg *rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
 	rtm->rtm_family = AF_INET;
 	rtm->rtm_dst_len = 0;
@@ -165,8 +165,7 @@ static int route_default(struct mnl_socket *nl, unsigned ifindex, uint32_t gw)
 static int veth_new(struct mnl_socket *nl, const char *host_if, int netns_fd)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh =
-		msg(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
+	struct nlmsghdr *nlh = msg(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL);
 	struct ifinfomsg *ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
 	ifi->ifi_family = AF_UNSPEC;
 	mnl_attr_put_strz(nlh, IFLA_IFNAME, host_if);
@@ -185,7 +184,7 @@ static int veth_new(struct mnl_socket *nl, const char *host_if, int netns_fd)
 }
 
 int net_veth_setup(int netns_fd, const char *host_if, uint32_t host_ip,
-		   uint32_t sb_ip, int prefix, struct sbx_err *err)
+                   uint32_t sb_ip, int prefix, struct sbx_err *err)
 {
 	struct mnl_socket *nl = nl_open(-1), *in = NULL;
 	int r;
@@ -223,7 +222,7 @@ int net_veth_setup(int netns_fd, const char *host_if, uint32_t host_ip,
 	    (r = link_up(in, eidx)) < 0 ||
 	    (r = route_default(in, eidx, host_ip)) < 0) {
 		sbx_err_sys(err, r < 0 ? -r : ENODEV,
-			    "configure eth0 in the sandbox");
+		            "configure eth0 in the sandbox");
 		r = r < 0 ? r : -ENODEV;
 		goto fail;
 	}
@@ -267,11 +266,13 @@ static int read_u64(const char *path, uint64_t *v)
 int net_if_bytes(const char *host_if, uint64_t *from_sb, uint64_t *to_sb)
 {
 	char p[128];
-	snprintf(p, sizeof(p), "/sys/class/net/%s/statistics/rx_bytes", host_if);
+	snprintf(p, sizeof(p), "/sys/class/net/%s/statistics/rx_bytes",
+	         host_if);
 	int r = read_u64(p, from_sb);
 	if (r < 0)
 		return r;
-	snprintf(p, sizeof(p), "/sys/class/net/%s/statistics/tx_bytes", host_if);
+	snprintf(p, sizeof(p), "/sys/class/net/%s/statistics/tx_bytes",
+	         host_if);
 	return read_u64(p, to_sb);
 }
 

@@ -19,7 +19,7 @@ void net_fini(void);
  * existing host link of that name (left by a sandbox that just stopped)
  * is removed first. */
 int net_veth_setup(int netns_fd, const char *host_if, uint32_t host_ip,
-		   uint32_t sb_ip, int prefix, struct sbx_err *err);
+                   uint32_t sb_ip, int prefix, struct sbx_err *err);
 /* Remove the pair by its host end; 0 when it is already gone. */
 int net_veth_remove(const char *host_if, struct sbx_err *err);
 /* A socket made inside netns_fd's namespace (it stays there); -errno. */

@@ -12,12 +12,12 @@
 #include "lib/cleanup.h"
 
 int proto_send(int sock, uint32_t type, uint64_t id, const void *payload,
-	       size_t len, const int *fds, size_t nfds)
+               size_t len, const int *fds, size_t nfds)
 {
 	struct proto_hdr hdr = {.type = type, .len = (uint32_t)len, .id = id};
 	struct iovec iov[2] = {
-		{.iov_base = &hdr, .iov_len = sizeof(hdr)},
-		{.iov_base = (void *)payload, .iov_len = len},
+	    {.iov_base = &hdr, .iov_len = sizeof(hdr)},
+	    {.iov_base = (void *)payload, .iov_len = len},
 	};
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
@@ -47,16 +47,17 @@ int proto_send(int sock, uint32_t type, uint64_t id, const void *payload,
 }
 
 int proto_recv(int sock, void *buf, size_t cap, struct proto_hdr *hdr,
-	       const void **payload, int *fds, size_t *nfds)
+               const void **payload, int *fds, size_t *nfds)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * PROTO_MAX_FDS)];
 		struct cmsghdr align;
 	} ctl;
 	struct iovec iov = {.iov_base = buf, .iov_len = cap};
-	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1,
-			     .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf)};
+	struct msghdr msg = {.msg_iov = &iov,
+	                     .msg_iovlen = 1,
+	                     .msg_control = ctl.buf,
+	                     .msg_controllen = sizeof(ctl.buf)};
 	ssize_t n;
 
 	*nfds = 0;
@@ -65,7 +66,7 @@ int proto_recv(int sock, void *buf, size_t cap, struct proto_hdr *hdr,
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN || errno == EWOULDBLOCK ? -EAGAIN
-							       : -errno;
+		                                               : -errno;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c;
 	     c = CMSG_NXTHDR(&msg, c)) {
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -118,10 +119,14 @@ static int put_str(char *buf, size_t cap, size_t *off, const char *s)
 ssize_t proto_spawn_encode(const struct spawn_req *req, char *buf, size_t cap)
 {
 	struct spawn_fixed f = {
-		.flags = req->flags, .nstdio = req->nstdio, .leaf = req->leaf,
-		.ncg = req->ncg,
-		.argc = req->argc, .envc = req->envc,
-		.uid = req->uid, .gid = req->gid,
+	    .flags = req->flags,
+	    .nstdio = req->nstdio,
+	    .leaf = req->leaf,
+	    .ncg = req->ncg,
+	    .argc = req->argc,
+	    .envc = req->envc,
+	    .uid = req->uid,
+	    .gid = req->gid,
 	};
 	size_t off = sizeof(f);
 
@@ -154,7 +159,7 @@ static const char *take_str(const char *buf, size_t len, size_t *off)
 }
 
 int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	struct spawn_fixed f;
 	size_t off = sizeof(f);
@@ -173,8 +178,9 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 			return sbx_err_set(err, EPROTO, "spawn: bad fd target");
 		for (uint32_t j = 0; j < i; j++)
 			if (f.targets[j] == f.targets[i])
-				return sbx_err_set(err, EPROTO,
-						   "spawn: two fds at one target");
+				return sbx_err_set(
+				    err, EPROTO,
+				    "spawn: two fds at one target");
 	}
 	req->flags = f.flags;
 	req->nstdio = f.nstdio;
@@ -196,7 +202,8 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 		return sbx_err_set(err, EPROTO, "spawn: truncated cwd");
 	for (uint32_t i = 0; i < f.argc; i++)
 		if (!(argv[i] = take_str(buf, len, &off)))
-			return sbx_err_set(err, EPROTO, "spawn: truncated argv");
+			return sbx_err_set(err, EPROTO,
+			                   "spawn: truncated argv");
 	for (uint32_t i = 0; i < f.envc; i++)
 		if (!(envp[i] = take_str(buf, len, &off)))
 			return sbx_err_set(err, EPROTO, "spawn: truncated env");
@@ -223,9 +230,10 @@ struct init_fixed {
 
 ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap)
 {
-	struct init_fixed f = {.base = p->base, .max_ptys = p->max_ptys,
-			       .disk_bytes = p->disk_bytes,
-			       .nlayers = p->nlayers};
+	struct init_fixed f = {.base = p->base,
+	                       .max_ptys = p->max_ptys,
+	                       .disk_bytes = p->disk_bytes,
+	                       .nlayers = p->nlayers};
 	size_t off = sizeof(f);
 
 	if (cap < sizeof(f) || p->nlayers > PROTO_MAX_LAYERS)
@@ -253,7 +261,7 @@ ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap)
 }
 
 int proto_init_decode(const char *buf, size_t len, struct init_params *p,
-		      struct sbx_err *err)
+                      struct sbx_err *err)
 {
 	struct init_fixed f;
 	size_t off = sizeof(f);
@@ -265,12 +273,14 @@ int proto_init_decode(const char *buf, size_t len, struct init_params *p,
 	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
 		if (f.insns[i] == 0 || f.insns[i] > BPF_MAXINSNS) {
 			seccomp_prog_free(&p->seccomp);
-			return sbx_err_set(err, EPROTO, "init: bad filter length");
+			return sbx_err_set(err, EPROTO,
+			                   "init: bad filter length");
 		}
 		size_t n = f.insns[i] * sizeof(struct sock_filter);
 		if (n > len - off) {
 			seccomp_prog_free(&p->seccomp);
-			return sbx_err_set(err, EPROTO, "init: truncated filter");
+			return sbx_err_set(err, EPROTO,
+			                   "init: truncated filter");
 		}
 		p->seccomp.f[i].insns = malloc(n);
 		if (!p->seccomp.f[i].insns) {

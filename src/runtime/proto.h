@@ -19,12 +19,12 @@
 
 enum proto_type {
 	PROTO_READY = 1, /* init -> daemon: the sandbox is set up */
-	PROTO_FAILED,    /* init -> daemon: setup failed; payload: errno + text */
-	PROTO_SPAWN,     /* daemon -> init: run a command */
-	PROTO_SPAWNED,   /* init -> daemon: forked; payload: pid or errno */
-	PROTO_EXIT,      /* init -> daemon: a spawned command ended */
-	PROTO_SIGNAL,    /* daemon -> init: signal a spawned command's pid */
-	PROTO_INIT,      /* daemon -> init: its parameters, the first packet */
+	PROTO_FAILED,  /* init -> daemon: setup failed; payload: errno + text */
+	PROTO_SPAWN,   /* daemon -> init: run a command */
+	PROTO_SPAWNED, /* init -> daemon: forked; payload: pid or errno */
+	PROTO_EXIT,    /* init -> daemon: a spawned command ended */
+	PROTO_SIGNAL,  /* daemon -> init: signal a spawned command's pid */
+	PROTO_INIT,    /* daemon -> init: its parameters, the first packet */
 };
 
 struct proto_hdr {
@@ -37,8 +37,9 @@ struct proto_hdr {
 #define SPAWN_CWD_FALLBACK 1u /* missing cwd: use /workspace, then / */
 #define SPAWN_SEARCH_PATH 2u  /* argv[0] without '/': search env's PATH */
 #define SPAWN_BUILTIN 4u      /* run runtime/builtin.c's argv[0], no exec */
-#define SPAWN_CTTY 8u         /* stdin is a pty slave: make it the
-				 controlling terminal of the new session */
+#define SPAWN_CTTY                                                             \
+	8u /* stdin is a pty slave: make it the                                \
+	      controlling terminal of the new session */
 
 /* Fds of a PROTO_SPAWN, in this order: one per stdio target (targets[]),
  * then ncg cgroup.procs fds of the command's cgroup leaf, which the
@@ -54,22 +55,22 @@ struct proto_hdr {
 
 struct spawn_req {
 	uint32_t flags;
-	uint32_t nstdio;          /* how many stdio fds come first */
-	int32_t targets[4];       /* their fd numbers in the child */
-	int32_t leaf;             /* the command's cgroup leaf; -1: none */
-	uint32_t ncg;             /* the leaf's fds after the stdio ones */
-	uint32_t uid, gid;        /* in the sandbox (an image's User) */
+	uint32_t nstdio;    /* how many stdio fds come first */
+	int32_t targets[4]; /* their fd numbers in the child */
+	int32_t leaf;       /* the command's cgroup leaf; -1: none */
+	uint32_t ncg;       /* the leaf's fds after the stdio ones */
+	uint32_t uid, gid;  /* in the sandbox (an image's User) */
 	const char *cwd;
 	uint32_t argc, envc;
-	const char *const *argv;  /* argc entries */
-	const char *const *envp;  /* envc entries */
+	const char *const *argv; /* argc entries */
+	const char *const *envp; /* envc entries */
 };
 
-struct proto_status {      /* payload of SPAWNED, EXIT, FAILED */
-	int32_t pid;       /* pid in the sandbox's pid namespace */
-	int32_t status;    /* wait status (EXIT) */
-	int32_t err;       /* errno: spawn failed (SPAWNED/EXIT) or setup */
-	char what[200];    /* what failed, NUL-terminated */
+struct proto_status {   /* payload of SPAWNED, EXIT, FAILED */
+	int32_t pid;    /* pid in the sandbox's pid namespace */
+	int32_t status; /* wait status (EXIT) */
+	int32_t err;    /* errno: spawn failed (SPAWNED/EXIT) or setup */
+	char what[200]; /* what failed, NUL-terminated */
 };
 
 struct proto_signal {
@@ -86,8 +87,9 @@ struct init_params {
 	uint32_t base;       /* host uid of the sandbox's root */
 	uint32_t max_ptys;   /* devpts max= */
 	uint64_t disk_bytes; /* RLIMIT_FSIZE of every command; 0: none */
-	const char *image_dir, *usr_mask, *mnt_dir, *sandbox_dir; /* rootfs.h;
-				   * usr_mask NULL: nothing to mask */
+	const char *image_dir, *usr_mask, *mnt_dir,
+	    *sandbox_dir; /* rootfs.h;
+	                   * usr_mask NULL: nothing to mask */
 	/* an image sandbox (rootfs.h): its layers' names in layers_dir,
 	 * bottom first, under image_top; nlayers 0: the host's system */
 	const char *layers_dir, *image_top;
@@ -97,21 +99,20 @@ struct init_params {
 };
 
 int proto_send(int sock, uint32_t type, uint64_t id, const void *payload,
-	       size_t len, const int *fds, size_t nfds);
+               size_t len, const int *fds, size_t nfds);
 /* Receive one packet into buf (cap bytes). Fills hdr, the payload pointer
  * (inside buf) and up to PROTO_MAX_FDS fds. Returns 1 on a packet, 0 on EOF,
  * -EAGAIN when nothing is waiting, other -errno on a malformed packet (any
  * fds that came with it are closed). */
 int proto_recv(int sock, void *buf, size_t cap, struct proto_hdr *hdr,
-	       const void **payload, int *fds, size_t *nfds);
+               const void **payload, int *fds, size_t *nfds);
 
 /* Pack a spawn request; returns the length or -E2BIG. */
-ssize_t proto_spawn_encode(const struct spawn_req *req, char *buf,
-			   size_t cap);
+ssize_t proto_spawn_encode(const struct spawn_req *req, char *buf, size_t cap);
 /* Unpack into req, whose argv/envp arrays are allocated (free both with
  * free(req->argv); free(req->envp)) and point into buf. */
 int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
-		       struct sbx_err *err);
+                       struct sbx_err *err);
 
 /* Pack init's parameters; returns the length or -E2BIG. */
 ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap);
@@ -121,6 +122,6 @@ ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap);
  * absolute, layers plain names, each filter 1 to BPF_MAXINSNS
  * instructions, and nothing may follow. */
 int proto_init_decode(const char *buf, size_t len, struct init_params *p,
-		      struct sbx_err *err);
+                      struct sbx_err *err);
 
 #endif

@@ -52,34 +52,34 @@ static int sys_open_tree(int dfd, const char *path, unsigned flags)
 }
 
 static int sys_mount_setattr(int dfd, const char *path, unsigned flags,
-			     struct mount_attr *attr)
+                             struct mount_attr *attr)
 {
 	return (int)syscall(SYS_mount_setattr, dfd, path, flags, attr,
-			    sizeof(*attr));
+	                    sizeof(*attr));
 }
 
 static int sys_move_mount(int from, const char *fpath, int to,
-			  const char *tpath, unsigned flags)
+                          const char *tpath, unsigned flags)
 {
 	return (int)syscall(SYS_move_mount, from, fpath, to, tpath, flags);
 }
 
 static int do_mount(const char *src, const char *dst, const char *type,
-		    unsigned long flags, const char *data, struct sbx_err *err);
+                    unsigned long flags, const char *data, struct sbx_err *err);
 
 /* Clone the tree at src, idmap it (read-only unless rw), attach it at
  * dst. */
 static int mount_idmapped_as(const char *src, const char *dst, int userns_fd,
-			     bool rw, struct sbx_err *err)
+                             bool rw, struct sbx_err *err)
 {
 	_cleanup_close_ int fd = sys_open_tree(
-		AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	    AT_FDCWD, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "open_tree %s", src);
 	struct mount_attr attr = {
-		.attr_set = MOUNT_ATTR_IDMAP | (rw ? 0 : MOUNT_ATTR_RDONLY) |
-			    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-		.userns_fd = (__u64)userns_fd,
+	    .attr_set = MOUNT_ATTR_IDMAP | (rw ? 0 : MOUNT_ATTR_RDONLY) |
+	                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+	    .userns_fd = (__u64)userns_fd,
 	};
 	if (sys_mount_setattr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr) < 0)
 		return sbx_err_sys(err, errno, "idmap %s", src);
@@ -89,7 +89,7 @@ static int mount_idmapped_as(const char *src, const char *dst, int userns_fd,
 }
 
 static int mount_idmapped(const char *src, const char *dst, int userns_fd,
-			  struct sbx_err *err)
+                          struct sbx_err *err)
 {
 	return mount_idmapped_as(src, dst, userns_fd, false, err);
 }
@@ -102,31 +102,35 @@ static int mount_sandbox_dir(const struct rootfs_spec *s, struct sbx_err *err)
 	if (s->files_userns_fd < 0)
 		return do_mount(s->sandbox_dir, "sb", NULL, MS_BIND, NULL, err);
 	return mount_idmapped_as(s->sandbox_dir, "sb", s->files_userns_fd, true,
-				 err);
+	                         err);
 }
 
 /* lower and dir are relative to the cwd: overlay keeps them, as given, in
  * the mount's options, which the sandbox reads in mountinfo. */
 static int mount_overlay(const char *lower, const char *dir, const char *dst,
-			 struct sbx_err *err)
+                         struct sbx_err *err)
 {
 	char opts[4096]; /* a page: what mount(2) takes */
 	int n = snprintf(opts, sizeof(opts),
-			 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower,
-			 dir, dir);
+	                 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", lower,
+	                 dir, dir);
 	if (n < 0 || (size_t)n >= sizeof(opts))
-		return sbx_err_set(err, ENAMETOOLONG, "overlay options too long");
+		return sbx_err_set(err, ENAMETOOLONG,
+		                   "overlay options too long");
 	if (mount("overlay", dst, "overlay", MS_NOSUID | MS_NODEV, opts) < 0)
 		return sbx_err_sys(err, errno, "mount overlay on %s", dst);
 	return 0;
 }
 
 static int do_mount(const char *src, const char *dst, const char *type,
-		    unsigned long flags, const char *data, struct sbx_err *err)
+                    unsigned long flags, const char *data, struct sbx_err *err)
 {
 	if (mount(src, dst, type, flags, data) < 0)
 		return sbx_err_sys(err, errno, "mount %s on %s",
-				   type ? type : src ? src : "(remount)", dst);
+		                   type  ? type
+		                   : src ? src
+		                         : "(remount)",
+		                   dst);
 	return 0;
 }
 
@@ -135,27 +139,28 @@ static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
 	static const struct {
 		const char *name;
 		unsigned maj, min;
-	} nodes[] = {{"null", 1, 3},    {"zero", 1, 5},    {"full", 1, 7},
-		     {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
+	} nodes[] = {{"null", 1, 3},   {"zero", 1, 5},    {"full", 1, 7},
+	             {"random", 1, 8}, {"urandom", 1, 9}, {"tty", 5, 0}};
 	static const struct {
 		const char *name, *target;
-	} links[] = {{"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
-		     {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
-		     {"ptmx", "pts/ptmx"},          {"core", "/dev/null"}};
+	} links[] = {
+	    {"fd", "/proc/self/fd"},       {"stdin", "/proc/self/fd/0"},
+	    {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"},
+	    {"ptmx", "pts/ptmx"},          {"core", "/dev/null"}};
 	char opts[128];
 	int r;
 
 	snprintf(opts, sizeof(opts), "mode=755,size=64k,nr_inodes=64");
 	if ((r = do_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts,
-			  err)))
+	                  err)))
 		return r;
 	if (chown("dev", base, base) < 0)
 		return sbx_err_sys(err, errno, "chown dev");
 	for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++) {
 		char p[32];
 		snprintf(p, sizeof(p), "dev/%s", nodes[i].name);
-		if (mknod(p, S_IFCHR | 0666, makedev(nodes[i].maj, nodes[i].min)) <
-			    0 ||
+		if (mknod(p, S_IFCHR | 0666,
+		          makedev(nodes[i].maj, nodes[i].min)) < 0 ||
 		    chmod(p, 0666) < 0)
 			return sbx_err_sys(err, errno, "mknod %s", p);
 		if (lchown(p, base, base) < 0)
@@ -174,22 +179,22 @@ static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
 	 * nothing in it can be replaced; the nodes still work, and pts and
 	 * shm are mounts of their own */
 	if ((r = do_mount(NULL, "dev", NULL,
-			  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, opts,
-			  err)))
+	                  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, opts,
+	                  err)))
 		return r;
 	/* A pty instance of its own, with a max= of its own: the kernel's
 	 * pool (kernel.pty.max less kernel.pty.reserve, which only the host's
 	 * initial instance may use) is shared by every instance, and one
 	 * sandbox could otherwise take all of it. No gid=: a new pty is the
 	 * group of whoever opens it, the sandbox's root. */
-	snprintf(opts, sizeof(opts), "newinstance,ptmxmode=0666,mode=0620,max=%u",
-		 max_ptys);
+	snprintf(opts, sizeof(opts),
+	         "newinstance,ptmxmode=0666,mode=0620,max=%u", max_ptys);
 	if ((r = do_mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-			  opts, err)))
+	                  opts, err)))
 		return r;
 	snprintf(opts, sizeof(opts), "mode=1777,size=64m,nr_inodes=16384");
 	if ((r = do_mount("tmpfs", "dev/shm", "tmpfs",
-			  MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err)))
+	                  MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err)))
 		return r;
 	if (chown("dev/shm", base, base) < 0)
 		return sbx_err_sys(err, errno, "chown dev/shm");
@@ -199,25 +204,25 @@ static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
 static int setup_proc(struct sbx_err *err)
 {
 	static const char *const masked_files[] = {
-		"proc/kcore", "proc/keys", "proc/timer_list", "proc/timer_stats",
-		"proc/sched_debug", "proc/latency_stats", "proc/kallsyms",
-		"proc/kpagecount", "proc/kpageflags", "proc/kpagecgroup",
-		"proc/sysrq-trigger"};
+	    "proc/kcore",       "proc/keys",         "proc/timer_list",
+	    "proc/timer_stats", "proc/sched_debug",  "proc/latency_stats",
+	    "proc/kallsyms",    "proc/kpagecount",   "proc/kpageflags",
+	    "proc/kpagecgroup", "proc/sysrq-trigger"};
 	static const char *const masked_dirs[] = {"proc/acpi", "proc/asound",
-						  "proc/scsi", "proc/driver"};
+	                                          "proc/scsi", "proc/driver"};
 	static const char *const readonly[] = {"proc/sys", "proc/irq",
-					       "proc/bus", "proc/fs"};
+	                                       "proc/bus", "proc/fs"};
 	int r;
 
 	if ((r = do_mount("proc", "proc", "proc",
-			  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)))
+	                  MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err)))
 		return r;
 	for (size_t i = 0; i < sizeof(masked_files) / sizeof(masked_files[0]);
 	     i++) {
 		if (access(masked_files[i], F_OK) < 0)
 			continue;
 		if ((r = do_mount("dev/null", masked_files[i], NULL, MS_BIND,
-				  NULL, err)))
+		                  NULL, err)))
 			return r;
 	}
 	for (size_t i = 0; i < sizeof(masked_dirs) / sizeof(masked_dirs[0]);
@@ -225,19 +230,19 @@ static int setup_proc(struct sbx_err *err)
 		if (access(masked_dirs[i], F_OK) < 0)
 			continue;
 		if ((r = do_mount("tmpfs", masked_dirs[i], "tmpfs",
-				  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-				  "size=0,nr_inodes=1", err)))
+		                  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		                  "size=0,nr_inodes=1", err)))
 			return r;
 	}
 	for (size_t i = 0; i < sizeof(readonly) / sizeof(readonly[0]); i++) {
 		if (access(readonly[i], F_OK) < 0)
 			continue;
 		if ((r = do_mount(readonly[i], readonly[i], NULL,
-				  MS_BIND | MS_REC, NULL, err)) ||
+		                  MS_BIND | MS_REC, NULL, err)) ||
 		    (r = do_mount(NULL, readonly[i], NULL,
-				  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
-					  MS_NODEV | MS_NOEXEC,
-				  NULL, err)))
+		                  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+		                      MS_NODEV | MS_NOEXEC,
+		                  NULL, err)))
 			return r;
 	}
 	return 0;
@@ -252,7 +257,7 @@ static int image_root(const struct rootfs_spec *s, struct sbx_err *err)
 	size_t off = (size_t)snprintf(lower, sizeof(lower), "ltop");
 	for (size_t i = s->nlayers; i-- > 0;) {
 		int n = snprintf(lower + off, sizeof(lower) - off, ":limg/%s",
-				 s->layers[i]);
+		                 s->layers[i]);
 		if (n < 0 || (size_t)n >= sizeof(lower) - off)
 			return sbx_err_set(err, E2BIG, "too many image layers");
 		off += (size_t)n;
@@ -279,18 +284,18 @@ int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 		if ((r = image_root(s, err)))
 			return r;
 	} else if ((r = mount_idmapped("/usr", "lusr", s->userns_fd, err)) ||
-	    (r = mount_idmapped(s->image_dir, "lskel", s->userns_fd, err)) ||
-	    (s->usr_mask &&
-	     (r = mount_idmapped(s->usr_mask, "lmask", s->userns_fd, err))) ||
-	    (r = mount_sandbox_dir(s, err)) ||
-	    (r = mount_overlay("lskel", "sb/root", "root", err)) ||
-	    (r = mount_overlay(s->usr_mask ? "lmask:lusr" : "lusr", "sb/usr",
-			       "root/usr", err)))
+	           (r = mount_idmapped(s->image_dir, "lskel", s->userns_fd,
+	                               err)) ||
+	           (s->usr_mask && (r = mount_idmapped(s->usr_mask, "lmask",
+	                                               s->userns_fd, err))) ||
+	           (r = mount_sandbox_dir(s, err)) ||
+	           (r = mount_overlay("lskel", "sb/root", "root", err)) ||
+	           (r = mount_overlay(s->usr_mask ? "lmask:lusr" : "lusr",
+	                              "sb/usr", "root/usr", err)))
 		return r;
 	if (chdir("root") < 0)
 		return sbx_err_sys(err, errno, "chdir %s/root", s->mnt_dir);
-	if ((r = setup_dev(s->base, s->max_ptys, err)) ||
-	    (r = setup_proc(err)))
+	if ((r = setup_dev(s->base, s->max_ptys, err)) || (r = setup_proc(err)))
 		return r;
 	/* pivot_root(".", ".") stacks the old root on top of the new one;
 	 * detaching it leaves only the new tree (isolation.md A.17) */
@@ -304,12 +309,12 @@ int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 }
 
 int rootfs_prepare_dir(const char *sandbox_dir, uid_t owner,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	static const char *const sub[] = {"root/upper", "root/work",
-					  "usr/upper", "usr/work"};
+	                                  "usr/upper", "usr/work"};
 	_cleanup_close_ int d =
-		open(sandbox_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    open(sandbox_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (d < 0)
 		return sbx_err_sys(err, errno, "open %s", sandbox_dir);
 	for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {

@@ -58,18 +58,18 @@ static int init_memfd(int *out, struct sbx_err *err)
 {
 	const size_t len = sbx_init_blob_size;
 	_cleanup_close_ int fd =
-		memfd_create(INIT_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	    memfd_create(INIT_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "memfd_create");
 	for (size_t off = 0; off < len;) {
 		ssize_t n = write(fd, sbx_init_blob + off, len - off);
 		if (n <= 0)
 			return sbx_err_sys(err, n < 0 ? errno : EIO,
-					   "writing init's memfd");
+			                   "writing init's memfd");
 		off += (size_t)n;
 	}
 	if (fcntl(fd, F_ADD_SEALS,
-		  F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+	          F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
 		return sbx_err_sys(err, errno, "sealing init's memfd");
 	char p[64];
 	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
@@ -80,8 +80,8 @@ static int init_memfd(int *out, struct sbx_err *err)
 }
 
 int runtime_new(const char *state_dir, uint64_t store_bytes,
-		const struct image_file *files, size_t nfiles,
-		struct runtime **out, struct sbx_err *err)
+                const struct image_file *files, size_t nfiles,
+                struct runtime **out, struct sbx_err *err)
 {
 	struct runtime *rt = calloc(1, sizeof(*rt));
 	_cleanup_close_ int sd = -1;
@@ -107,9 +107,10 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	/* Its path goes into overlay mount options, where ',' ':' and '\'
 	 * are syntax. */
 	if (strpbrk(rt->state_dir, ",:\\ \n")) {
-		r = sbx_err_set(err, EINVAL,
-				"state dir %s: must not contain , : \\ or spaces",
-				rt->state_dir);
+		r = sbx_err_set(
+		    err, EINVAL,
+		    "state dir %s: must not contain , : \\ or spaces",
+		    rt->state_dir);
 		goto fail;
 	}
 	rt->image_dir = join(rt->state_dir, "image/default");
@@ -153,8 +154,8 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 		goto fail;
 	/* the /usr mask is built while the daemon starts; the first sandbox
 	 * start waits for it (usr_mask_ready) */
-	if ((r = usrmask_build_start("/usr", rt->usr_mask_dir, &rt->usr_mask_job,
-				     err)))
+	if ((r = usrmask_build_start("/usr", rt->usr_mask_dir,
+	                             &rt->usr_mask_job, err)))
 		goto fail;
 	if ((r = store_open(rt->state_dir, store_bytes, &rt->store, err)))
 		goto fail;
@@ -183,8 +184,8 @@ fail:
 	return r;
 }
 
-int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes,
-		       uint64_t pids, struct sbx_err *err)
+int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes, uint64_t pids,
+                       struct sbx_err *err)
 {
 	return cgroup_manager_set_totals(rt->cg, memory_bytes, pids, err);
 }
@@ -201,7 +202,8 @@ void runtime_free(struct runtime *rt)
 	}
 	store_close(rt->store);
 	seccomp_prog_free(&rt->seccomp);
-	int fds[] = {rt->init_fd, rt->slot_fds[0], rt->slot_fds[1], rt->devnull};
+	int fds[] = {rt->init_fd, rt->slot_fds[0], rt->slot_fds[1],
+	             rt->devnull};
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
@@ -220,7 +222,7 @@ struct start_args {
 	int init_fd, sock_slot, userns_slot, hi; /* hi: the highest of them */
 	const int *cg_fds; /* cgroup.procs of init's cgroup */
 	int ncg;
-	int err;           /* set by the child */
+	int err; /* set by the child */
 };
 
 /* The clone child: on the daemon's memory and, until its first call, on its
@@ -253,7 +255,7 @@ static int start_child(void *arg)
 	    syscall(SYS_close_range, INIT_USERNS_FD + 2, ~0U, 0) < 0)
 		goto fail;
 	syscall(SYS_execveat, INIT_USERNS_FD + 1, "", argv, envp,
-		AT_EMPTY_PATH);
+	        AT_EMPTY_PATH);
 fail:
 	a->err = errno ? errno : EINVAL;
 	_exit(127);
@@ -266,14 +268,13 @@ fail:
  * init is our child, reaped only by runtime_reap, so its pid names it
  * until then. */
 static pid_t start_init(struct runtime *rt, int sock, int userns,
-			const int *cg_fds, int ncg,
-			struct sbx_err *err)
+                        const int *cg_fds, int ncg, struct sbx_err *err)
 {
 	struct start_args a = {.init_fd = rt->init_fd,
-			       .sock_slot = rt->slot_fds[0],
-			       .userns_slot = rt->slot_fds[1],
-			       .cg_fds = cg_fds,
-			       .ncg = ncg};
+	                       .sock_slot = rt->slot_fds[0],
+	                       .userns_slot = rt->slot_fds[1],
+	                       .cg_fds = cg_fds,
+	                       .ncg = ncg};
 	a.hi = a.init_fd > a.sock_slot ? a.init_fd : a.sock_slot;
 	a.hi = a.hi > a.userns_slot ? a.hi : a.userns_slot;
 	/* the child runs here while the daemon waits for its exec (one at a
@@ -291,10 +292,10 @@ static pid_t start_init(struct runtime *rt, int sock, int userns,
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid_t pid = clone(start_child, stack + sizeof(stack),
-			  CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_NEWNS |
-				  CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-				  CLONE_NEWNET | SIGCHLD,
-			  &a);
+	                  CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_NEWNS |
+	                      CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+	                      CLONE_NEWNET | SIGCHLD,
+	                  &a);
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* give the places back: init holds its own copies now */
@@ -325,8 +326,8 @@ static int usr_mask_ready(struct runtime *rt, struct sbx_err *err)
 	rt->usr_mask_done = true;
 	if (masked)
 		log_info("event=usr-masked entries=%zu (not readable by others "
-			 "on the host, hidden in sandboxes)",
-			 masked);
+		         "on the host, hidden in sandboxes)",
+		         masked);
 	else {
 		free(rt->usr_mask_dir);
 		rt->usr_mask_dir = NULL;
@@ -335,9 +336,9 @@ static int usr_mask_ready(struct runtime *rt, struct sbx_err *err)
 }
 
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
-		  const struct cgroup_limits *lim,
-		  const struct runtime_files *files, struct sandbox_proc *out,
-		  struct sbx_err *err)
+                  const struct cgroup_limits *lim,
+                  const struct runtime_files *files, struct sandbox_proc *out,
+                  struct sbx_err *err)
 {
 	_cleanup_free_ char *dir = join(rt->sandboxes_dir, name);
 	uint64_t disk_bytes = files->disk_bytes;
@@ -358,7 +359,8 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	if (userns < 0)
 		return userns;
 	_cleanup_close_ int files_userns = -1;
-	if (owner != base && (files_userns = userns_create_idmap(base, owner, err)) < 0)
+	if (owner != base &&
+	    (files_userns = userns_create_idmap(base, owner, err)) < 0)
 		return files_userns;
 	int sv[2];
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -378,29 +380,28 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	 * waits for the daemon to be scheduled again. The user namespace that
 	 * idmaps the sandbox's own files (a fork's) comes with them. */
 	struct init_params ip = {.base = base,
-				 .max_ptys = rt->max_ptys,
-				 .disk_bytes = disk_bytes,
-				 .image_dir = rt->image_dir,
-				 .usr_mask = rt->usr_mask_dir,
-				 .mnt_dir = rt->mnt_dir,
-				 .sandbox_dir = dir,
-				 .layers_dir = rt->layers_dir,
-				 .image_top = rt->image_top_dir,
-				 .layers = files->layers,
-				 .nlayers = (uint32_t)files->nlayers,
-				 .seccomp = rt->seccomp};
+	                         .max_ptys = rt->max_ptys,
+	                         .disk_bytes = disk_bytes,
+	                         .image_dir = rt->image_dir,
+	                         .usr_mask = rt->usr_mask_dir,
+	                         .mnt_dir = rt->mnt_dir,
+	                         .sandbox_dir = dir,
+	                         .layers_dir = rt->layers_dir,
+	                         .image_top = rt->image_top_dir,
+	                         .layers = files->layers,
+	                         .nlayers = (uint32_t)files->nlayers,
+	                         .seccomp = rt->seccomp};
 	static char buf[PROTO_MAX_PAYLOAD];
 	ssize_t len = proto_init_encode(&ip, buf, sizeof(buf));
 	if (len < 0)
 		r = sbx_err_set(err, E2BIG, "init parameters too long");
 	else if ((r = proto_send(sv[0], PROTO_INIT, 0, buf, (size_t)len,
-				 &files_userns, files_userns >= 0 ? 1 : 0)) < 0)
+	                         &files_userns, files_userns >= 0 ? 1 : 0)) < 0)
 		r = sbx_err_sys(err, -r, "sending init its parameters");
 	int cg_fds[CGROUP_MAX_HIER], ncg = 0;
 	if (r == 0)
 		r = cgroup_sandbox_init_fds(out->cg, cg_fds, &ncg, err);
-	pid_t pid = r < 0 ? r
-			  : start_init(rt, sv[1], userns, cg_fds, ncg, err);
+	pid_t pid = r < 0 ? r : start_init(rt, sv[1], userns, cg_fds, ncg, err);
 	for (int i = 0; i < ncg; i++)
 		close(cg_fds[i]);
 	close(sv[1]);
@@ -416,23 +417,23 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 }
 
 int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
-			  const struct runtime_files *files, uid_t *owner,
-			  struct sbx_err *err)
+                          const struct runtime_files *files, uid_t *owner,
+                          struct sbx_err *err)
 {
 	char txt[32];
 	int r;
 	if ((r = store_create(rt->store, name, files->disk_bytes, files->group,
-			      err)))
+	                      err)))
 		return r;
 	_cleanup_close_ int dfd =
-		open(rt->sandboxes_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	    open(rt->sandboxes_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_close_ int sfd =
-		dfd < 0 ? -1
-			: openat(dfd, name,
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    dfd < 0 ? -1
+	            : openat(dfd, name,
+	                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0)
 		return sbx_err_sys(err, errno, "open %s/%s", rt->sandboxes_dir,
-				   name);
+		                   name);
 	ssize_t n = fs_read_small(sfd, "owner", txt, sizeof(txt));
 	if (n == -ENOENT) {
 		if (files->image &&
@@ -447,21 +448,21 @@ int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
 	if (n <= 0 || end == txt || (*end && *end != '\n') ||
 	    v < USERNS_RANGE || v > 0xffff0000ul - USERNS_RANGE)
 		return sbx_err_set(err, EINVAL,
-				   "%s/%s/owner: not the base of a uid range",
-				   rt->sandboxes_dir, name);
+		                   "%s/%s/owner: not the base of a uid range",
+		                   rt->sandboxes_dir, name);
 	*owner = (uid_t)v;
 	return 0;
 }
 
 int runtime_files_image(struct runtime *rt, const char *name, char *buf,
-			size_t cap)
+                        size_t cap)
 {
 	_cleanup_close_ int dfd =
-		open(rt->sandboxes_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	    open(rt->sandboxes_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	_cleanup_close_ int sfd =
-		dfd < 0 ? -1
-			: openat(dfd, name,
-				 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    dfd < 0 ? -1
+	            : openat(dfd, name,
+	                     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	buf[0] = '\0';
 	ssize_t n = sfd < 0 ? -ENOENT : fs_read_small(sfd, "image", buf, cap);
 	if (n < 0) {
@@ -473,7 +474,7 @@ int runtime_files_image(struct runtime *rt, const char *name, char *buf,
 }
 
 int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
-		  const int *stdio_fds, int *cg_idx, struct sbx_err *err)
+                  const int *stdio_fds, int *cg_idx, struct sbx_err *err)
 {
 	int fds[PROTO_MAX_FDS], ncg = 0;
 	static char buf[PROTO_MAX_PAYLOAD];
@@ -501,8 +502,8 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 		sp->nleaf_given = n;
 	}
 	if (!sp->leaf_given[idx]) {
-		int r = cgroup_cmd_open(sp->cg, idx, fds + req->nstdio, &ncg,
-					err);
+		int r =
+		    cgroup_cmd_open(sp->cg, idx, fds + req->nstdio, &ncg, err);
 		if (r < 0) {
 			cgroup_cmd_release(sp->cg, idx);
 			return r;
@@ -511,20 +512,22 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 			for (int i = 0; i < ncg; i++)
 				close(fds[req->nstdio + i]);
 			cgroup_cmd_release(sp->cg, idx);
-			return sbx_err_set(err, E2BIG, "spawn: too many cgroup "
-						       "hierarchies");
+			return sbx_err_set(err, E2BIG,
+			                   "spawn: too many cgroup "
+			                   "hierarchies");
 		}
 	}
 	memcpy(fds, stdio_fds, req->nstdio * sizeof(int));
 	req->leaf = idx;
 	req->ncg = (uint32_t)ncg;
 	ssize_t len = proto_spawn_encode(req, buf, sizeof(buf));
-	int r = len < 0 ? sbx_err_set(err, E2BIG,
-				      "command, arguments and environment "
-				      "exceed %u bytes",
-				      PROTO_MAX_PAYLOAD)
-			: proto_send(sp->sock, PROTO_SPAWN, id, buf, (size_t)len,
-				     fds, req->nstdio + (size_t)ncg);
+	int r = len < 0
+	            ? sbx_err_set(err, E2BIG,
+	                          "command, arguments and environment "
+	                          "exceed %u bytes",
+	                          PROTO_MAX_PAYLOAD)
+	            : proto_send(sp->sock, PROTO_SPAWN, id, buf, (size_t)len,
+	                         fds, req->nstdio + (size_t)ncg);
 	for (int i = 0; i < ncg; i++)
 		close(fds[req->nstdio + i]);
 	if (r == 0 && ncg)
@@ -532,8 +535,9 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 	if (r < 0) {
 		cgroup_cmd_release(sp->cg, idx);
 		if (len >= 0)
-			return sbx_err_set(err, -r, "sending to sandbox init: %s",
-					   strerror(-r));
+			return sbx_err_set(err, -r,
+			                   "sending to sandbox init: %s",
+			                   strerror(-r));
 		return r;
 	}
 	*cg_idx = idx;
@@ -587,8 +591,7 @@ static bool cleaning(struct runtime *rt, const char *name)
  * fd of the daemon's (a listening socket held by it would outlive the
  * daemon). Links inside are never followed, mounts never entered, and
  * depth costs it no fds (fsutil.c). */
-static void start_cleaner(struct runtime *rt, const char *dir,
-			  const char *name)
+static void start_cleaner(struct runtime *rt, const char *dir, const char *name)
 {
 	size_t max = sizeof(rt->cleaners) / sizeof(rt->cleaners[0]);
 	if (rt->ncleaners == max)
@@ -611,7 +614,7 @@ static void start_cleaner(struct runtime *rt, const char *dir,
 	if (pid > 0) {
 		rt->cleaners[rt->ncleaners].pid = pid;
 		snprintf(rt->cleaners[rt->ncleaners].name,
-			 sizeof(rt->cleaners[0].name), "%s", name ? name : "");
+		         sizeof(rt->cleaners[0].name), "%s", name ? name : "");
 		rt->ncleaners++;
 	}
 }
@@ -624,12 +627,12 @@ bool runtime_files_exist(struct runtime *rt, const char *name)
 }
 
 int runtime_remove_files(struct runtime *rt, const char *name,
-			 struct sbx_err *err)
+                         struct sbx_err *err)
 {
 	int r;
 	if (name && *name && cleaning(rt, name))
-		return sbx_err_set(err, EBUSY, "%s: its files are being removed",
-				   name);
+		return sbx_err_set(err, EBUSY,
+		                   "%s: its files are being removed", name);
 	if (name && rt->store->quotas) { /* a subvolume: gone at once */
 		if ((r = store_remove(rt->store, name, err)) == 0)
 			return 0;
@@ -644,8 +647,8 @@ int runtime_remove_files(struct runtime *rt, const char *name,
 		char dst[4096];
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		snprintf(dst, sizeof(dst), "%s/%s.%lld.%09ld", rt->trash_dir, name,
-			 (long long)ts.tv_sec, ts.tv_nsec);
+		snprintf(dst, sizeof(dst), "%s/%s.%lld.%09ld", rt->trash_dir,
+		         name, (long long)ts.tv_sec, ts.tv_nsec);
 		if (!src)
 			return sbx_err_set(err, ENOMEM, "out of memory");
 		if (rename(src, dst) < 0 && errno != ENOENT)

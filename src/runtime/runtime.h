@@ -23,11 +23,13 @@ struct runtime {
 	char *image_dir;     /* <state>/image/default */
 	char *mnt_dir;       /* <state>/run/mnt: init's staging mountpoints */
 	char *sandboxes_dir; /* <state>/sandboxes/<name>: persistent files */
-	char *trash_dir;     /* <state>/trash: removed sandboxes, emptied async */
-	char *usr_mask_dir;  /* <state>/image/usrmask, or NULL: nothing to mask */
-	char *image_top_dir; /* <state>/image/top: above an OCI image's layers */
-	char *layers_dir;    /* <state>/images/layers (core/images.h) */
-	unsigned max_ptys;   /* per sandbox (devpts max=) */
+	char *trash_dir; /* <state>/trash: removed sandboxes, emptied async */
+	char
+	    *usr_mask_dir; /* <state>/image/usrmask, or NULL: nothing to mask */
+	char
+	    *image_top_dir; /* <state>/image/top: above an OCI image's layers */
+	char *layers_dir;   /* <state>/images/layers (core/images.h) */
+	unsigned max_ptys;  /* per sandbox (devpts max=) */
 	struct cgroup_manager *cg;
 	struct store *store;
 	struct seccomp_prog seccomp;
@@ -46,10 +48,10 @@ struct runtime {
 
 /* A running sandbox's handles on the daemon side. */
 struct sandbox_proc {
-	pid_t init_pid;    /* host pid; our child until runtime_reap */
-	int pidfd;         /* -1: init is watched through sock */
-	int sock;          /* to init's spawner; end of file when the
-			    * sandbox is gone (init kills it, or dies with it) */
+	pid_t init_pid; /* host pid; our child until runtime_reap */
+	int pidfd;      /* -1: init is watched through sock */
+	int sock;       /* to init's spawner; end of file when the
+	                 * sandbox is gone (init kills it, or dies with it) */
 	struct cgroup_sandbox *cg;
 	/* command leaves whose fds the spawner has: [idx] != 0 */
 	uint8_t *leaf_given;
@@ -59,13 +61,13 @@ struct sandbox_proc {
 /* store_bytes: size of the disk store (see store.h); 0: plain directories
  * without disk limits. */
 int runtime_new(const char *state_dir, uint64_t store_bytes,
-		const struct image_file *files, size_t nfiles,
-		struct runtime **out, struct sbx_err *err);
+                const struct image_file *files, size_t nfiles,
+                struct runtime **out, struct sbx_err *err);
 void runtime_free(struct runtime *rt);
 /* Limits over all of this daemon's sandboxes together (0 = unlimited):
  * memory and pids of its cgroup subtree. */
-int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes,
-		       uint64_t pids, struct sbx_err *err);
+int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes, uint64_t pids,
+                       struct sbx_err *err);
 
 /* A sandbox's files: how much they may take, and which store group they
  * are counted in (store_group_of its tenant; 0: none). Which host uid
@@ -85,9 +87,9 @@ struct runtime_files {
  * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued
  * in the socket and served after setup. */
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
-		  const struct cgroup_limits *lim,
-		  const struct runtime_files *files, struct sandbox_proc *out,
-		  struct sbx_err *err);
+                  const struct cgroup_limits *lim,
+                  const struct runtime_files *files, struct sandbox_proc *out,
+                  struct sbx_err *err);
 /* Make the store's <name> for a sandbox unless it exists (store_create),
  * and say which host uid range owns its files on disk (*owner, its
  * base): the sandbox's own (base), or, for files that came from another
@@ -96,19 +98,19 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
  * so that it travels with every snapshot; when none is kept yet, base is
  * written. */
 int runtime_files_prepare(struct runtime *rt, const char *name, uid_t base,
-			  const struct runtime_files *files, uid_t *owner,
-			  struct sbx_err *err);
+                          const struct runtime_files *files, uid_t *owner,
+                          struct sbx_err *err);
 
 /* The image id kept with a sandbox's files into buf ("" when it runs the
  * host's system, or has no files yet). */
 int runtime_files_image(struct runtime *rt, const char *name, char *buf,
-			size_t cap);
+                        size_t cap);
 
 /* Send a spawn: takes a command cgroup leaf (returned in *cg_idx) and
  * passes stdio fds (nstdio, targets in req), plus the leaf's fds the first
  * time that leaf is used (the spawner keeps them). */
 int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
-		  const int *stdio_fds, int *cg_idx, struct sbx_err *err);
+                  const int *stdio_fds, int *cg_idx, struct sbx_err *err);
 /* Kill init (so the whole pid namespace) without waiting. */
 void runtime_kill(struct sandbox_proc *sp);
 /* After init has exited: reap it, remove cgroups, close handles. */
@@ -120,7 +122,7 @@ void runtime_reap(struct sandbox_proc *sp);
  * must not be given to another sandbox until runtime_files_exist() says
  * it is gone or a later call returns 0. name NULL: empty the trash. */
 int runtime_remove_files(struct runtime *rt, const char *name,
-			 struct sbx_err *err);
+                         struct sbx_err *err);
 /* Whether <sandboxes>/<name> exists. */
 bool runtime_files_exist(struct runtime *rt, const char *name);
 /* Reap finished trash-removal processes (non-blocking). */

@@ -52,63 +52,289 @@
 #include "lib/cleanup.h"
 
 static const char *const allowed[] = {
-	"accept", "accept4", "access", "alarm", "arch_prctl", "bind", "brk",
-	"capget", "capset", "chdir", "chmod", "chown", "clock_getres",
-	"clock_gettime", "clock_nanosleep", "clone", "close", "close_range",
-	"connect", "copy_file_range", "creat", "dup", "dup2", "dup3",
-	"epoll_create", "epoll_create1", "epoll_ctl", "epoll_pwait",
-	"epoll_pwait2", "epoll_wait", "eventfd", "eventfd2", "execve",
-	"execveat", "exit", "exit_group", "faccessat", "faccessat2",
-	"fadvise64", "fallocate", "fanotify_mark", "fchdir", "fchmod",
-	"fchmodat", "fchmodat2", "fchown", "fchownat", "fcntl", "fdatasync",
-	"fgetxattr", "flistxattr", "flock", "fork", "fremovexattr",
-	"fsetxattr", "fstat", "fstatfs", "fsync", "ftruncate", "futex",
-	"futex_waitv", "futimesat", "get_robust_list", "get_thread_area",
-	"getcpu", "getcwd", "getdents", "getdents64", "getegid", "geteuid",
-	"getgid", "getgroups", "getitimer", "getpeername", "getpgid",
-	"getpgrp", "getpid", "getppid", "getpriority", "getrandom",
-	"getresgid", "getresuid", "getrlimit", "getrusage", "getsid",
-	"getsockname", "getsockopt", "gettid", "gettimeofday", "getuid",
-	"getxattr", "inotify_add_watch", "inotify_init", "inotify_init1",
-	"inotify_rm_watch", "ioctl", "ioprio_get", "ioprio_set", "kill",
-	"landlock_add_rule", "landlock_create_ruleset",
-	"landlock_restrict_self", "lchown", "lgetxattr", "link", "linkat",
-	"listen", "listxattr", "llistxattr", "lremovexattr", "lseek",
-	"lsetxattr", "lstat", "madvise", "map_shadow_stack", "membarrier",
-	"memfd_create", "memfd_secret", "mincore", "mkdir", "mkdirat", "mknod",
-	"mknodat", "mlock", "mlock2", "mlockall", "mmap", "mprotect",
-	"mq_getsetattr", "mq_notify", "mq_open", "mq_timedreceive",
-	"mq_timedsend", "mq_unlink", "mremap", "mseal", "msgctl", "msgget",
-	"msgrcv", "msgsnd", "msync", "munlock", "munlockall", "munmap",
-	"nanosleep", "newfstatat", "open", "openat", "openat2", "pause",
-	"personality", "pidfd_open", "pidfd_send_signal", "pipe", "pipe2",
-	"pkey_alloc", "pkey_free", "pkey_mprotect", "poll", "ppoll", "prctl",
-	"pread64", "preadv", "preadv2", "prlimit64", "process_mrelease",
-	"pselect6", "pwrite64", "pwritev", "pwritev2", "read", "readahead",
-	"readlink", "readlinkat", "readv", "recvfrom", "recvmmsg", "recvmsg",
-	"remap_file_pages", "removexattr", "rename", "renameat", "renameat2",
-	"restart_syscall", "rmdir", "rseq", "rt_sigaction", "rt_sigpending",
-	"rt_sigprocmask", "rt_sigqueueinfo", "rt_sigreturn", "rt_sigsuspend",
-	"rt_sigtimedwait", "rt_tgsigqueueinfo", "sched_get_priority_max",
-	"sched_get_priority_min", "sched_getaffinity", "sched_getattr",
-	"sched_getparam", "sched_getscheduler", "sched_rr_get_interval",
-	"sched_setaffinity", "sched_setattr", "sched_setparam",
-	"sched_setscheduler", "sched_yield", "seccomp", "select", "semctl",
-	"semget", "semop", "semtimedop", "sendfile", "sendmmsg", "sendmsg",
-	"sendto", "set_robust_list", "set_thread_area", "set_tid_address",
-	"setfsgid", "setfsuid", "setgid", "setgroups", "setitimer", "setpgid",
-	"setpriority", "setregid", "setresgid", "setresuid", "setreuid",
-	"setrlimit", "setsid", "setsockopt", "setuid", "setxattr", "shmat",
-	"shmctl", "shmdt", "shmget", "shutdown", "sigaltstack", "signalfd",
-	"signalfd4", "socket", "socketpair", "splice", "stat", "statfs",
-	"statx", "symlink", "symlinkat", "sync", "sync_file_range", "syncfs",
-	"sysinfo", "tee", "tgkill", "time", "timer_create", "timer_delete",
-	"timer_getoverrun", "timer_gettime", "timer_settime",
-	"timerfd_create", "timerfd_gettime", "timerfd_settime", "times",
-	"tkill", "truncate", "umask", "uname", "unlink", "unlinkat", "unshare",
-	"utime",
-	"utimensat", "utimes", "vfork", "vmsplice", "wait4", "waitid",
-	"write", "writev",
+    "accept",
+    "accept4",
+    "access",
+    "alarm",
+    "arch_prctl",
+    "bind",
+    "brk",
+    "capget",
+    "capset",
+    "chdir",
+    "chmod",
+    "chown",
+    "clock_getres",
+    "clock_gettime",
+    "clock_nanosleep",
+    "clone",
+    "close",
+    "close_range",
+    "connect",
+    "copy_file_range",
+    "creat",
+    "dup",
+    "dup2",
+    "dup3",
+    "epoll_create",
+    "epoll_create1",
+    "epoll_ctl",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "epoll_wait",
+    "eventfd",
+    "eventfd2",
+    "execve",
+    "execveat",
+    "exit",
+    "exit_group",
+    "faccessat",
+    "faccessat2",
+    "fadvise64",
+    "fallocate",
+    "fanotify_mark",
+    "fchdir",
+    "fchmod",
+    "fchmodat",
+    "fchmodat2",
+    "fchown",
+    "fchownat",
+    "fcntl",
+    "fdatasync",
+    "fgetxattr",
+    "flistxattr",
+    "flock",
+    "fork",
+    "fremovexattr",
+    "fsetxattr",
+    "fstat",
+    "fstatfs",
+    "fsync",
+    "ftruncate",
+    "futex",
+    "futex_waitv",
+    "futimesat",
+    "get_robust_list",
+    "get_thread_area",
+    "getcpu",
+    "getcwd",
+    "getdents",
+    "getdents64",
+    "getegid",
+    "geteuid",
+    "getgid",
+    "getgroups",
+    "getitimer",
+    "getpeername",
+    "getpgid",
+    "getpgrp",
+    "getpid",
+    "getppid",
+    "getpriority",
+    "getrandom",
+    "getresgid",
+    "getresuid",
+    "getrlimit",
+    "getrusage",
+    "getsid",
+    "getsockname",
+    "getsockopt",
+    "gettid",
+    "gettimeofday",
+    "getuid",
+    "getxattr",
+    "inotify_add_watch",
+    "inotify_init",
+    "inotify_init1",
+    "inotify_rm_watch",
+    "ioctl",
+    "ioprio_get",
+    "ioprio_set",
+    "kill",
+    "landlock_add_rule",
+    "landlock_create_ruleset",
+    "landlock_restrict_self",
+    "lchown",
+    "lgetxattr",
+    "link",
+    "linkat",
+    "listen",
+    "listxattr",
+    "llistxattr",
+    "lremovexattr",
+    "lseek",
+    "lsetxattr",
+    "lstat",
+    "madvise",
+    "map_shadow_stack",
+    "membarrier",
+    "memfd_create",
+    "memfd_secret",
+    "mincore",
+    "mkdir",
+    "mkdirat",
+    "mknod",
+    "mknodat",
+    "mlock",
+    "mlock2",
+    "mlockall",
+    "mmap",
+    "mprotect",
+    "mq_getsetattr",
+    "mq_notify",
+    "mq_open",
+    "mq_timedreceive",
+    "mq_timedsend",
+    "mq_unlink",
+    "mremap",
+    "mseal",
+    "msgctl",
+    "msgget",
+    "msgrcv",
+    "msgsnd",
+    "msync",
+    "munlock",
+    "munlockall",
+    "munmap",
+    "nanosleep",
+    "newfstatat",
+    "open",
+    "openat",
+    "openat2",
+    "pause",
+    "personality",
+    "pidfd_open",
+    "pidfd_send_signal",
+    "pipe",
+    "pipe2",
+    "pkey_alloc",
+    "pkey_free",
+    "pkey_mprotect",
+    "poll",
+    "ppoll",
+    "prctl",
+    "pread64",
+    "preadv",
+    "preadv2",
+    "prlimit64",
+    "process_mrelease",
+    "pselect6",
+    "pwrite64",
+    "pwritev",
+    "pwritev2",
+    "read",
+    "readahead",
+    "readlink",
+    "readlinkat",
+    "readv",
+    "recvfrom",
+    "recvmmsg",
+    "recvmsg",
+    "remap_file_pages",
+    "removexattr",
+    "rename",
+    "renameat",
+    "renameat2",
+    "restart_syscall",
+    "rmdir",
+    "rseq",
+    "rt_sigaction",
+    "rt_sigpending",
+    "rt_sigprocmask",
+    "rt_sigqueueinfo",
+    "rt_sigreturn",
+    "rt_sigsuspend",
+    "rt_sigtimedwait",
+    "rt_tgsigqueueinfo",
+    "sched_get_priority_max",
+    "sched_get_priority_min",
+    "sched_getaffinity",
+    "sched_getattr",
+    "sched_getparam",
+    "sched_getscheduler",
+    "sched_rr_get_interval",
+    "sched_setaffinity",
+    "sched_setattr",
+    "sched_setparam",
+    "sched_setscheduler",
+    "sched_yield",
+    "seccomp",
+    "select",
+    "semctl",
+    "semget",
+    "semop",
+    "semtimedop",
+    "sendfile",
+    "sendmmsg",
+    "sendmsg",
+    "sendto",
+    "set_robust_list",
+    "set_thread_area",
+    "set_tid_address",
+    "setfsgid",
+    "setfsuid",
+    "setgid",
+    "setgroups",
+    "setitimer",
+    "setpgid",
+    "setpriority",
+    "setregid",
+    "setresgid",
+    "setresuid",
+    "setreuid",
+    "setrlimit",
+    "setsid",
+    "setsockopt",
+    "setuid",
+    "setxattr",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "shmget",
+    "shutdown",
+    "sigaltstack",
+    "signalfd",
+    "signalfd4",
+    "socket",
+    "socketpair",
+    "splice",
+    "stat",
+    "statfs",
+    "statx",
+    "symlink",
+    "symlinkat",
+    "sync",
+    "sync_file_range",
+    "syncfs",
+    "sysinfo",
+    "tee",
+    "tgkill",
+    "time",
+    "timer_create",
+    "timer_delete",
+    "timer_getoverrun",
+    "timer_gettime",
+    "timer_settime",
+    "timerfd_create",
+    "timerfd_gettime",
+    "timerfd_settime",
+    "times",
+    "tkill",
+    "truncate",
+    "umask",
+    "uname",
+    "unlink",
+    "unlinkat",
+    "unshare",
+    "utime",
+    "utimensat",
+    "utimes",
+    "vfork",
+    "vmsplice",
+    "wait4",
+    "waitid",
+    "write",
+    "writev",
 };
 
 /* Refused with EPERM: kernel surface no sandbox needs, and every way to
@@ -117,26 +343,75 @@ static const char *const allowed[] = {
  * permitted" (as they did before the allowlist) rather than "no such
  * call", and so that an allowlist entry can never let one through. */
 static const char *const deny_eperm[] = {
-	"acct", "add_key", "bpf", "delete_module", "finit_module",
-	"fsconfig", "fsmount", "fsopen", "fspick", "init_module",
-	"kcmp", "kexec_file_load", "kexec_load", "keyctl", "lookup_dcookie",
-	"mount", "mount_setattr", "move_mount", "nfsservctl",
-	"open_by_handle_at", "open_tree", "open_tree_attr", "perf_event_open",
-	"pidfd_getfd",
-	"pivot_root", "process_vm_readv", "process_vm_writev", "ptrace",
-	"quotactl", "quotactl_fd", "reboot", "request_key", "setns",
-	"swapoff", "swapon", "syslog", "umount", "umount2", "userfaultfd",
-	"uselib", "vhangup", "_sysctl", "iopl", "ioperm",
-	"create_module", "get_kernel_syms", "query_module",
-	"name_to_handle_at", "fanotify_init", "lsm_set_self_attr",
-	"settimeofday", "clock_settime", "clock_adjtime", "adjtimex",
-	"stime", "sethostname", "setdomainname", "chroot",
-	"io_uring_setup", "io_uring_enter", "io_uring_register",
-	"move_pages", "migrate_pages", "mbind", "set_mempolicy",
+    "acct",
+    "add_key",
+    "bpf",
+    "delete_module",
+    "finit_module",
+    "fsconfig",
+    "fsmount",
+    "fsopen",
+    "fspick",
+    "init_module",
+    "kcmp",
+    "kexec_file_load",
+    "kexec_load",
+    "keyctl",
+    "lookup_dcookie",
+    "mount",
+    "mount_setattr",
+    "move_mount",
+    "nfsservctl",
+    "open_by_handle_at",
+    "open_tree",
+    "open_tree_attr",
+    "perf_event_open",
+    "pidfd_getfd",
+    "pivot_root",
+    "process_vm_readv",
+    "process_vm_writev",
+    "ptrace",
+    "quotactl",
+    "quotactl_fd",
+    "reboot",
+    "request_key",
+    "setns",
+    "swapoff",
+    "swapon",
+    "syslog",
+    "umount",
+    "umount2",
+    "userfaultfd",
+    "uselib",
+    "vhangup",
+    "_sysctl",
+    "iopl",
+    "ioperm",
+    "create_module",
+    "get_kernel_syms",
+    "query_module",
+    "name_to_handle_at",
+    "fanotify_init",
+    "lsm_set_self_attr",
+    "settimeofday",
+    "clock_settime",
+    "clock_adjtime",
+    "adjtimex",
+    "stime",
+    "sethostname",
+    "setdomainname",
+    "chroot",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "move_pages",
+    "migrate_pages",
+    "mbind",
+    "set_mempolicy",
 };
 
-#define NS_FLAGS                                                           \
-	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |      \
+#define NS_FLAGS                                                               \
+	(CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |           \
 	 CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP | CLONE_NEWTIME)
 
 /* Calls newer than the libseccomp we may be built with (2.5.4 does not
@@ -148,10 +423,10 @@ static int raw_number(const char *name)
 	static const struct {
 		const char *name;
 		int nr;
-	} table[] = {{"fchmodat2", 452},	 {"map_shadow_stack", 453},
-		     {"lsm_get_self_attr", 459}, {"lsm_set_self_attr", 460},
-		     {"lsm_list_modules", 461},	 {"mseal", 462},
-		     {"open_tree_attr", 467}};
+	} table[] = {{"fchmodat2", 452},         {"map_shadow_stack", 453},
+	             {"lsm_get_self_attr", 459}, {"lsm_set_self_attr", 460},
+	             {"lsm_list_modules", 461},  {"mseal", 462},
+	             {"open_tree_attr", 467}};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (!strcmp(table[i].name, name))
 			return table[i].nr;
@@ -169,8 +444,8 @@ int seccomp_syscall_nr(const char *name)
 	return nr; /* __NR_SCMP_ERROR is -1 */
 }
 
-static int add_names(scmp_filter_ctx ctx, const char *const *names,
-		     size_t n, uint32_t action)
+static int add_names(scmp_filter_ctx ctx, const char *const *names, size_t n,
+                     uint32_t action)
 {
 	for (size_t i = 0; i < n; i++) {
 		int nr = seccomp_syscall_nr(names[i]);
@@ -186,12 +461,12 @@ static int add_names(scmp_filter_ctx ctx, const char *const *names,
 static int add_number_rules(scmp_filter_ctx ctx)
 {
 	int r = add_names(ctx, allowed, sizeof(allowed) / sizeof(allowed[0]),
-			  SCMP_ACT_ALLOW);
+	                  SCMP_ACT_ALLOW);
 	if (r < 0)
 		return r;
 	return add_names(ctx, deny_eperm,
-			 sizeof(deny_eperm) / sizeof(deny_eperm[0]),
-			 SCMP_ACT_ERRNO(EPERM));
+	                 sizeof(deny_eperm) / sizeof(deny_eperm[0]),
+	                 SCMP_ACT_ERRNO(EPERM));
 }
 
 static int add_arg_rules(scmp_filter_ctx ctx)
@@ -204,8 +479,9 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	for (unsigned long f = CLONE_NEWTIME; f <= CLONE_NEWNET; f <<= 1) {
 		if (!(f & NS_FLAGS))
 			continue;
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone),
-				     1, SCMP_A0(SCMP_CMP_MASKED_EQ, f, f));
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+		                     SCMP_SYS(clone), 1,
+		                     SCMP_A0(SCMP_CMP_MASKED_EQ, f, f));
 		if (r < 0 && r != -EEXIST)
 			return r;
 	}
@@ -216,7 +492,7 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	 * CLONE_NEWUSER stay refused), so the kernel refuses them this one
 	 * with EPERM all the same. All 64 bits: the kernel reads a long. */
 	r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 1,
-			     SCMP_A0(SCMP_CMP_NE, CLONE_NEWCGROUP));
+	                     SCMP_A0(SCMP_CMP_NE, CLONE_NEWCGROUP));
 	if (r < 0)
 		return r;
 	/* TIOCSTI/TIOCLINUX push input into a terminal (CVE-2017-5226); the
@@ -225,8 +501,8 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	static const unsigned long tty_cmds[] = {TIOCSTI, TIOCLINUX};
 	for (size_t i = 0; i < 2; i++) {
 		r = seccomp_rule_add(
-			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
-			SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_cmds[i]));
+		    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(ioctl), 1,
+		    SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffUL, tty_cmds[i]));
 		if (r < 0)
 			return r;
 	}
@@ -235,10 +511,10 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
 		/* the kernel reads an int: compare the low 32 bits only, or
 		 * AF_VSOCK | 1 << 32 would pass */
-		r = seccomp_rule_add(
-			ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 1,
-			SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
-				(scmp_datum_t)families[i]));
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT),
+		                     SCMP_SYS(socket), 1,
+		                     SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
+		                             (scmp_datum_t)families[i]));
 		if (r < 0)
 			return r;
 	}
@@ -249,10 +525,9 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	 * in a sandbox has devices to manage; the kernel's own answer for a
 	 * netlink protocol it lacks is EPROTONOSUPPORT. */
 	r = seccomp_rule_add(
-		ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
-		SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_NETLINK),
-		SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffUL,
-			NETLINK_KOBJECT_UEVENT));
+	    ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+	    SCMP_A0(SCMP_CMP_MASKED_EQ, 0xffffffffUL, AF_NETLINK),
+	    SCMP_A2(SCMP_CMP_MASKED_EQ, 0xffffffffUL, NETLINK_KOBJECT_UEVENT));
 	if (r < 0)
 		return r;
 	/* personality: refuse the flags that weaken the address space
@@ -260,26 +535,26 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 	 * ...); the query value 0xffffffff (bit 31, which no persona sets,
 	 * is in every mask) and plain PER_LINUX stay allowed. */
 	static const scmp_datum_t bad_persona[] = {
-		0x0040000 /* ADDR_NO_RANDOMIZE */, 0x0100000 /* MMAP_PAGE_ZERO */,
-		0x0200000 /* ADDR_COMPAT_LAYOUT */, 0x0400000 /* READ_IMPLIES_EXEC */,
-		0x8000000 /* ADDR_LIMIT_3GB */};
+	    0x0040000 /* ADDR_NO_RANDOMIZE */, 0x0100000 /* MMAP_PAGE_ZERO */,
+	    0x0200000 /* ADDR_COMPAT_LAYOUT */,
+	    0x0400000 /* READ_IMPLIES_EXEC */, 0x8000000 /* ADDR_LIMIT_3GB */};
 	/* ...and any value with bit 31 set but the query itself: "bit 31
 	 * set and bit b clear", one rule per b (libseccomp 2.5 takes one
 	 * comparison per argument) */
 	for (unsigned b = 0; b < 31; b++) {
 		r = seccomp_rule_add(
-			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-			SCMP_A0(SCMP_CMP_MASKED_EQ, 0x80000000UL | (1UL << b),
-				0x80000000UL));
+		    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, 0x80000000UL | (1UL << b),
+		            0x80000000UL));
 		if (r < 0)
 			return r;
 	}
 	for (size_t i = 0; i < sizeof(bad_persona) / sizeof(bad_persona[0]);
 	     i++) {
 		r = seccomp_rule_add(
-			ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
-			SCMP_A0(SCMP_CMP_MASKED_EQ, bad_persona[i] | 0x80000000UL,
-				bad_persona[i]));
+		    ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(personality), 1,
+		    SCMP_A0(SCMP_CMP_MASKED_EQ, bad_persona[i] | 0x80000000UL,
+		            bad_persona[i]));
 		if (r < 0)
 			return r;
 	}
@@ -288,7 +563,7 @@ static int add_arg_rules(scmp_filter_ctx ctx)
 
 /* One filter: default action def, rules from add, exported as BPF. */
 static int build_one(uint32_t def, int (*add)(scmp_filter_ctx),
-		     struct seccomp_bpf *out, struct sbx_err *err)
+                     struct seccomp_bpf *out, struct sbx_err *err)
 {
 	scmp_filter_ctx ctx = seccomp_init(def);
 	if (!ctx)
@@ -296,13 +571,14 @@ static int build_one(uint32_t def, int (*add)(scmp_filter_ctx),
 	/* Any architecture but the native one (i386, x32 on x86-64) is
 	 * killed: its syscall table would bypass every rule here. */
 	int r = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH,
-				 SCMP_ACT_KILL_PROCESS);
+	                         SCMP_ACT_KILL_PROCESS);
 	if (r == 0)
 		r = add(ctx);
 	if (r < 0) {
 		seccomp_release(ctx);
-		return sbx_err_set(err, -r, "seccomp: building rules failed: %s",
-				   strerror(-r));
+		return sbx_err_set(err, -r,
+		                   "seccomp: building rules failed: %s",
+		                   strerror(-r));
 	}
 	/* libseccomp 2.5 exports BPF only to an fd. */
 	_cleanup_close_ int fd = memfd_create("seccomp", MFD_CLOEXEC);
@@ -314,7 +590,7 @@ static int build_one(uint32_t def, int (*add)(scmp_filter_ctx),
 	seccomp_release(ctx);
 	if (r < 0)
 		return sbx_err_set(err, -r, "seccomp_export_bpf: %s",
-				   strerror(-r));
+		                   strerror(-r));
 	struct stat st;
 	if (fstat(fd, &st) < 0)
 		return sbx_err_sys(err, errno, "fstat seccomp memfd");
@@ -337,10 +613,10 @@ int seccomp_prog_build(struct seccomp_prog *out, struct sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
 	int r = build_one(SCMP_ACT_ERRNO(ENOSYS), add_number_rules,
-			  &out->f[SECCOMP_BY_NUMBER], err);
+	                  &out->f[SECCOMP_BY_NUMBER], err);
 	if (r == 0)
 		r = build_one(SCMP_ACT_ALLOW, add_arg_rules,
-			      &out->f[SECCOMP_BY_ARGS], err);
+		              &out->f[SECCOMP_BY_ARGS], err);
 	if (r < 0)
 		seccomp_prog_free(out);
 	return r;

@@ -22,9 +22,9 @@ int seccomp_prog_apply(const struct seccomp_prog *p)
 {
 	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
 		struct sock_fprog prog = {.len = p->f[i].len,
-					  .filter = p->f[i].insns};
+		                          .filter = p->f[i].insns};
 		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-			    SECCOMP_FILTER_FLAG_TSYNC, &prog) < 0)
+		            SECCOMP_FILTER_FLAG_TSYNC, &prog) < 0)
 			return -errno;
 	}
 	return 0;

@@ -8,7 +8,7 @@
 
 #include "runtime/proto.h"
 
-struct spawn_what {   /* what failed, when the child cannot exec */
+struct spawn_what { /* what failed, when the child cannot exec */
 	int err;
 	char what[120];
 };

@@ -54,15 +54,15 @@
  * stays init's, which is then the daemon's (0 unless started lower). */
 #define SPAWN_OOM_SCORE_ADJ "500"
 
-#define KEEP_CAPS                                                           \
-	((1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) | (1ULL << CAP_SYS_ADMIN) | \
-	 (1ULL << CAP_KILL))
+#define KEEP_CAPS                                                              \
+	((1ULL << CAP_SETUID) | (1ULL << CAP_SETGID) |                         \
+	 (1ULL << CAP_SYS_ADMIN) | (1ULL << CAP_KILL))
 
 struct child {
 	pid_t pid;
-	int errfd;            /* a builtin's error pipe, or -1 */
+	int errfd; /* a builtin's error pipe, or -1 */
 	uint64_t id;
-	struct spawn_what w;  /* a vfork child's failure */
+	struct spawn_what w; /* a vfork child's failure */
 };
 
 struct leaf {
@@ -80,7 +80,7 @@ static struct {
 } sp;
 
 static void send_status(uint32_t type, uint64_t id, pid_t pid, int status,
-			int err, const char *what)
+                        int err, const char *what)
 {
 	struct proto_status st = {.pid = pid, .status = status, .err = err};
 	if (what) {
@@ -101,9 +101,9 @@ static void setup(int userns, const struct init_params *p)
 {
 	prctl(PR_SET_NAME, SPAWNER_NAME);
 	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oom < 0 || write(oom, SPAWN_OOM_SCORE_ADJ,
-			     sizeof(SPAWN_OOM_SCORE_ADJ) - 1) !=
-			       (ssize_t)sizeof(SPAWN_OOM_SCORE_ADJ) - 1)
+	if (oom < 0 ||
+	    write(oom, SPAWN_OOM_SCORE_ADJ, sizeof(SPAWN_OOM_SCORE_ADJ) - 1) !=
+	        (ssize_t)sizeof(SPAWN_OOM_SCORE_ADJ) - 1)
 		failed(errno, "spawner: oom_score_adj");
 	close(oom);
 	if (setgroups(0, NULL) < 0)
@@ -121,7 +121,7 @@ static void setup(int userns, const struct init_params *p)
 	/* the daemon's stderr, which init keeps, is nothing of ours */
 	dup2(0, 2);
 	sp.stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (sp.stack == MAP_FAILED)
 		failed(errno, "spawner: stack");
 }
@@ -143,7 +143,7 @@ static struct leaf *leaf_get(int idx)
 }
 
 static void handle_spawn(const struct proto_hdr *h, const void *payload,
-			 int *fds, size_t nfds)
+                         int *fds, size_t nfds)
 {
 	struct spawn_req req;
 	struct sbx_err err;
@@ -156,14 +156,14 @@ static void handle_spawn(const struct proto_hdr *h, const void *payload,
 	}
 	if (nfds != req.nstdio + req.ncg) {
 		send_status(PROTO_SPAWNED, h->id, 0, 0, EPROTO,
-			    "spawn: fd count mismatch");
+		            "spawn: fd count mismatch");
 		goto out;
 	}
 	if (req.leaf >= 0) {
 		leaf = leaf_get(req.leaf);
 		if (!leaf) {
 			send_status(PROTO_SPAWNED, h->id, 0, 0, ENOMEM,
-				    "spawn: out of memory");
+			            "spawn: out of memory");
 			goto out;
 		}
 		if (req.ncg) {
@@ -176,7 +176,7 @@ static void handle_spawn(const struct proto_hdr *h, const void *payload,
 			keep = req.ncg;
 		} else if (!leaf->n) {
 			send_status(PROTO_SPAWNED, h->id, 0, 0, EPROTO,
-				    "spawn: a cgroup leaf never given");
+			            "spawn: a cgroup leaf never given");
 			goto out;
 		}
 	}
@@ -185,17 +185,17 @@ static void handle_spawn(const struct proto_hdr *h, const void *payload,
 		struct child *c = realloc(sp.children, n * sizeof(*c));
 		if (!c) {
 			send_status(PROTO_SPAWNED, h->id, 0, 0, ENOMEM,
-				    "spawn: out of memory");
+			            "spawn: out of memory");
 			goto out;
 		}
 		sp.children = c;
 		sp.capchildren = n;
 	}
 	struct spawn_ctx ctx = {.req = &req,
-				.fds = fds,
-				.leaf_fds = leaf ? leaf->fds : NULL,
-				.nleaf = leaf ? leaf->n : 0,
-				.errfd = -1};
+	                        .fds = fds,
+	                        .leaf_fds = leaf ? leaf->fds : NULL,
+	                        .nleaf = leaf ? leaf->n : 0,
+	                        .errfd = -1};
 	struct child *c = &sp.children[sp.nchildren];
 	*c = (struct child){.id = h->id, .errfd = -1};
 	pid_t pid;
@@ -223,7 +223,7 @@ static void handle_spawn(const struct proto_hdr *h, const void *payload,
 		/* the child runs on the spawner's memory until it execs,
 		 * and the spawner waits for that: nothing is copied */
 		pid = clone(spawn_child_fn, sp.stack + CHILD_STACK,
-			    CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
+		            CLONE_VM | CLONE_VFORK | SIGCHLD, &ctx);
 		c->w = ctx.w; /* set if it failed before its exec */
 	}
 	if (pid < 0) {
@@ -274,7 +274,7 @@ static void reap(void)
 			}
 			c->w.what[sizeof(c->w.what) - 1] = '\0';
 			send_status(PROTO_EXIT, c->id, pid, status, c->w.err,
-				    c->w.err ? c->w.what : NULL);
+			            c->w.err ? c->w.what : NULL);
 			*c = sp.children[--sp.nchildren];
 			break;
 		}
@@ -297,7 +297,7 @@ _Noreturn void spawner_main(int sock, int userns, const struct init_params *p)
 	send_status(PROTO_READY, 0, 1, 0, 0, NULL);
 
 	struct pollfd pfd[2] = {{.fd = sock, .events = POLLIN},
-				{.fd = sfd, .events = POLLIN}};
+	                        {.fd = sfd, .events = POLLIN}};
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0)
 			continue;
@@ -315,7 +315,7 @@ _Noreturn void spawner_main(int sock, int userns, const struct init_params *p)
 			int fds[PROTO_MAX_FDS];
 			size_t nfds;
 			int r = proto_recv(sock, buf, sizeof(buf), &h, &payload,
-					   fds, &nfds);
+			                   fds, &nfds);
 			if (r == -EAGAIN)
 				break;
 			if (r == 0)

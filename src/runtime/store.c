@@ -44,9 +44,9 @@ static int run_mkfs(const char *image, struct sbx_err *err)
 		;
 	if (!WIFEXITED(st) || WEXITSTATUS(st))
 		return sbx_err_set(err, EIO,
-				   "mkfs.btrfs %s failed (is btrfs-progs "
-				   "installed?)",
-				   image);
+		                   "mkfs.btrfs %s failed (is btrfs-progs "
+		                   "installed?)",
+		                   image);
 	return 0;
 }
 
@@ -54,12 +54,13 @@ static int run_mkfs(const char *image, struct sbx_err *err)
  * open fd, which must stay open until the mount holds the device (with
  * autoclear, closing it first detaches the device at once). */
 static int loop_attach(const char *image, char *dev, size_t cap,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	_cleanup_close_ int ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	_cleanup_close_ int file = open(image, O_RDWR | O_CLOEXEC);
 	if (ctl < 0 || file < 0)
-		return sbx_err_sys(err, errno, "open loop-control or %s", image);
+		return sbx_err_sys(err, errno, "open loop-control or %s",
+		                   image);
 	for (int tries = 0; tries < 16; tries++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
@@ -68,12 +69,14 @@ static int loop_attach(const char *image, char *dev, size_t cap,
 		_cleanup_close_ int lfd = open(dev, O_RDWR | O_CLOEXEC);
 		if (lfd < 0)
 			return sbx_err_sys(err, errno, "open %s", dev);
-		struct loop_config cfg = {.fd = (uint32_t)file,
-					  .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
+		struct loop_config cfg = {
+		    .fd = (uint32_t)file,
+		    .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
 		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0)
 			return steal_fd(&lfd);
 		if (errno != EBUSY) /* EBUSY: someone took it first */
-			return sbx_err_sys(err, errno, "LOOP_CONFIGURE %s", dev);
+			return sbx_err_sys(err, errno, "LOOP_CONFIGURE %s",
+			                   dev);
 	}
 	return sbx_err_set(err, EBUSY, "no free loop device");
 }
@@ -109,7 +112,7 @@ static bool dir_empty(const char *dir)
 /* Remove name below dfd: a subvolume at once; in a plain directory
  * store, by a tree walk. */
 static int remove_at(struct store *s, int dfd, const char *name,
-		     struct sbx_err *err)
+                     struct sbx_err *err)
 {
 	if (!s->quotas)
 		return fs_remove_tree(dfd, name, err);
@@ -143,25 +146,26 @@ static void remove_tmp(struct store *s, int dfd)
 /* The snapshot dir, and no leftovers of a crash. */
 static int store_prepare(struct store *s, struct sbx_err *err)
 {
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_err_sys(err, errno, "open %s", s->dir);
 	if (mkdirat(dfd, STORE_SNAPSHOTS, 0700) < 0 && errno != EEXIST)
 		return sbx_err_sys(err, errno, "mkdir %s/%s", s->dir,
-				   STORE_SNAPSHOTS);
-	_cleanup_close_ int sfd = openat(dfd, STORE_SNAPSHOTS,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-						 O_CLOEXEC);
+		                   STORE_SNAPSHOTS);
+	_cleanup_close_ int sfd =
+	    openat(dfd, STORE_SNAPSHOTS,
+	           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0)
 		return sbx_err_sys(err, errno, "open %s/%s", s->dir,
-				   STORE_SNAPSHOTS);
+		                   STORE_SNAPSHOTS);
 	remove_tmp(s, dfd);
 	remove_tmp(s, sfd);
 	return 0;
 }
 
 int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
-	       struct sbx_err *err)
+               struct sbx_err *err)
 {
 	struct store *s = calloc(1, sizeof(*s));
 	char image[4200], dev[32];
@@ -177,7 +181,8 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 	}
 	if (is_btrfs(s->dir)) { /* a previous daemon's mount, still there */
 		s->quotas = true;
-		s->mounted_by_us = true; /* ours all the same: unmounted at exit */
+		s->mounted_by_us =
+		    true; /* ours all the same: unmounted at exit */
 		goto ready;
 	}
 	bool have_image = access(image, F_OK) == 0;
@@ -189,8 +194,8 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 		return 0;
 	}
 	if (!have_image) {
-		_cleanup_close_ int fd = open(image, O_RDWR | O_CREAT | O_EXCL |
-							    O_CLOEXEC, 0600);
+		_cleanup_close_ int fd =
+		    open(image, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0 || ftruncate(fd, (off_t)size_bytes) < 0) {
 			r = sbx_err_sys(err, errno, "create %s", image);
 			unlink(image);
@@ -208,7 +213,7 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 	}
 	/* commit=5: qgroup usage (store_usage) lags writes by at most that */
 	r = mount(dev, s->dir, "btrfs", MS_NOSUID | MS_NODEV | MS_NOATIME,
-		  "commit=5");
+	          "commit=5");
 	if (r < 0)
 		r = sbx_err_sys(err, errno, "mount %s on %s", dev, s->dir);
 	close(lfd);
@@ -246,9 +251,10 @@ struct inherit1 {
 };
 
 int store_create(struct store *s, const char *name, uint64_t limit_bytes,
-		 uint64_t group, struct sbx_err *err)
+                 uint64_t group, struct sbx_err *err)
 {
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_err_sys(err, errno, "open %s", s->dir);
 	struct stat st;
@@ -270,17 +276,18 @@ int store_create(struct store *s, const char *name, uint64_t limit_bytes,
 	if (ioctl(dfd, BTRFS_IOC_SUBVOL_CREATE_V2, &va) < 0)
 		return sbx_err_sys(err, errno, "create subvolume %s", name);
 	_cleanup_close_ int sfd =
-		openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0 || fchmod(sfd, 0700) < 0)
 		return sbx_err_sys(err, errno, "open subvolume %s", name);
 	if (limit_bytes) {
 		/* qgroupid 0: the qgroup of the subvolume sfd is in */
 		struct btrfs_ioctl_qgroup_limit_args la = {
-			.qgroupid = 0,
-			.lim = {.flags = BTRFS_QGROUP_LIMIT_MAX_RFER,
-				.max_rfer = limit_bytes}};
+		    .qgroupid = 0,
+		    .lim = {.flags = BTRFS_QGROUP_LIMIT_MAX_RFER,
+		            .max_rfer = limit_bytes}};
 		if (ioctl(sfd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0)
-			return sbx_err_sys(err, errno, "limit subvolume %s", name);
+			return sbx_err_sys(err, errno, "limit subvolume %s",
+			                   name);
 	}
 	return 0;
 }
@@ -288,9 +295,10 @@ int store_create(struct store *s, const char *name, uint64_t limit_bytes,
 /* The directory holding rel ("<name>" or "<sub>/<name>") and its last
  * part. */
 static int open_parent(struct store *s, const char *rel, const char **leaf,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_err_sys(err, errno, "open %s", s->dir);
 	const char *slash = strrchr(rel, '/');
@@ -304,7 +312,8 @@ static int open_parent(struct store *s, const char *rel, const char **leaf,
 	memcpy(sub, rel, (size_t)(slash - rel));
 	sub[slash - rel] = '\0';
 	*leaf = slash + 1;
-	int fd = openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd =
+	    openat(dfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "open %s/%s", s->dir, sub);
 	return fd;
@@ -329,26 +338,29 @@ uint64_t store_group_of(const char *tenant)
 }
 
 int store_group_ensure(struct store *s, uint64_t group, uint64_t limit_bytes,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	if (!s->quotas)
 		return 0;
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_err_sys(err, errno, "open %s", s->dir);
 	struct btrfs_ioctl_qgroup_create_args qc = {.create = 1,
-						    .qgroupid = group};
+	                                            .qgroupid = group};
 	if (ioctl(dfd, BTRFS_IOC_QGROUP_CREATE, &qc) < 0 && errno != EEXIST)
-		return sbx_err_sys(err, errno, "create qgroup 1/%llu",
-				   (unsigned long long)(group & ((1ull << 48) - 1)));
+		return sbx_err_sys(
+		    err, errno, "create qgroup 1/%llu",
+		    (unsigned long long)(group & ((1ull << 48) - 1)));
 	/* (re)set every time: the operator may have changed it */
 	struct btrfs_ioctl_qgroup_limit_args la = {
-		.qgroupid = group,
-		.lim = {.flags = BTRFS_QGROUP_LIMIT_MAX_RFER,
-			.max_rfer = limit_bytes ? limit_bytes : UINT64_MAX}};
+	    .qgroupid = group,
+	    .lim = {.flags = BTRFS_QGROUP_LIMIT_MAX_RFER,
+	            .max_rfer = limit_bytes ? limit_bytes : UINT64_MAX}};
 	if (ioctl(dfd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0)
-		return sbx_err_sys(err, errno, "limit qgroup 1/%llu",
-				   (unsigned long long)(group & ((1ull << 48) - 1)));
+		return sbx_err_sys(
+		    err, errno, "limit qgroup 1/%llu",
+		    (unsigned long long)(group & ((1ull << 48) - 1)));
 	return 0;
 }
 
@@ -382,7 +394,8 @@ int store_group_usage(struct store *s, uint64_t group, uint64_t *bytes)
 {
 	if (!s->quotas)
 		return -EOPNOTSUPP;
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	int r = qgroup_rfer(dfd, group, bytes);
@@ -397,7 +410,7 @@ int store_group_usage(struct store *s, uint64_t group, uint64_t *bytes)
 static int subvol_id(int fd, uint64_t *id)
 {
 	struct btrfs_ioctl_ino_lookup_args il = {.objectid =
-							 BTRFS_FIRST_FREE_OBJECTID};
+	                                             BTRFS_FIRST_FREE_OBJECTID};
 	if (ioctl(fd, BTRFS_IOC_INO_LOOKUP, &il) < 0)
 		return -errno;
 	*id = il.treeid;
@@ -425,24 +438,25 @@ static bool quota_inconsistent(int dfd)
 }
 
 int store_group_join(struct store *s, const char *name, uint64_t group,
-		     struct sbx_err *err)
+                     struct sbx_err *err)
 {
 	if (!s->quotas || !group)
 		return 0;
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return sbx_err_sys(err, errno, "open %s", s->dir);
 	_cleanup_close_ int sfd =
-		openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	uint64_t id;
 	if (sfd < 0 || subvol_id(sfd, &id) < 0)
 		return sbx_err_sys(err, errno, "subvolume %s", name);
-	struct btrfs_ioctl_qgroup_assign_args qa = {.assign = 1, .src = id,
-						    .dst = group};
+	struct btrfs_ioctl_qgroup_assign_args qa = {
+	    .assign = 1, .src = id, .dst = group};
 	int r = ioctl(dfd, BTRFS_IOC_QGROUP_ASSIGN, &qa);
 	if (r < 0 && errno != EEXIST)
 		return sbx_err_sys(err, errno, "add %s to its tenant's qgroup",
-				   name);
+		                   name);
 	/* The kernel adds a member without a rescan only when it shares
 	 * nothing yet; else its numbers need one (asynchronous, once). */
 	if (r >= 0 && quota_inconsistent(dfd)) {
@@ -457,7 +471,7 @@ int store_group_join(struct store *s, const char *name, uint64_t group,
 /* Rename tmp to leaf in dfd: in one step over an existing leaf when
  * replace (the old tree then goes), else only if leaf does not exist. */
 static int put_in_place(struct store *s, int dfd, const char *tmp,
-			const char *leaf, bool replace, struct sbx_err *err)
+                        const char *leaf, bool replace, struct sbx_err *err)
 {
 	if (replace) {
 		if (renameat2(dfd, tmp, dfd, leaf, RENAME_EXCHANGE) == 0) {
@@ -465,9 +479,10 @@ static int put_in_place(struct store *s, int dfd, const char *tmp,
 			 * leaves it to store_open */
 			struct sbx_err rerr = {0};
 			if (remove_at(s, dfd, tmp, &rerr) < 0)
-				fprintf(stderr, "store: removing the replaced "
-						"%s: %s\n",
-					leaf, rerr.msg);
+				fprintf(stderr,
+				        "store: removing the replaced "
+				        "%s: %s\n",
+				        leaf, rerr.msg);
 			return 0;
 		}
 		if (errno != ENOENT)
@@ -479,17 +494,18 @@ static int put_in_place(struct store *s, int dfd, const char *tmp,
 }
 
 int store_snapshot(struct store *s, const char *src, const char *dst,
-		   unsigned flags, uint64_t group, uint64_t limit_bytes,
-		   uint64_t *bytes, bool *copied, struct sbx_err *err)
+                   unsigned flags, uint64_t group, uint64_t limit_bytes,
+                   uint64_t *bytes, bool *copied, struct sbx_err *err)
 {
 	const char *leaf;
 	char tmp[300];
 	int r;
-	_cleanup_close_ int top = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int top =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (top < 0)
 		return sbx_err_sys(err, errno, "open %s", s->dir);
 	_cleanup_close_ int sfd =
-		openat(top, src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(top, src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0)
 		return sbx_err_sys(err, errno, "open %s/%s", s->dir, src);
 	_cleanup_close_ int pfd = open_parent(s, dst, &leaf, err);
@@ -525,7 +541,7 @@ int store_snapshot(struct store *s, const char *src, const char *dst,
 	if (ioctl(pfd, BTRFS_IOC_SNAP_CREATE_V2, &va) < 0)
 		return sbx_err_sys(err, errno, "snapshot %s", src);
 	_cleanup_close_ int nfd =
-		openat(pfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(pfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	uint64_t id = 0;
 	if (nfd < 0 || subvol_id(nfd, &id) < 0) {
 		r = sbx_err_sys(err, errno, "open snapshot of %s", src);
@@ -533,17 +549,20 @@ int store_snapshot(struct store *s, const char *src, const char *dst,
 	}
 	if (!(flags & STORE_READONLY)) {
 		struct btrfs_ioctl_qgroup_limit_args la = {
-			.qgroupid = 0,
-			.lim = {.flags = BTRFS_QGROUP_LIMIT_MAX_RFER,
-				.max_rfer = limit_bytes ? limit_bytes : UINT64_MAX}};
+		    .qgroupid = 0,
+		    .lim = {.flags = BTRFS_QGROUP_LIMIT_MAX_RFER,
+		            .max_rfer =
+		                limit_bytes ? limit_bytes : UINT64_MAX}};
 		if (ioctl(nfd, BTRFS_IOC_QGROUP_LIMIT, &la) < 0) {
-			r = sbx_err_sys(err, errno, "limit snapshot of %s", src);
+			r = sbx_err_sys(err, errno, "limit snapshot of %s",
+			                src);
 			goto fail;
 		}
 	}
 	*bytes = 0;
 	qgroup_rfer(top, id, bytes); /* inherited from src at creation */
-	if ((r = put_in_place(s, pfd, tmp, leaf, flags & STORE_REPLACE, err)) < 0)
+	if ((r = put_in_place(s, pfd, tmp, leaf, flags & STORE_REPLACE, err)) <
+	    0)
 		goto fail;
 	return 0;
 fail:
@@ -563,13 +582,14 @@ void store_cleanup(struct store *s, const char *dst)
 }
 
 int store_list(struct store *s, const char *sub,
-	       int (*cb)(const char *name, void *ctx), void *ctx)
+               int (*cb)(const char *name, void *ctx), void *ctx)
 {
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	int fd = openat(dfd, sub ? sub : ".",
-			O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	                O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	if (!d) {
 		int e = errno;
@@ -590,11 +610,12 @@ int store_usage(struct store *s, const char *name, uint64_t *bytes)
 {
 	if (!s->quotas)
 		return -EOPNOTSUPP;
-	_cleanup_close_ int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_close_ int dfd =
+	    open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
 	_cleanup_close_ int sfd =
-		openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (sfd < 0)
 		return -errno;
 	/* the subvolume's id is the tree its root directory lives in; its

@@ -41,8 +41,8 @@
 #define STORE_SNAPSHOTS ".snapshots"
 
 struct store {
-	char *dir;       /* <state>/sandboxes */
-	bool quotas;     /* a mounted btrfs store (else plain directories) */
+	char *dir;   /* <state>/sandboxes */
+	bool quotas; /* a mounted btrfs store (else plain directories) */
 	bool mounted_by_us;
 };
 
@@ -50,12 +50,12 @@ struct store {
  * <state>/sandboxes. size_bytes 0: no store, plain directories, no disk
  * limits (also used when the state dir already holds plain sandboxes). */
 int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
-	       struct sbx_err *err);
+               struct sbx_err *err);
 void store_close(struct store *s);
 /* Make <dir>/<name> for a new sandbox (a subvolume with limit_bytes, 0 =
  * none, in qgroup group, 0 = none), unless it exists. */
 int store_create(struct store *s, const char *name, uint64_t limit_bytes,
-		 uint64_t group, struct sbx_err *err);
+                 uint64_t group, struct sbx_err *err);
 
 /* The level-1 qgroup of a tenant's subvolumes: a hash of its name (the
  * tenant "" included), never 0. */
@@ -63,13 +63,13 @@ uint64_t store_group_of(const char *tenant);
 /* Create group (if it does not exist) with limit_bytes (0: none) on what
  * its members reference together. No-op on a plain store. */
 int store_group_ensure(struct store *s, uint64_t group, uint64_t limit_bytes,
-		       struct sbx_err *err);
+                       struct sbx_err *err);
 /* What the group's members reference together (shared extents once). */
 int store_group_usage(struct store *s, uint64_t group, uint64_t *bytes);
 /* Make <name> (a sandbox made before groups existed) a member of group;
  * a no-op when it is one. */
 int store_group_join(struct store *s, const char *name, uint64_t group,
-		     struct sbx_err *err);
+                     struct sbx_err *err);
 
 /* store_snapshot flags */
 #define STORE_READONLY 1u /* a snapshot: nothing may change it */
@@ -81,14 +81,14 @@ int store_group_join(struct store *s, const char *name, uint64_t group,
  * plain store and when src has much unwritten data: run it in a task
  * (task.h). */
 int store_snapshot(struct store *s, const char *src, const char *dst,
-		   unsigned flags, uint64_t group, uint64_t limit_bytes,
-		   uint64_t *bytes, bool *copied, struct sbx_err *err);
+                   unsigned flags, uint64_t group, uint64_t limit_bytes,
+                   uint64_t *bytes, bool *copied, struct sbx_err *err);
 /* Remove what a store_snapshot to dst that was cut short (its task
  * killed) left under a temporary name. */
 void store_cleanup(struct store *s, const char *dst);
 /* The names in <dir>/<sub> (NULL: <dir>), temporary ones left out. */
 int store_list(struct store *s, const char *sub,
-	       int (*cb)(const char *name, void *ctx), void *ctx);
+               int (*cb)(const char *name, void *ctx), void *ctx);
 /* The bytes <dir>/<name> holds, as its qgroup counts them (updated at
  * each commit of the store, every few seconds): no walk of a tree the
  * sandbox built. -EOPNOTSUPP on a plain directory store. */

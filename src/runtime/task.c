@@ -15,7 +15,7 @@ struct task_result {
 };
 
 int runtime_task_start(struct runtime_task *t, runtime_task_fn fn, void *arg,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	int p[2];
 	pid_t parent = getpid();
@@ -43,7 +43,8 @@ int runtime_task_start(struct runtime_task *t, runtime_task_fn fn, void *arg,
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		res.ret = fn(arg, &res.value, &res.err);
 		if (res.ret < 0 && !res.err.code)
-			sbx_err_set(&res.err, -res.ret, "%s", strerror(-res.ret));
+			sbx_err_set(&res.err, -res.ret, "%s",
+			            strerror(-res.ret));
 		if (write(3, &res, sizeof(res)) != sizeof(res))
 			_exit(1);
 		_exit(0);
@@ -62,7 +63,7 @@ int runtime_task_start(struct runtime_task *t, runtime_task_fn fn, void *arg,
 }
 
 int runtime_task_end(struct runtime_task *t, uint64_t *value,
-		     struct sbx_err *err)
+                     struct sbx_err *err)
 {
 	struct task_result res = {0};
 	int st;

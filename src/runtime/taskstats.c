@@ -27,7 +27,7 @@ struct genl_req {
 };
 
 static int put_attr(struct genl_req *r, uint16_t type, const void *data,
-		    size_t len)
+                    size_t len)
 {
 	size_t at = r->n.nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN);
 	if (at + NLA_HDRLEN + NLA_ALIGNED(len) > sizeof(r->attrs))
@@ -41,7 +41,7 @@ static int put_attr(struct genl_req *r, uint16_t type, const void *data,
 }
 
 static int send_req(int fd, uint16_t family, uint8_t cmd, uint16_t type,
-		    const void *data, size_t len, uint32_t seq)
+                    const void *data, size_t len, uint32_t seq)
 {
 	struct genl_req r;
 	memset(&r, 0, sizeof(r));
@@ -61,8 +61,8 @@ static int send_req(int fd, uint16_t family, uint8_t cmd, uint16_t type,
 
 /* Walks the attributes in [p, p + len): calls fn for each well-formed one. */
 static void each_attr(const char *p, size_t len,
-		      void (*fn)(const struct nlattr *, size_t, void *),
-		      void *data)
+                      void (*fn)(const struct nlattr *, size_t, void *),
+                      void *data)
 {
 	while (len >= NLA_HDRLEN) {
 		const struct nlattr *a = (const struct nlattr *)p;
@@ -107,17 +107,21 @@ static int wait_answer(int fd, uint32_t seq, uint16_t *family)
 			if (h->nlmsg_seq != seq)
 				continue;
 			if (h->nlmsg_type == NLMSG_ERROR) {
-				if (h->nlmsg_len < NLMSG_LENGTH(sizeof(struct nlmsgerr)))
+				if (h->nlmsg_len <
+				    NLMSG_LENGTH(sizeof(struct nlmsgerr)))
 					return -EPROTO;
 				const struct nlmsgerr *e = NLMSG_DATA(h);
 				if (e->error || !family)
 					return e->error;
-				continue; /* the ack after the family's answer */
+				continue; /* the ack after the family's answer
+				           */
 			}
-			if (family && h->nlmsg_len >= NLMSG_LENGTH(GENL_HDRLEN)) {
-				each_attr((const char *)NLMSG_DATA(h) + GENL_HDRLEN,
-					  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN),
-					  find_family_id, family);
+			if (family &&
+			    h->nlmsg_len >= NLMSG_LENGTH(GENL_HDRLEN)) {
+				each_attr(
+				    (const char *)NLMSG_DATA(h) + GENL_HDRLEN,
+				    h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN),
+				    find_family_id, family);
 				if (*family)
 					return 0;
 			}
@@ -128,7 +132,7 @@ static int wait_answer(int fd, uint32_t seq, uint16_t *family)
 int taskstats_open(struct sbx_err *err)
 {
 	_cleanup_close_ int fd =
-		socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
+	    socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_GENERIC);
 	if (fd < 0)
 		return sbx_err_sys(err, errno, "taskstats: netlink socket");
 	struct sockaddr_nl sa = {.nl_family = AF_NETLINK};
@@ -140,32 +144,34 @@ int taskstats_open(struct sbx_err *err)
 
 	uint16_t family = 0;
 	int r = send_req(fd, GENL_ID_CTRL, CTRL_CMD_GETFAMILY,
-			 CTRL_ATTR_FAMILY_NAME, TASKSTATS_GENL_NAME,
-			 sizeof(TASKSTATS_GENL_NAME), 1);
+	                 CTRL_ATTR_FAMILY_NAME, TASKSTATS_GENL_NAME,
+	                 sizeof(TASKSTATS_GENL_NAME), 1);
 	if (r == 0)
 		r = wait_answer(fd, 1, &family);
 	if (r < 0)
 		return sbx_err_set(err, -r, "taskstats: no %s family: %s",
-				   TASKSTATS_GENL_NAME, strerror(-r));
+		                   TASKSTATS_GENL_NAME, strerror(-r));
 
 	/* every CPU a task may ever exit on, as the kernel spells the set */
 	char cpus[256] = "";
 	_cleanup_close_ int pfd =
-		open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
+	    open("/sys/devices/system/cpu/possible", O_RDONLY | O_CLOEXEC);
 	ssize_t n = pfd >= 0 ? read(pfd, cpus, sizeof(cpus) - 1) : -1;
 	if (n <= 0)
-		return sbx_err_sys(err, n < 0 ? errno : EIO,
-				   "taskstats: /sys/devices/system/cpu/possible");
+		return sbx_err_sys(
+		    err, n < 0 ? errno : EIO,
+		    "taskstats: /sys/devices/system/cpu/possible");
 	cpus[n] = '\0';
 	cpus[strcspn(cpus, "\n")] = '\0';
 	r = send_req(fd, family, TASKSTATS_CMD_GET,
-		     TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, cpus, strlen(cpus) + 1,
-		     2);
+	             TASKSTATS_CMD_ATTR_REGISTER_CPUMASK, cpus,
+	             strlen(cpus) + 1, 2);
 	if (r == 0)
 		r = wait_answer(fd, 2, NULL);
 	if (r < 0)
-		return sbx_err_set(err, -r, "taskstats: registering for CPUs %s: %s",
-				   cpus, strerror(-r));
+		return sbx_err_set(err, -r,
+		                   "taskstats: registering for CPUs %s: %s",
+		                   cpus, strerror(-r));
 	/* room for bursts of exits (a make -j on the host) between two
 	 * turns of the daemon's loop; FORCE works past rmem_max for root */
 	int size = 4 << 20;
@@ -201,11 +207,12 @@ static void read_pid_aggr(const struct nlattr *a, size_t len, void *data)
 		memcpy(&ts, attr_data(a), len < sizeof(ts) ? len : sizeof(ts));
 		p->x.status = (int)ts.ac_exitcode;
 		p->x.uid = ts.ac_uid;
-		if (len >= offsetof(struct taskstats, ac_tgid) + sizeof(ts.ac_tgid))
+		if (len >=
+		    offsetof(struct taskstats, ac_tgid) + sizeof(ts.ac_tgid))
 			p->x.tgid = (pid_t)ts.ac_tgid;
 		size_t cl = sizeof(ts.ac_comm) < sizeof(p->x.comm)
-				    ? sizeof(ts.ac_comm)
-				    : sizeof(p->x.comm) - 1;
+		                ? sizeof(ts.ac_comm)
+		                : sizeof(p->x.comm) - 1;
 		memcpy(p->x.comm, ts.ac_comm, cl);
 		p->x.comm[cl] = '\0';
 		p->have_stats = true;
@@ -234,7 +241,7 @@ static void read_top(const struct nlattr *a, size_t len, void *data)
 }
 
 int taskstats_read(int fd, void (*cb)(const struct taskstats_exit *, void *),
-		   void *data)
+                   void *data)
 {
 	static char buf[65536];
 	struct msg_ctx m = {cb, data};
@@ -262,8 +269,8 @@ int taskstats_read(int fd, void (*cb)(const struct taskstats_exit *, void *),
 			if (g->cmd != TASKSTATS_CMD_NEW)
 				continue;
 			each_attr((const char *)g + GENL_HDRLEN,
-				  h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN),
-				  read_top, &m);
+			          h->nlmsg_len - NLMSG_LENGTH(GENL_HDRLEN),
+			          read_top, &m);
 		}
 	}
 }

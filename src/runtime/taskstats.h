@@ -20,10 +20,10 @@
 #include "lib/err.h"
 
 struct taskstats_exit {
-	pid_t pid;       /* host pid (thread id) */
-	pid_t tgid;      /* host thread group id; 0 if the kernel omits it */
-	uid_t uid;       /* real uid, in the host's user namespace */
-	int status;      /* as wait(2) would see it */
+	pid_t pid;  /* host pid (thread id) */
+	pid_t tgid; /* host thread group id; 0 if the kernel omits it */
+	uid_t uid;  /* real uid, in the host's user namespace */
+	int status; /* as wait(2) would see it */
 	char comm[32];
 };
 
@@ -35,6 +35,6 @@ int taskstats_open(struct sbx_err *err);
  * socket is empty, -ENOBUFS if the kernel dropped reports since the last
  * call (the rest is still read), another -errno on failure. */
 int taskstats_read(int fd, void (*cb)(const struct taskstats_exit *, void *),
-		   void *data);
+                   void *data);
 
 #endif

@@ -32,7 +32,8 @@ int uidrange_open(const char *path, struct uidrange **out, struct sbx_err *err)
 	size_t l = strlen(path);
 	const char *slash = strrchr(path, '/');
 	if (!slash || l >= sizeof(dir))
-		return sbx_err_set(err, EINVAL, "uid range lock %s: bad path", path);
+		return sbx_err_set(err, EINVAL, "uid range lock %s: bad path",
+		                   path);
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = '\0';
 	if (dir[0] && mkdir(dir, 0755) < 0 && errno != EEXIST)
@@ -60,8 +61,10 @@ void uidrange_free(struct uidrange *ur)
 
 static int set_lock(struct uidrange *ur, short type, uid_t first)
 {
-	struct flock fl = {.l_type = type, .l_whence = SEEK_SET,
-			   .l_start = (off_t)first, .l_len = USERNS_RANGE};
+	struct flock fl = {.l_type = type,
+	                   .l_whence = SEEK_SET,
+	                   .l_start = (off_t)first,
+	                   .l_len = USERNS_RANGE};
 	if (fcntl(ur->fd, F_OFD_SETLK, &fl) == 0)
 		return 0;
 	return errno == EAGAIN || errno == EACCES ? -EBUSY : -errno;

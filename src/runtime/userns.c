@@ -34,7 +34,7 @@
 #include "runtime/fsutil.h"
 
 static int write_map(pid_t pid, const char *file, const char *text,
-		     struct sbx_err *err)
+                     struct sbx_err *err)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
@@ -48,8 +48,8 @@ static int write_map(pid_t pid, const char *file, const char *text,
 }
 
 struct child_arg {
-	int rfd, wfd;   /* parent -> child: EOF means "done, exit" */
-	int ready;      /* child -> parent: an int, 0 or the errno */
+	int rfd, wfd; /* parent -> child: EOF means "done, exit" */
+	int ready;    /* child -> parent: an int, 0 or the errno */
 	uid_t base;
 	pid_t parent;
 };
@@ -73,8 +73,8 @@ static int child_main(void *p)
 	 * kernel.unprivileged_userns_clone, AppArmor's restriction). The
 	 * real uid stays 0: process counts (RLIMIT_NPROC) are not the
 	 * sandbox's business. */
-	if (syscall(SYS_prctl, PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0,
-		    0, 0) < 0 ||
+	if (syscall(SYS_prctl, PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0,
+	            0) < 0 ||
 	    syscall(SYS_setresgid, -1, a->base, -1) < 0 ||
 	    syscall(SYS_setresuid, -1, a->base, -1) < 0)
 		e = errno ? errno : EPERM;
@@ -98,7 +98,8 @@ static int create(uid_t base, const char *map, struct sbx_err *err)
 	int pipefd[2], readyfd[2];
 	static char stack[16384] __attribute__((aligned(16)));
 	if (base == 0)
-		return sbx_err_set(err, EINVAL, "userns: host uid 0 is never mapped");
+		return sbx_err_set(err, EINVAL,
+		                   "userns: host uid 0 is never mapped");
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return sbx_err_sys(err, errno, "userns: pipe");
 	if (pipe2(readyfd, O_CLOEXEC) < 0) {
@@ -107,14 +108,16 @@ static int create(uid_t base, const char *map, struct sbx_err *err)
 		close(pipefd[1]);
 		return sbx_err_sys(err, e, "userns: pipe");
 	}
-	struct child_arg arg = {.rfd = pipefd[0], .wfd = pipefd[1],
-				.ready = readyfd[1], .base = base,
-				.parent = getpid()};
+	struct child_arg arg = {.rfd = pipefd[0],
+	                        .wfd = pipefd[1],
+	                        .ready = readyfd[1],
+	                        .base = base,
+	                        .parent = getpid()};
 	/* A change of euid makes the mm non-dumpable, and the child shares
 	 * ours: put back what we had once it is gone. */
 	int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
-	pid_t pid = clone(child_main, stack + sizeof(stack), CLONE_VM | SIGCHLD,
-			  &arg);
+	pid_t pid =
+	    clone(child_main, stack + sizeof(stack), CLONE_VM | SIGCHLD, &arg);
 	if (pid < 0) {
 		int e = errno;
 		close(pipefd[0]);
@@ -133,7 +136,7 @@ static int create(uid_t base, const char *map, struct sbx_err *err)
 		r = sbx_err_set(err, EIO, "userns: helper died");
 	else if (ce)
 		r = sbx_err_sys(err, ce, "userns: new namespace as uid %u",
-				(unsigned)base);
+		                (unsigned)base);
 	char child[64];
 	snprintf(child, sizeof(child), "/proc/%d/ns/user", pid);
 	if (!r)
@@ -171,10 +174,10 @@ int userns_create_idmap(uid_t base, uid_t files, struct sbx_err *err)
 	char map[96];
 	if (files < USERNS_RANGE)
 		return sbx_err_set(err, EINVAL, "userns: files owned by uid %u",
-				   (unsigned)files);
+		                   (unsigned)files);
 	/* host root stays itself: overlayfs makes its work dirs as the
 	 * mounter, and an unmapped mounter could make nothing */
 	snprintf(map, sizeof(map), "0 0 1\n%u %u %u\n", (unsigned)files,
-		 (unsigned)base, USERNS_RANGE);
+	         (unsigned)base, USERNS_RANGE);
 	return create(base, map, err);
 }

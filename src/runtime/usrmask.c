@@ -34,24 +34,24 @@
 #define MAX_LOGGED 20 /* masked paths named in the log */
 
 struct walk {
-	int dst;                 /* the layer being built */
-	char path[PATH_MAX];     /* below /usr, of the entry at hand */
+	int dst;             /* the layer being built */
+	char path[PATH_MAX]; /* below /usr, of the entry at hand */
 	size_t len;
 	struct stat dir_st[MAX_DEPTH + 1]; /* the directories on the way */
 	size_t dir_len[MAX_DEPTH + 1];     /* their path lengths */
-	int made;                /* levels whose mirror exists in dst */
+	int made; /* levels whose mirror exists in dst */
 	size_t count;
 	struct sbx_err *err;
 };
 
 static int mirror_attrs(int dfd, const char *name, const struct stat *st,
-			struct sbx_err *err)
+                        struct sbx_err *err)
 {
 	if (fchownat(dfd, name, st->st_uid, st->st_gid, AT_SYMLINK_NOFOLLOW) <
-		    0 ||
+	        0 ||
 	    fchmodat(dfd, name, st->st_mode & 07777, 0) < 0)
 		return sbx_err_sys(err, errno, "usr mask: attributes of %s",
-				   name);
+		                   name);
 	return 0;
 }
 
@@ -67,13 +67,14 @@ static int ensure_dirs(struct walk *w, int depth)
 			if (fchown(w->dst, st->st_uid, st->st_gid) < 0 ||
 			    fchmod(w->dst, st->st_mode & 07777) < 0)
 				r = sbx_err_sys(w->err, errno,
-						"usr mask: attributes of /usr");
-		} else if (mkdirat(w->dst, w->path, 0700) < 0 && errno != EEXIST)
+				                "usr mask: attributes of /usr");
+		} else if (mkdirat(w->dst, w->path, 0700) < 0 &&
+		           errno != EEXIST)
 			r = sbx_err_sys(w->err, errno, "usr mask: mkdir %s",
-					w->path);
+			                w->path);
 		else
 			r = mirror_attrs(w->dst, w->path, &w->dir_st[lvl],
-					 w->err);
+			                 w->err);
 		w->path[w->dir_len[lvl]] = saved;
 		if (r)
 			return r;
@@ -90,7 +91,8 @@ static int mask(struct walk *w, int depth)
 	if (r)
 		return r;
 	if (mknodat(w->dst, w->path, S_IFCHR | 0000, makedev(0, 0)) < 0)
-		return sbx_err_sys(w->err, errno, "usr mask: mknod %s", w->path);
+		return sbx_err_sys(w->err, errno, "usr mask: mknod %s",
+		                   w->path);
 	if (w->count < MAX_LOGGED)
 		log_info("event=usr-masked path=/usr/%s", w->path);
 	w->count++;
@@ -100,7 +102,8 @@ static int mask(struct walk *w, int depth)
 static bool private_to_others(const struct stat *st)
 {
 	if (S_ISDIR(st->st_mode))
-		return (st->st_mode & (S_IROTH | S_IXOTH)) != (S_IROTH | S_IXOTH);
+		return (st->st_mode & (S_IROTH | S_IXOTH)) !=
+		       (S_IROTH | S_IXOTH);
 	return !(st->st_mode & S_IROTH);
 }
 
@@ -111,7 +114,7 @@ static int walk_dir(struct walk *w, int fd, int depth)
 	if (!d) {
 		close(fd);
 		return sbx_err_sys(w->err, errno, "usr mask: open /usr/%s",
-				   w->path);
+		                   w->path);
 	}
 	size_t base = w->len;
 	int r = 0;
@@ -120,14 +123,15 @@ static int walk_dir(struct walk *w, int fd, int depth)
 		    e->d_type == DT_LNK)
 			continue;
 		struct stat st;
-		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) <
+		        0 ||
 		    S_ISLNK(st.st_mode))
 			continue; /* gone meanwhile */
 		size_t nl = strlen(e->d_name);
 		if (base + !!base + nl + 1 > sizeof(w->path)) {
 			r = sbx_err_set(w->err, ENAMETOOLONG,
-					"usr mask: path too long below /usr/%s",
-					w->path);
+			                "usr mask: path too long below /usr/%s",
+			                w->path);
 			break;
 		}
 		w->len = base;
@@ -144,8 +148,8 @@ static int walk_dir(struct walk *w, int fd, int depth)
 			r = mask(w, depth);
 		} else if (S_ISDIR(st.st_mode)) {
 			int sub = openat(dirfd(d), e->d_name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-						 O_CLOEXEC);
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                     O_CLOEXEC);
 			if (sub < 0)
 				continue;
 			w->dir_st[depth + 1] = st;
@@ -160,7 +164,7 @@ static int walk_dir(struct walk *w, int fd, int depth)
 }
 
 int usrmask_build(const char *src, const char *dst, size_t *count,
-		  struct sbx_err *err)
+                  struct sbx_err *err)
 {
 	char tmp[PATH_MAX];
 	struct walk *w = NULL;
@@ -222,7 +226,7 @@ static void *build_thread(void *arg)
 }
 
 int usrmask_build_start(const char *src, const char *dst,
-			struct usrmask_job **out, struct sbx_err *err)
+                        struct usrmask_job **out, struct sbx_err *err)
 {
 	struct usrmask_job *j = calloc(1, sizeof(*j));
 	if (!j || !(j->src = strdup(src)) || !(j->dst = strdup(dst))) {
@@ -243,7 +247,7 @@ int usrmask_build_start(const char *src, const char *dst,
 }
 
 int usrmask_build_wait(struct usrmask_job *j, size_t *count,
-		       struct sbx_err *err)
+                       struct sbx_err *err)
 {
 	if (!j->joined) {
 		pthread_join(j->thread, NULL);

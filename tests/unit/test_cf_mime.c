@@ -13,14 +13,14 @@ static void test_by_extension(void **state)
 {
 	(void)state;
 	assert_string_equal(cf_mime_of("/w/a.json", "", 0, true),
-			    "application/json");
+	                    "application/json");
 	assert_string_equal(cf_mime_of("/w/A.PNG", "text", 4, true),
-			    "image/png"); /* the name wins, any case */
+	                    "image/png"); /* the name wins, any case */
 	assert_string_equal(cf_mime_of("/w/x.tar.gz", "", 0, true),
-			    "application/gzip");
+	                    "application/gzip");
 	/* a leading dot is a hidden file, not an extension */
 	assert_string_equal(cf_mime_of("/w/.bashrc", "x=1\n", 4, true),
-			    "text/plain");
+	                    "text/plain");
 }
 
 static void test_by_content(void **state)
@@ -28,21 +28,23 @@ static void test_by_content(void **state)
 	(void)state;
 	static const char png[] = "\x89PNG\r\n\x1a\nrest";
 	assert_string_equal(cf_mime_of("/w/blob", png, sizeof(png) - 1, true),
-			    "image/png");
-	static const char elf[] = "\x7f" "ELF\x02\x01";
+	                    "image/png");
+	static const char elf[] = "\x7f"
+	                          "ELF\x02\x01";
 	assert_string_equal(cf_mime_of("/w/prog", elf, sizeof(elf) - 1, true),
-			    "application/x-executable");
-	assert_string_equal(cf_mime_of("/w/empty", "", 0, true), "inode/x-empty");
+	                    "application/x-executable");
+	assert_string_equal(cf_mime_of("/w/empty", "", 0, true),
+	                    "inode/x-empty");
 	assert_string_equal(cf_mime_of("/w/notyet", "", 0, false),
-			    "application/octet-stream");
+	                    "application/octet-stream");
 	assert_string_equal(cf_mime_of("/w/bin", "a\0b", 3, true),
-			    "application/octet-stream");
+	                    "application/octet-stream");
 	/* UTF-8 cut by the sniff window is still text; cut at the end of a
 	 * complete file it is not */
 	static const char cut[] = "caf\xc3";
 	assert_string_equal(cf_mime_of("/w/t", cut, 4, false), "text/plain");
 	assert_string_equal(cf_mime_of("/w/t", cut, 4, true),
-			    "application/octet-stream");
+	                    "application/octet-stream");
 }
 
 static void test_binary_or_text(void **state)
@@ -59,9 +61,9 @@ static void test_binary_or_text(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_by_extension),
-		cmocka_unit_test(test_by_content),
-		cmocka_unit_test(test_binary_or_text),
+	    cmocka_unit_test(test_by_extension),
+	    cmocka_unit_test(test_by_content),
+	    cmocka_unit_test(test_binary_or_text),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

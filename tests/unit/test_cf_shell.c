@@ -39,8 +39,8 @@ static void test_quote_round_trips(void **state)
 {
 	(void)state;
 	static const char *const words[] = {
-		"plain", "", "it's", "''", "a b\tc\nd", "$(touch /tmp/x)",
-		"`id`", "\\'\\", "*?[]", "!!", "--", "\xc3\xa9"};
+	    "plain", "",      "it's", "''", "a b\tc\nd", "$(touch /tmp/x)",
+	    "`id`",  "\\'\\", "*?[]", "!!", "--",        "\xc3\xa9"};
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
 		struct buf b;
 		buf_init(&b, 0);
@@ -56,8 +56,8 @@ static void test_quote_round_trips(void **state)
 
 /* The session as the hook would save it at the shell's exit. */
 static const char hook[] =
-	"exec 63>/dev/null\n"
-	"__sbx_save() { echo \"saved rc=$? $PWD ${ONLY-unset} $HOME\"; }\n";
+    "exec 63>/dev/null\n"
+    "__sbx_save() { echo \"saved rc=$? $PWD ${ONLY-unset} $HOME\"; }\n";
 
 static void test_wrap_scopes_cwd_and_env(void **state)
 {
@@ -69,8 +69,8 @@ static void test_wrap_scopes_cwd_and_env(void **state)
 	buf_printf(&b, "%scd /; export HOME=/root; unset ONLY\n", hook);
 	cf_shell_wrap(&b, "echo \"$PWD $ONLY $HOME\"; exit 3", "/tmp", env, 2);
 	assert_string_equal(run_bash(buf_cstr(&b)),
-			    "/tmp for it /elsewhere\n"
-			    "saved rc=3 / unset /root\n");
+	                    "/tmp for it /elsewhere\n"
+	                    "saved rc=3 / unset /root\n");
 	buf_free(&b);
 }
 
@@ -83,7 +83,7 @@ static void test_wrap_survives_set_e(void **state)
 	buf_printf(&b, "%scd /; export HOME=/root\n", hook);
 	cf_shell_wrap(&b, "set -eu; false; echo not reached", "/tmp", env, 1);
 	assert_string_equal(run_bash(buf_cstr(&b)),
-			    "saved rc=1 / unset /root\n");
+	                    "saved rc=1 / unset /root\n");
 	buf_free(&b);
 }
 
@@ -95,18 +95,18 @@ static void test_wrap_missing_cwd_fails_the_command(void **state)
 	buf_printf(&b, "%scd /; export HOME=/root\n", hook);
 	cf_shell_wrap(&b, "echo ran", "/nonexistent-dir", NULL, 0);
 	assert_string_equal(run_bash(buf_cstr(&b)),
-			    "Failed to change directory to /nonexistent-dir\n"
-			    "saved rc=1 / unset /root\n");
+	                    "Failed to change directory to /nonexistent-dir\n"
+	                    "saved rc=1 / unset /root\n");
 	buf_free(&b);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_quote_round_trips),
-		cmocka_unit_test(test_wrap_scopes_cwd_and_env),
-		cmocka_unit_test(test_wrap_survives_set_e),
-		cmocka_unit_test(test_wrap_missing_cwd_fails_the_command),
+	    cmocka_unit_test(test_quote_round_trips),
+	    cmocka_unit_test(test_wrap_scopes_cwd_and_env),
+	    cmocka_unit_test(test_wrap_survives_set_e),
+	    cmocka_unit_test(test_wrap_missing_cwd_fails_the_command),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

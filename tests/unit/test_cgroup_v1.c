@@ -35,7 +35,8 @@ static struct cgroup_manager *M;
 static char mgr_name[64];
 static char skip_reason[600];
 
-/* ---- helpers ---------------------------------------------------------------- */
+/* ---- helpers ----------------------------------------------------------------
+ */
 
 static const char *hpath(unsigned ctrl)
 {
@@ -46,7 +47,7 @@ static const char *hpath(unsigned ctrl)
 
 /* Trimmed content of a file; a static buffer. NULL if unreadable. */
 static const char *readf(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
+    __attribute__((format(printf, 1, 2)));
 static const char *readf(const char *fmt, ...)
 {
 	static char buf[4096];
@@ -111,7 +112,7 @@ static bool pid_listed(const char *procs, pid_t pid)
 
 static void sleep_ms(long ms)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
 	nanosleep(&ts, NULL);
 }
 
@@ -156,7 +157,7 @@ static void assert_killed(pid_t pid)
  * (each round returns at once). */
 static void kill_until_empty(struct cgroup_sandbox *s, int idx)
 {
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int64_t deadline = cgroup_now_ns() + 10 * 1000000000LL;
 	int n;
 	while ((n = cgroup_cmd_kill(s, idx, &err)) > 0) {
@@ -169,11 +170,11 @@ static void kill_until_empty(struct cgroup_sandbox *s, int idx)
 }
 
 static struct cgroup_sandbox *sandbox(const char *name, uint64_t mem,
-				      uint32_t pids, uint32_t cpu)
+                                      uint32_t pids, uint32_t cpu)
 {
-	struct cgroup_limits lim = { mem, pids, cpu };
+	struct cgroup_limits lim = {mem, pids, cpu};
 	struct cgroup_sandbox *s = NULL;
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_new(M, name, &lim, &s, &err) < 0)
 		fail_msg("cgroup_sandbox_new: %s", err.msg);
 	return s;
@@ -181,15 +182,14 @@ static struct cgroup_sandbox *sandbox(const char *name, uint64_t mem,
 
 static void destroy(struct cgroup_sandbox *s)
 {
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_destroy(s, &err) < 0)
 		fail_msg("cgroup_sandbox_destroy: %s", err.msg);
 }
 
-static int acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
-		   int *nfds)
+static int acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS], int *nfds)
 {
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int idx = cgroup_cmd_acquire(s, fds, nfds, &err);
 	if (idx < 0)
 		fail_msg("cgroup_cmd_acquire: %s", err.msg);
@@ -213,7 +213,7 @@ static void join(int *fds, int nfds)
 
 static pid_t read_pid(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	assert_int_equal(poll(&p, 1, 5000), 1);
 	pid_t pid = 0;
 	assert_int_equal(read(fd, &pid, sizeof(pid)), (ssize_t)sizeof(pid));
@@ -222,27 +222,28 @@ static pid_t read_pid(int fd)
 }
 
 /* devices.list of a sandbox's cgroup: its /dev nodes, ptmx, the ptys. */
-#define DEVICE_RULES                                                          \
-	"c 1:3 rwm\nc 1:5 rwm\nc 1:7 rwm\nc 1:8 rwm\nc 1:9 rwm\nc 5:0 rwm\n" \
+#define DEVICE_RULES                                                           \
+	"c 1:3 rwm\nc 1:5 rwm\nc 1:7 rwm\nc 1:8 rwm\nc 1:9 rwm\nc 5:0 rwm\n"   \
 	"c 5:2 rwm\nc 136:* rwm"
 
-#define NEED_V1()                                                             \
-	do {                                                                  \
-		if (!M) {                                                     \
-			print_message("skipped: %s\n", skip_reason);          \
-			skip();                                               \
-		}                                                             \
+#define NEED_V1()                                                              \
+	do {                                                                   \
+		if (!M) {                                                      \
+			print_message("skipped: %s\n", skip_reason);           \
+			skip();                                                \
+		}                                                              \
 	} while (0)
 
-/* ---- tests ------------------------------------------------------------------ */
+/* ---- tests ------------------------------------------------------------------
+ */
 
 static void test_detects_v1(void **state)
 {
 	(void)state;
 	NEED_V1();
 	assert_int_equal(cgroup_manager_version(M), 1);
-	const unsigned ctrls[] = { CGROUP_CTRL_MEMORY, CGROUP_CTRL_PIDS,
-				   CGROUP_CTRL_CPU, CGROUP_CTRL_FREEZER };
+	const unsigned ctrls[] = {CGROUP_CTRL_MEMORY, CGROUP_CTRL_PIDS,
+	                          CGROUP_CTRL_CPU, CGROUP_CTRL_FREEZER};
 	for (size_t i = 0; i < 4; i++)
 		assert_true(existsf("%s", hpath(ctrls[i])));
 }
@@ -256,78 +257,75 @@ static void test_limits_read_back(void **state)
 	bool memsw = existsf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem);
 
 	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
-			    "67108864");
+	                    "67108864");
 	if (memsw)
 		assert_string_equal(
-			readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
-			"67108864");
+		    readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
+		    "67108864");
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
-			    "16");
+	                    "16");
 	assert_string_equal(
-		readf("%s/lim/cpu.cfs_period_us", hpath(CGROUP_CTRL_CPU)),
-		"100000");
+	    readf("%s/lim/cpu.cfs_period_us", hpath(CGROUP_CTRL_CPU)),
+	    "100000");
 	assert_string_equal(
-		readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)),
-		"50000");
+	    readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)), "50000");
 	for (int i = 0; i < M->nh; i++) {
 		assert_true(existsf("%s/lim/init", M->h[i].path));
 		assert_int_equal(existsf("%s/lim/cmds", M->h[i].path),
-				 M->h[i].leaves);
+		                 M->h[i].leaves);
 	}
 	/* The memory limit is the commands' alone: neither the sandbox's
 	 * cgroup nor init's beside cmds has one (an OOM never picks init). */
 	assert_true(strtoull(readf("%s/lim/memory.limit_in_bytes", mem), NULL,
-			     10) >= (1ull << 62));
+	                     10) >= (1ull << 62));
 	assert_true(strtoull(readf("%s/lim/init/memory.limit_in_bytes", mem),
-			     NULL, 10) >= (1ull << 62));
+	                     NULL, 10) >= (1ull << 62));
 	/* pids and CPU cover init and the commands together */
 	assert_string_equal(
-		readf("%s/lim/cmds/pids.max", hpath(CGROUP_CTRL_PIDS)), "max");
+	    readf("%s/lim/cmds/pids.max", hpath(CGROUP_CTRL_PIDS)), "max");
 	int hd = cgroup_hier_find(M, CGROUP_CTRL_DEVICES);
 	if (hd >= 0) {
 		assert_string_equal(readf("%s/lim/devices.list", M->h[hd].path),
-				    DEVICE_RULES);
+		                    DEVICE_RULES);
 		assert_string_equal(
-			readf("%s/lim/init/devices.list", M->h[hd].path),
-			DEVICE_RULES);
+		    readf("%s/lim/init/devices.list", M->h[hd].path),
+		    DEVICE_RULES);
 	} else {
 		print_message("no v1 devices hierarchy: rules not checked\n");
 	}
 
 	/* Raising the memory limit past the memsw limit is the order the
 	 * kernel refuses unless memsw goes first. */
-	struct cgroup_limits up = { 0, 0, 0 };
-	struct sbx_err err = { 0 };
+	struct cgroup_limits up = {0, 0, 0};
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_set_limits(s, &up, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
 	const char *v = readf("%s/lim/cmds/memory.limit_in_bytes", mem);
 	assert_true(strtoull(v, NULL, 10) >= (1ull << 62)); /* "unlimited" */
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
-			    "max");
+	                    "max");
 	assert_string_equal(
-		readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)),
-		"-1");
+	    readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)), "-1");
 
-	struct cgroup_limits down = { 32 << 20, 8, 2000 };
+	struct cgroup_limits down = {32 << 20, 8, 2000};
 	if (cgroup_sandbox_set_limits(s, &down, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
 	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
-			    "33554432");
+	                    "33554432");
 	if (memsw)
 		assert_string_equal(
-			readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
-			"33554432");
+		    readf("%s/lim/cmds/memory.memsw.limit_in_bytes", mem),
+		    "33554432");
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
-			    "8");
+	                    "8");
 	assert_string_equal(
-		readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)),
-		"200000");
+	    readf("%s/lim/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)), "200000");
 
-	struct cgroup_limits up2 = { 256 << 20, 8, 2000 };
+	struct cgroup_limits up2 = {256 << 20, 8, 2000};
 	if (cgroup_sandbox_set_limits(s, &up2, &err) < 0)
 		fail_msg("set_limits: %s", err.msg);
 	assert_string_equal(readf("%s/lim/cmds/memory.limit_in_bytes", mem),
-			    "268435456");
+	                    "268435456");
 	destroy(s);
 }
 
@@ -372,7 +370,7 @@ static void test_daemonized_escaper_killed(void **state)
 		if (!M->h[i].leaves)
 			continue;
 		const char *procs =
-			readf("%s/%s/cgroup.procs", M->h[i].path, leaf);
+		    readf("%s/%s/cgroup.procs", M->h[i].path, leaf);
 		assert_true(pid_listed(procs, child));
 		assert_true(pid_listed(procs, gc));
 	}
@@ -383,12 +381,11 @@ static void test_daemonized_escaper_killed(void **state)
 	assert_killed(gc);
 	assert_true(cgroup_cmd_empty(s, idx));
 	assert_string_equal(
-		readf("%s/%s/cgroup.procs", hpath(CGROUP_CTRL_MEMORY), leaf),
-		"");
+	    readf("%s/%s/cgroup.procs", hpath(CGROUP_CTRL_MEMORY), leaf), "");
 	/* Thawed again: the next command must not start frozen. */
-	assert_string_equal(readf("%s/%s/freezer.state",
-				  hpath(CGROUP_CTRL_FREEZER), leaf),
-			    "THAWED");
+	assert_string_equal(
+	    readf("%s/%s/freezer.state", hpath(CGROUP_CTRL_FREEZER), leaf),
+	    "THAWED");
 	assert_true(cgroup_cmd_release(s, idx));
 	int idx2 = acquire(s, fds, &nfds);
 	assert_int_equal(idx2, idx);
@@ -425,18 +422,18 @@ static void test_fork_bomb_contained_and_killed(void **state)
 	assert_non_null(strstr(ev, "max "));
 	assert_true(strtoull(strstr(ev, "max ") + 4, NULL, 10) > 0);
 	if (existsf("%s/bomb/pids.peak", pids))
-		assert_true(strtoull(readf("%s/bomb/pids.peak", pids), NULL,
-				     10) <= 16);
+		assert_true(
+		    strtoull(readf("%s/bomb/pids.peak", pids), NULL, 10) <= 16);
 
 	int64_t t0 = cgroup_now_ns();
 	kill_until_empty(s, idx);
 	print_message("fork bomb killed in %.1f ms\n",
-		      (double)(cgroup_now_ns() - t0) / 1e6);
+	              (double)(cgroup_now_ns() - t0) / 1e6);
 	assert_killed(child);
 	reap_all();
 	assert_true(cgroup_cmd_empty(s, idx));
 	assert_string_equal(
-		readf("%s/bomb/pids.current", hpath(CGROUP_CTRL_PIDS)), "0");
+	    readf("%s/bomb/pids.current", hpath(CGROUP_CTRL_PIDS)), "0");
 	destroy(s);
 }
 
@@ -494,13 +491,12 @@ static void test_init_joins_and_stats(void **state)
 	}
 	close(go[0]);
 	close(done[1]);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_add_init(s, child, &err) < 0)
 		fail_msg("add_init: %s", err.msg);
 	for (int i = 0; i < M->nh; i++)
 		assert_true(pid_listed(
-			readf("%s/stats/init/cgroup.procs", M->h[i].path),
-			child));
+		    readf("%s/stats/init/cgroup.procs", M->h[i].path), child));
 	assert_int_equal(write(go[1], "x", 1), 1);
 	assert_int_equal(read_pid(done[0]), child);
 	close(go[1]);
@@ -542,8 +538,8 @@ static void test_destroy_removes_every_dir(void **state)
 	assert_false(cgroup_cmd_empty(s, 1));
 	for (int i = 0; i < M->nh; i++) {
 		bool leaves = M->h[i].leaves;
-		assert_int_equal(
-			existsf("%s/rm/cmds/c2", M->h[i].path), leaves);
+		assert_int_equal(existsf("%s/rm/cmds/c2", M->h[i].path),
+		                 leaves);
 	}
 	destroy(s);
 	assert_killed(child);
@@ -570,7 +566,7 @@ static void test_remove_of_an_empty_sandbox(void **state)
 	assert_int_equal(waitpid(child, NULL, 0), child);
 	assert_int_equal(acquire(s, fds, &nfds), 1);
 	close_fds(fds, nfds);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_remove(s, &err) < 0)
 		fail_msg("cgroup_sandbox_remove: %s", err.msg);
 	for (int i = 0; i < M->nh; i++)
@@ -597,7 +593,7 @@ static void test_remove_falls_back_to_the_kill(void **state)
 	for (int i = 0; i < 200 && cgroup_cmd_empty(s, 0); i++)
 		sleep_ms(1);
 	assert_false(cgroup_cmd_empty(s, 0));
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_remove(s, &err) < 0)
 		fail_msg("cgroup_sandbox_remove: %s", err.msg);
 	assert_killed(child);
@@ -618,7 +614,7 @@ static void test_stale_sandbox_replaced(void **state)
 	if (daemon == 0) {
 		struct cgroup_manager *m2 = NULL;
 		struct cgroup_sandbox *s2 = NULL;
-		struct cgroup_limits lim = { 0, 0, 0 };
+		struct cgroup_limits lim = {0, 0, 0};
 		int fds[CGROUP_MAX_FDS], nfds;
 		if (cgroup_manager_new(NULL, mgr_name, &m2, NULL) < 0 ||
 		    cgroup_sandbox_new(m2, "stale", &lim, &s2, NULL) < 0 ||
@@ -659,7 +655,7 @@ static void test_manager_clean_after_dead_daemon(void **state)
 	if (daemon == 0) {
 		struct cgroup_manager *m2 = NULL;
 		struct cgroup_sandbox *s2 = NULL;
-		struct cgroup_limits lim = { 0, 0, 0 };
+		struct cgroup_limits lim = {0, 0, 0};
 		int fds[CGROUP_MAX_FDS], nfds;
 		if (cgroup_manager_new(NULL, mgr_name, &m2, NULL) < 0)
 			_exit(116);
@@ -682,11 +678,11 @@ static void test_manager_clean_after_dead_daemon(void **state)
 		_exit(0);
 	}
 	close(p[1]);
-	pid_t orphan[2] = { read_pid(p[0]), read_pid(p[0]) };
+	pid_t orphan[2] = {read_pid(p[0]), read_pid(p[0])};
 	close(p[0]);
 	wait_dead(daemon);
 
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_manager_clean(M, &err) < 0)
 		fail_msg("cgroup_manager_clean: %s", err.msg);
 	assert_killed(orphan[0]);
@@ -727,7 +723,7 @@ static void test_init_outside_the_memory_limit(void **state)
 	}
 	close(go[0]);
 	close(done[1]);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_add_init(s, init, &err) < 0)
 		fail_msg("add_init: %s", err.msg);
 	assert_int_equal(write(go[1], "x", 1), 1);
@@ -817,9 +813,9 @@ static void recycle_pid(void *arg)
 	waitpid(r->victim, NULL, 0);
 	pid_t tid = r->victim;
 	struct clone_args ca = {
-		.exit_signal = SIGCHLD,
-		.set_tid = (uint64_t)(uintptr_t)&tid,
-		.set_tid_size = 1,
+	    .exit_signal = SIGCHLD,
+	    .set_tid = (uint64_t)(uintptr_t)&tid,
+	    .set_tid_size = 1,
 	};
 	pid_t pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
 	if (pid == 0) {
@@ -853,7 +849,7 @@ static void test_signal_never_hits_a_recycled_pid(void **state)
 	assert_int_equal(read(p[0], &c, 1), 1);
 	close(p[0]);
 
-	struct recycle r = { .victim = victim };
+	struct recycle r = {.victim = victim};
 	M->test_listed = recycle_pid;
 	M->test_arg = &r;
 	/* SIGUSR1 kills by default; a fatal signal fixes the exit status
@@ -863,8 +859,8 @@ static void test_signal_never_hits_a_recycled_pid(void **state)
 	M->test_listed = NULL;
 	if (r.err == EEXIST) {
 		print_message("skipped: pid %d was taken before the test could "
-			      "reuse it\n",
-			      (int)victim);
+		              "reuse it\n",
+		              (int)victim);
 		destroy(s);
 		skip();
 	}
@@ -877,8 +873,8 @@ static void test_signal_never_hits_a_recycled_pid(void **state)
 	assert_true(WIFSIGNALED(status));
 	if (WTERMSIG(status) == SIGUSR1)
 		fail_msg("a recycled pid was signalled: pid %d now names a "
-			 "process outside the leaf",
-			 (int)r.stranger);
+		         "process outside the leaf",
+		         (int)r.stranger);
 	assert_int_equal(WTERMSIG(status), SIGKILL);
 	assert_true(cgroup_cmd_empty(s, idx));
 	destroy(s);
@@ -891,15 +887,14 @@ static void test_totals(void **state)
 	const char *mem = hpath(CGROUP_CTRL_MEMORY);
 	const char *pids = hpath(CGROUP_CTRL_PIDS);
 	bool memsw = existsf("%s/memory.memsw.limit_in_bytes", mem);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_manager_set_totals(M, 512ull << 20, 1000, &err) < 0)
 		fail_msg("set_totals: %s", err.msg);
 	assert_string_equal(readf("%s/memory.limit_in_bytes", mem),
-			    "536870912");
+	                    "536870912");
 	if (memsw)
 		assert_string_equal(
-			readf("%s/memory.memsw.limit_in_bytes", mem),
-				    "536870912");
+		    readf("%s/memory.memsw.limit_in_bytes", mem), "536870912");
 	assert_string_equal(readf("%s/pids.max", pids), "1000");
 	/* sandboxes below it keep their own limits, and fit under it */
 	struct cgroup_sandbox *s = sandbox("tot", 64 << 20, 16, 0);
@@ -908,7 +903,7 @@ static void test_totals(void **state)
 	if (cgroup_manager_set_totals(M, 0, 0, &err) < 0)
 		fail_msg("set_totals: %s", err.msg);
 	assert_true(strtoull(readf("%s/memory.limit_in_bytes", mem), NULL,
-			     10) >= (1ull << 62));
+	                     10) >= (1ull << 62));
 	assert_string_equal(readf("%s/pids.max", pids), "max");
 }
 
@@ -918,11 +913,11 @@ static void make_stale(const char *prefix, const char *tag)
 {
 	for (int i = 0; i < M->nh; i++) {
 		char p[PATH_MAX];
-		const char *subs[] = { "", "/s1", "/s1/init", "/s1/cmds",
-				       "/s1/cmds/c0" };
+		const char *subs[] = {"", "/s1", "/s1/init", "/s1/cmds",
+		                      "/s1/cmds/c0"};
 		for (size_t j = 0; j < 5; j++) {
 			snprintf(p, sizeof(p), "%s/../%s%s%s", M->h[i].path,
-				 prefix, tag, subs[j]);
+			         prefix, tag, subs[j]);
 			assert_int_equal(mkdir(p, 0755), 0);
 		}
 	}
@@ -931,12 +926,12 @@ static void make_stale(const char *prefix, const char *tag)
 static void rm_stale(const char *prefix, const char *tag)
 {
 	for (int i = 0; i < M->nh; i++) {
-		const char *subs[] = { "/s1/cmds/c0", "/s1/cmds", "/s1/init",
-				       "/s1", "" };
+		const char *subs[] = {"/s1/cmds/c0", "/s1/cmds", "/s1/init",
+		                      "/s1", ""};
 		for (size_t j = 0; j < 5; j++) {
 			char p[PATH_MAX];
 			snprintf(p, sizeof(p), "%s/../%s%s%s", M->h[i].path,
-				 prefix, tag, subs[j]);
+			         prefix, tag, subs[j]);
 			rmdir(p);
 		}
 	}
@@ -953,7 +948,7 @@ static void test_stale_managers_removed(void **state)
 	NEED_V1();
 	char prefix[64];
 	snprintf(prefix, sizeof(prefix), "sbx-st%d-", (int)getpid());
-	const char *tags[] = { "gone", "busy", "open", "locked" };
+	const char *tags[] = {"gone", "busy", "open", "locked"};
 	for (size_t t = 0; t < 4; t++)
 		make_stale(prefix, tags[t]);
 
@@ -968,7 +963,7 @@ static void test_stale_managers_removed(void **state)
 	}
 	char procs[PATH_MAX], val[24];
 	snprintf(procs, sizeof(procs), "%s/../%sbusy/s1/cmds/c0/cgroup.procs",
-		 hpath(CGROUP_CTRL_PIDS), prefix);
+	         hpath(CGROUP_CTRL_PIDS), prefix);
 	snprintf(val, sizeof(val), "%d", (int)inside);
 	int fd = open(procs, O_WRONLY | O_CLOEXEC);
 	assert_true(fd >= 0);
@@ -978,7 +973,7 @@ static void test_stale_managers_removed(void **state)
 	/* open: a process (an older daemon) holds its dir in one hierarchy */
 	char dir[PATH_MAX];
 	snprintf(dir, sizeof(dir), "%s/../%sopen", hpath(CGROUP_CTRL_MEMORY),
-		 prefix);
+	         prefix);
 	int held = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(held >= 0);
 
@@ -990,9 +985,9 @@ static void test_stale_managers_removed(void **state)
 		close(held); /* it holds no dir open, only the lock */
 		char lk[PATH_MAX];
 		snprintf(lk, sizeof(lk), "%s/%slocked.lock", CGROUP_LOCK_DIR,
-			 prefix);
+		         prefix);
 		int lfd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
 		if (lfd < 0 || fcntl(lfd, F_SETLK, &fl) < 0 ||
 		    write(p[1], "x", 1) != 1)
 			_exit(111);
@@ -1004,7 +999,7 @@ static void test_stale_managers_removed(void **state)
 	assert_int_equal(read(p[0], &c, 1), 1);
 	close(p[0]);
 
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int r = cgroup_manager_remove_stale(M, prefix, &err);
 	if (r < 0)
 		fail_msg("remove_stale: %s", err.msg);
@@ -1045,7 +1040,7 @@ static void test_manager_remove_leaves_nothing(void **state)
 	int nh = M->nh;
 	for (int i = 0; i < nh; i++)
 		snprintf(paths[i], PATH_MAX, "%s", M->h[i].path);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_manager_remove(M, &err) < 0)
 		fail_msg("cgroup_manager_remove: %s", err.msg);
 	cgroup_manager_free(M);
@@ -1059,7 +1054,8 @@ static void test_manager_remove_leaves_nothing(void **state)
 	snprintf(skip_reason, sizeof(skip_reason), "manager removed");
 }
 
-/* ---- setup -------------------------------------------------------------------- */
+/* ---- setup
+ * -------------------------------------------------------------------- */
 
 static bool host_has_v1_memory(void)
 {
@@ -1087,19 +1083,19 @@ static int group_setup(void **state)
 	(void)state;
 	if (geteuid() != 0) {
 		snprintf(skip_reason, sizeof(skip_reason),
-			 "needs root to create cgroups");
+		         "needs root to create cgroups");
 		return 0;
 	}
 	/* Checked before creating the manager: on a v2 host that would move
 	 * this process into <own>/daemon. */
 	if (!host_has_v1_memory()) {
 		snprintf(skip_reason, sizeof(skip_reason),
-			 "no cgroup v1 memory hierarchy on this host");
+		         "no cgroup v1 memory hierarchy on this host");
 		return 0;
 	}
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	snprintf(mgr_name, sizeof(mgr_name), "sbx-unit-%d", (int)getpid());
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_manager_new(NULL, mgr_name, &M, &err) < 0) {
 		fprintf(stderr, "cgroup_manager_new: %s\n", err.msg);
 		return -1;
@@ -1111,7 +1107,7 @@ static int group_teardown(void **state)
 {
 	(void)state;
 	if (M) {
-		struct sbx_err err = { 0 };
+		struct sbx_err err = {0};
 		if (cgroup_manager_remove(M, &err) < 0)
 			fprintf(stderr, "cleanup: %s\n", err.msg);
 		cgroup_manager_free(M);
@@ -1124,23 +1120,23 @@ static int group_teardown(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_detects_v1),
-		cmocka_unit_test(test_limits_read_back),
-		cmocka_unit_test(test_daemonized_escaper_killed),
-		cmocka_unit_test(test_fork_bomb_contained_and_killed),
-		cmocka_unit_test(test_oom_kill_counted),
-		cmocka_unit_test(test_init_joins_and_stats),
-		cmocka_unit_test(test_destroy_removes_every_dir),
-		cmocka_unit_test(test_remove_of_an_empty_sandbox),
-		cmocka_unit_test(test_remove_falls_back_to_the_kill),
-		cmocka_unit_test(test_stale_sandbox_replaced),
-		cmocka_unit_test(test_manager_clean_after_dead_daemon),
-		cmocka_unit_test(test_init_outside_the_memory_limit),
-		cmocka_unit_test(test_signal_reaches_the_tree),
-		cmocka_unit_test(test_signal_never_hits_a_recycled_pid),
-		cmocka_unit_test(test_totals),
-		cmocka_unit_test(test_stale_managers_removed),
-		cmocka_unit_test(test_manager_remove_leaves_nothing),
+	    cmocka_unit_test(test_detects_v1),
+	    cmocka_unit_test(test_limits_read_back),
+	    cmocka_unit_test(test_daemonized_escaper_killed),
+	    cmocka_unit_test(test_fork_bomb_contained_and_killed),
+	    cmocka_unit_test(test_oom_kill_counted),
+	    cmocka_unit_test(test_init_joins_and_stats),
+	    cmocka_unit_test(test_destroy_removes_every_dir),
+	    cmocka_unit_test(test_remove_of_an_empty_sandbox),
+	    cmocka_unit_test(test_remove_falls_back_to_the_kill),
+	    cmocka_unit_test(test_stale_sandbox_replaced),
+	    cmocka_unit_test(test_manager_clean_after_dead_daemon),
+	    cmocka_unit_test(test_init_outside_the_memory_limit),
+	    cmocka_unit_test(test_signal_reaches_the_tree),
+	    cmocka_unit_test(test_signal_never_hits_a_recycled_pid),
+	    cmocka_unit_test(test_totals),
+	    cmocka_unit_test(test_stale_managers_removed),
+	    cmocka_unit_test(test_manager_remove_leaves_nothing),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

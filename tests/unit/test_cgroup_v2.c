@@ -44,8 +44,8 @@ static bool fake_has_kill = true;
 
 static void write_at(int dfd, const char *name, const char *content)
 {
-	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-			0644);
+	int fd =
+	    openat(dfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	assert_true(fd >= 0);
 	size_t len = strlen(content);
 	assert_int_equal(write(fd, content, len), (ssize_t)len);
@@ -66,7 +66,7 @@ static void vpath(char *buf, const char *fmt, va_list ap)
 }
 
 static void put(const char *content, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 static void put(const char *content, const char *fmt, ...)
 {
 	char path[PATH_MAX];
@@ -149,10 +149,10 @@ static void populate_v2(int dfd)
 	write_at(dfd, "cpu.max", "");
 	write_at(dfd, "memory.current", "4096\n");
 	write_at(dfd, "cpu.stat",
-		 "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n");
+	         "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n");
 	write_at(dfd, "pids.current", "3\n");
 	write_at(dfd, "memory.events",
-		 "low 0\nhigh 0\nmax 5\noom 1\noom_kill 2\noom_group_kill 0\n");
+	         "low 0\nhigh 0\nmax 5\noom 1\noom_kill 2\noom_group_kill 0\n");
 }
 
 static void fake_mkdir(int dfd, const char *name)
@@ -178,7 +178,7 @@ static void fake_rmdir(int dfd, const char *name)
 }
 
 static int rm_entry(const char *path, const struct stat *st, int flag,
-		    struct FTW *ftw)
+                    struct FTW *ftw)
 {
 	(void)st;
 	(void)flag;
@@ -228,11 +228,11 @@ static int setup_v2(void **state)
 	struct fake *f = fake_new();
 	char buf[2 * PATH_MAX];
 	snprintf(buf, sizeof(buf),
-		 "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
-		 "30 22 0:26 / %s/cg rw,nosuid,nodev,noexec,relatime shared:4 "
-		 "- cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
-		 "31 22 0:27 / /proc rw - proc proc rw\n",
-		 f->tmp);
+	         "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
+	         "30 22 0:26 / %s/cg rw,nosuid,nodev,noexec,relatime shared:4 "
+	         "- cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
+	         "31 22 0:27 / /proc rw - proc proc rw\n",
+	         f->tmp);
 	write_file(f->mountinfo, buf);
 	write_file(f->selfcg, "0::/" OWN_REL "\n");
 	mkdir_p(f->own);
@@ -240,7 +240,7 @@ static int setup_v2(void **state)
 	assert_true(fd >= 0);
 	populate_v2(fd);
 	write_at(fd, "cgroup.controllers",
-		 "cpuset cpu io memory hugetlb pids\n");
+	         "cpuset cpu io memory hugetlb pids\n");
 	close(fd);
 	*state = f;
 	return 0;
@@ -257,7 +257,7 @@ static int teardown(void **state)
 static struct cgroup_manager *manager(struct fake *f)
 {
 	struct cgroup_manager *m = NULL;
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int r = cgroup_manager_new(&f->env, MGR, &m, &err);
 	if (r < 0)
 		fail_msg("cgroup_manager_new: %s", err.msg);
@@ -265,12 +265,12 @@ static struct cgroup_manager *manager(struct fake *f)
 }
 
 static struct cgroup_sandbox *sandbox(struct cgroup_manager *m,
-				      const char *name, uint64_t mem,
-				      uint32_t pids, uint32_t cpu)
+                                      const char *name, uint64_t mem,
+                                      uint32_t pids, uint32_t cpu)
 {
-	struct cgroup_limits lim = { mem, pids, cpu };
+	struct cgroup_limits lim = {mem, pids, cpu};
 	struct cgroup_sandbox *s = NULL;
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_new(m, name, &lim, &s, &err) < 0)
 		fail_msg("cgroup_sandbox_new: %s", err.msg);
 	return s;
@@ -278,15 +278,14 @@ static struct cgroup_sandbox *sandbox(struct cgroup_manager *m,
 
 static void destroy(struct cgroup_sandbox *s)
 {
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	if (cgroup_sandbox_destroy(s, &err) < 0)
 		fail_msg("cgroup_sandbox_destroy: %s", err.msg);
 }
 
-static int acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
-		   int *nfds)
+static int acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS], int *nfds)
 {
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int idx = cgroup_cmd_acquire(s, fds, nfds, &err);
 	if (idx < 0)
 		fail_msg("cgroup_cmd_acquire: %s", err.msg);
@@ -299,7 +298,8 @@ static void close_fds(int *fds, int n)
 		close(fds[i]);
 }
 
-/* ---- tests ---------------------------------------------------------------- */
+/* ---- tests ----------------------------------------------------------------
+ */
 
 static void test_detect_picks_v2(void **state)
 {
@@ -316,7 +316,7 @@ static void test_daemon_moved_into_own_daemon(void **state)
 	struct cgroup_manager *m = manager(f);
 	assert_true(is_dir("%s/daemon", f->own));
 	assert_string_equal(read_file("%s/daemon/cgroup.procs", f->own),
-			    "4242");
+	                    "4242");
 	cgroup_manager_free(m);
 }
 
@@ -325,24 +325,21 @@ static void test_subtree_control_enabled(void **state)
 	struct fake *f = *state;
 	struct cgroup_manager *m = manager(f);
 	assert_string_equal(read_file("%s/cgroup.subtree_control", f->own),
-			    SUBTREE);
+	                    SUBTREE);
 	assert_string_equal(
-		read_file("%s/" MGR "/cgroup.subtree_control", f->own),
-		SUBTREE);
+	    read_file("%s/" MGR "/cgroup.subtree_control", f->own), SUBTREE);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cgroup.subtree_control", f->own),
-		SUBTREE);
+	    read_file("%s/" MGR "/box1/cgroup.subtree_control", f->own),
+	    SUBTREE);
 	/* The commands' parent hands memory on to the leaves (for their
 	 * memory.oom.group); leaves hold processes, so theirs stays empty. */
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/cgroup.subtree_control",
-			  f->own),
-		SUBTREE);
+	    read_file("%s/" MGR "/box1/cmds/cgroup.subtree_control", f->own),
+	    SUBTREE);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/init/cgroup.subtree_control",
-			  f->own),
-		"");
+	    read_file("%s/" MGR "/box1/init/cgroup.subtree_control", f->own),
+	    "");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -356,24 +353,23 @@ static void test_limits_written(void **state)
 	assert_true(is_dir("%s/" MGR "/box1", b));
 	assert_true(is_dir("%s/" MGR "/box1/init", b));
 	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
-			    "67108864");
+	                    "67108864");
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/memory.swap.max", b),
-			    "0");
+	    read_file("%s/" MGR "/box1/cmds/memory.swap.max", b), "0");
 	/* The sandbox itself has no memory limit: init lives beside the
 	 * commands' limited parent, so an OOM in the sandbox never takes it.
 	 * OOM grouping is per command leaf. */
 	assert_string_equal(read_file("%s/" MGR "/box1/memory.max", b), "");
 	assert_string_equal(read_file("%s/" MGR "/box1/memory.swap.max", b),
-			    "");
+	                    "");
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/memory.oom.group", b), "");
+	    read_file("%s/" MGR "/box1/cmds/memory.oom.group", b), "");
 	assert_string_equal(read_file("%s/" MGR "/box1/init/memory.max", b),
-			    "");
+	                    "");
 	assert_string_equal(read_file("%s/" MGR "/box1/cmds/pids.max", b), "");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "16");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
-			    "50000 100000");
+	                    "50000 100000");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -384,11 +380,11 @@ static void test_unlimited_written_as_max(void **state)
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
 	const char *b = f->own;
-	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/memory.max", b), "max");
+	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
+	                    "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
-			    "max 100000");
+	                    "max 100000");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -400,7 +396,7 @@ static void test_tiny_cpu_quota_clamped(void **state)
 	/* 5 millis would be a 500 us quota, which the kernel refuses. */
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 5);
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", f->own),
-			    "1000 100000");
+	                    "1000 100000");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -413,8 +409,7 @@ static void test_swap_max_absent_is_skipped(void **state)
 	struct cgroup_sandbox *s = sandbox(m, "box1", 1 << 20, 0, 0);
 	assert_false(exists("%s/" MGR "/box1/cmds/memory.swap.max", f->own));
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
-			    "1048576");
+	    read_file("%s/" MGR "/box1/cmds/memory.max", f->own), "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -427,18 +422,18 @@ static void test_set_limits_updates(void **state)
 	const char *b = f->own;
 	/* The fake files keep old bytes on a shorter write; cgroupfs would
 	 * not. Start from empty files. */
-	const char *knobs[] = { "cmds/memory.max", "pids.max", "cpu.max" };
+	const char *knobs[] = {"cmds/memory.max", "pids.max", "cpu.max"};
 	for (size_t i = 0; i < 3; i++) {
 		put("", "%s/" MGR "/box1/%s", b, knobs[i]);
 	}
-	struct cgroup_limits lim = { 128 << 20, 0, 2000 };
-	struct sbx_err err = { 0 };
+	struct cgroup_limits lim = {128 << 20, 0, 2000};
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_sandbox_set_limits(s, &lim, &err), 0);
 	assert_string_equal(read_file("%s/" MGR "/box1/cmds/memory.max", b),
-			    "134217728");
+	                    "134217728");
 	assert_string_equal(read_file("%s/" MGR "/box1/pids.max", b), "max");
 	assert_string_equal(read_file("%s/" MGR "/box1/cpu.max", b),
-			    "200000 100000");
+	                    "200000 100000");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -448,11 +443,10 @@ static void test_add_init(void **state)
 	struct fake *f = *state;
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_sandbox_add_init(s, 31337, &err), 0);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/init/cgroup.procs", f->own),
-		"31337");
+	    read_file("%s/" MGR "/box1/init/cgroup.procs", f->own), "31337");
 	/* The fake "process" never exits; let destroy find the leaf empty. */
 	put("", "%s/" MGR "/box1/init/cgroup.procs", f->own);
 	destroy(s);
@@ -473,10 +467,9 @@ static void test_acquire_fds_land_in_c0(void **state)
 	assert_int_equal(write(fds[0], "0", 1), 1);
 	close_fds(fds, nfds);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
+	    read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/c0/memory.oom.group",
-			  f->own), "1");
+	    read_file("%s/" MGR "/box1/cmds/c0/memory.oom.group", f->own), "1");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -487,7 +480,7 @@ static void test_init_fds_land_in_init(void **state)
 	struct fake *f = *state;
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int fds[CGROUP_MAX_HIER], nfds = -1;
 	assert_int_equal(cgroup_sandbox_init_fds(s, fds, &nfds, &err), 0);
 	assert_int_equal(nfds, 1);
@@ -496,7 +489,7 @@ static void test_init_fds_land_in_init(void **state)
 	assert_int_equal(write(fds[0], "0", 1), 1);
 	close_fds(fds, nfds);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/init/cgroup.procs", f->own), "0");
+	    read_file("%s/" MGR "/box1/init/cgroup.procs", f->own), "0");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -508,7 +501,7 @@ static void test_acquire_without_fds_then_open(void **state)
 	struct fake *f = *state;
 	struct cgroup_manager *m = manager(f);
 	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 0, 0);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int fds[CGROUP_MAX_FDS], nfds = -1;
 	assert_int_equal(cgroup_cmd_acquire(s, NULL, &nfds, &err), 0);
 	assert_int_equal(nfds, 0);
@@ -519,7 +512,7 @@ static void test_acquire_without_fds_then_open(void **state)
 	assert_int_equal(write(fds[0], "0", 1), 1);
 	close_fds(fds, nfds);
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
+	    read_file("%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own), "0");
 	assert_int_equal(cgroup_cmd_open(s, 1, fds, &nfds, &err), -EINVAL);
 	assert_int_equal(nfds, 0);
 	destroy(s);
@@ -611,7 +604,7 @@ static void test_remove_of_an_empty_sandbox(void **state)
 		close_fds(fds, nfds);
 	}
 	assert_true(is_dir("%s/" MGR "/box1/cmds/c2", f->own));
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_sandbox_remove(s, &err), 0);
 	assert_false(exists("%s/" MGR "/box1", f->own));
 	assert_true(is_dir("%s/" MGR "/box2/init", f->own));
@@ -636,7 +629,7 @@ static void test_kill_never_waits_for_a_survivor(void **state)
 	 * pid far beyond pid_max, so no real process can be hit. */
 	assert_int_equal(write(fds[0], "2000000000\n", 11), 11);
 	close_fds(fds, nfds);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	int64_t t0 = cgroup_now_ns();
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), 1);
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), 1);
@@ -656,15 +649,14 @@ static void test_kill_without_cgroup_kill_freezes(void **state)
 	int fds[CGROUP_MAX_FDS], nfds;
 	acquire(s, fds, &nfds);
 	close_fds(fds, nfds);
-	put("populated 1\nfrozen 1\n",
-	    "%s/" MGR "/box1/cmds/c0/cgroup.events", f->own);
+	put("populated 1\nfrozen 1\n", "%s/" MGR "/box1/cmds/c0/cgroup.events",
+	    f->own);
 	put("2000000000\n", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_cmd_kill(s, 0, &err), 1);
 	/* It froze the leaf, and thawed it again before returning. */
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/c0/cgroup.freeze",
-			  f->own), "0");
+	    read_file("%s/" MGR "/box1/cmds/c0/cgroup.freeze", f->own), "0");
 	assert_false(exists("%s/" MGR "/box1/cmds/c0/cgroup.kill", f->own));
 	put("", "%s/" MGR "/box1/cmds/c0/cgroup.procs", f->own);
 	destroy(s);
@@ -696,8 +688,7 @@ static void test_stale_sandbox_replaced(void **state)
 	assert_false(exists("%s/" MGR "/box1/c7", f->own));
 	assert_true(is_dir("%s/" MGR "/box1/init", f->own));
 	assert_string_equal(
-		read_file("%s/" MGR "/box1/cmds/memory.max", f->own),
-			    "1048576");
+	    read_file("%s/" MGR "/box1/cmds/memory.max", f->own), "1048576");
 	destroy(s);
 	cgroup_manager_free(m);
 }
@@ -708,7 +699,7 @@ static void test_manager_clean_and_remove(void **state)
 	struct cgroup_manager *m = manager(f);
 	mkdirf("%s/" MGR "/old1/c0", f->own);
 	mkdirf("%s/" MGR "/old2/init", f->own);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_clean(m, &err), 0);
 	assert_false(exists("%s/" MGR "/old1", f->own));
 	assert_false(exists("%s/" MGR "/old2", f->own));
@@ -724,11 +715,11 @@ static void test_totals(void **state)
 {
 	struct fake *f = *state;
 	struct cgroup_manager *m = manager(f);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_set_totals(m, 8ull << 30, 4096, &err),
-			 0);
+	                 0);
 	assert_string_equal(read_file("%s/" MGR "/memory.max", f->own),
-			    "8589934592");
+	                    "8589934592");
 	assert_string_equal(read_file("%s/" MGR "/pids.max", f->own), "4096");
 	/* the daemon's own cgroup and its leaf are not touched */
 	assert_string_equal(read_file("%s/memory.max", f->own), "");
@@ -751,7 +742,7 @@ static pid_t lock_in_child(const char *path)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-		struct flock fl = { .l_type = F_RDLCK, .l_whence = SEEK_SET };
+		struct flock fl = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
 		if (fd < 0 || fcntl(fd, F_SETLK, &fl) < 0 ||
 		    write(p[1], "x", 1) != 1)
 			_exit(1);
@@ -785,13 +776,13 @@ static void test_stale_managers_removed(void **state)
 	int held = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(held >= 0);
 
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 1);
-	assert_false(exists("%s/old-1", f->own));     /* nobody's: gone */
-	assert_true(is_dir("%s/old-2/s0", f->own));   /* a process inside */
-	assert_true(is_dir("%s/old-3/s1", f->own));   /* held open */
-	assert_true(is_dir("%s/old-4/s2", f->own));   /* locked by its owner */
-	assert_true(is_dir("%s/other", f->own));      /* not ours to judge */
+	assert_false(exists("%s/old-1", f->own));   /* nobody's: gone */
+	assert_true(is_dir("%s/old-2/s0", f->own)); /* a process inside */
+	assert_true(is_dir("%s/old-3/s1", f->own)); /* held open */
+	assert_true(is_dir("%s/old-4/s2", f->own)); /* locked by its owner */
+	assert_true(is_dir("%s/other", f->own));    /* not ours to judge */
 	assert_true(is_dir("%s/daemon", f->own));
 	assert_true(is_dir("%s/" MGR, f->own));
 	assert_false(exists("%s/locks/old-1.lock", f->tmp));
@@ -821,7 +812,7 @@ static void test_live_manager_keeps_its_dirs(void **state)
 	if (other == 0) {
 		struct cgroup_manager *m2 = NULL;
 		struct cgroup_sandbox *s2 = NULL;
-		struct cgroup_limits lim = { 0 };
+		struct cgroup_limits lim = {0};
 		if (cgroup_manager_new(&f->env, "old-live", &m2, NULL) < 0 ||
 		    cgroup_sandbox_new(m2, "box1", &lim, &s2, NULL) < 0 ||
 		    write(p[1], "x", 1) != 1)
@@ -833,7 +824,7 @@ static void test_live_manager_keeps_its_dirs(void **state)
 	char c;
 	assert_int_equal(read(p[0], &c, 1), 1);
 	close(p[0]);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), 0);
 	assert_true(is_dir("%s/old-live/box1/init", f->own));
 	/* it dies without cleaning up: the next start removes its dirs */
@@ -851,7 +842,7 @@ static void test_no_lock_dir_leaves_stale_dirs(void **state)
 	f->env.lock_dir = "/proc/self/no-such-dir";
 	struct cgroup_manager *m = manager(f); /* works without */
 	mkdirf("%s/old-1/s0", f->own);
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_remove_stale(m, "old-", &err), -ENOLCK);
 	assert_non_null(strstr(err.msg, "/proc/self/no-such-dir"));
 	assert_true(is_dir("%s/old-1/s0", f->own));
@@ -862,19 +853,19 @@ static void test_invalid_names_rejected(void **state)
 {
 	struct fake *f = *state;
 	struct cgroup_manager *m = NULL;
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_new(&f->env, "../x", &m, &err),
-			 -EINVAL);
+	                 -EINVAL);
 	assert_int_equal(cgroup_manager_new(&f->env, "daemon", &m, &err),
-			 -EINVAL);
+	                 -EINVAL);
 	assert_null(m);
 	m = manager(f);
-	struct cgroup_limits lim = { 0 };
+	struct cgroup_limits lim = {0};
 	struct cgroup_sandbox *s = NULL;
-	const char *bad[] = { "", ".", "..", "a/b", "a b", "x\n" };
+	const char *bad[] = {"", ".", "..", "a/b", "a b", "x\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(cgroup_sandbox_new(m, bad[i], &lim, &s, &err),
-				 -EINVAL);
+		                 -EINVAL);
 	assert_null(s);
 	cgroup_manager_free(m);
 }
@@ -884,19 +875,19 @@ static void test_v2_without_controllers_and_no_v1_fails(void **state)
 	struct fake *f = *state;
 	put("cpuset io hugetlb\n", "%s/cgroup.controllers", f->own);
 	struct cgroup_manager *m = NULL;
-	struct sbx_err err = { 0 };
-	assert_int_equal(cgroup_manager_new(&f->env, MGR, &m, &err),
-			 -ENOTSUP);
+	struct sbx_err err = {0};
+	assert_int_equal(cgroup_manager_new(&f->env, MGR, &m, &err), -ENOTSUP);
 	assert_null(m);
 	assert_non_null(strstr(err.msg, "cpuset io hugetlb"));
 	assert_false(exists("%s/" MGR, f->own));
 }
 
-/* ---- hybrid detection ------------------------------------------------------- */
+/* ---- hybrid detection -------------------------------------------------------
+ */
 
-static const char *const v1_dirs[] = { "cpu",	  "cpuacct", "cpuset",
-				       "memory",  "devices", "freezer",
-				       "blkio",	  "pids",    "systemd" };
+static const char *const v1_dirs[] = {"cpu",    "cpuacct", "cpuset",
+                                      "memory", "devices", "freezer",
+                                      "blkio",  "pids",    "systemd"};
 
 /* This development machine's layout: v1 controllers each on its own mount
  * (cpu and cpuacct apart), memory's own cgroup deep down, and a cgroup2
@@ -908,30 +899,30 @@ static int setup_hybrid(void **state)
 	char root[PATH_MAX], mi[8192];
 	snprintf(root, sizeof(root), "%s/sys fs", f->tmp);
 	int off = snprintf(mi, sizeof(mi),
-			   "31 23 0:28 / %s/sys\\040fs rw,relatime - tmpfs "
-			   "tmpfs rw,mode=755\n",
-			   f->tmp);
+	                   "31 23 0:28 / %s/sys\\040fs rw,relatime - tmpfs "
+	                   "tmpfs rw,mode=755\n",
+	                   f->tmp);
 	for (size_t i = 0; i < sizeof(v1_dirs) / sizeof(v1_dirs[0]); i++) {
-		off += snprintf(mi + off, sizeof(mi) - (size_t)off,
-				"%zu 31 0:%zu / %s/sys\\040fs/%s rw,relatime "
-				"shared:%zu - cgroup cgroup rw,%s%s\n",
-				32 + i, 29 + i, f->tmp, v1_dirs[i], 9 + i,
-				strcmp(v1_dirs[i], "systemd") ? "" : "name=",
-				v1_dirs[i]);
+		off += snprintf(
+		    mi + off, sizeof(mi) - (size_t)off,
+		    "%zu 31 0:%zu / %s/sys\\040fs/%s rw,relatime "
+		    "shared:%zu - cgroup cgroup rw,%s%s\n",
+		    32 + i, 29 + i, f->tmp, v1_dirs[i], 9 + i,
+		    strcmp(v1_dirs[i], "systemd") ? "" : "name=", v1_dirs[i]);
 		mkdirf("%s/%s", root, v1_dirs[i]);
 	}
 	snprintf(mi + off, sizeof(mi) - (size_t)off,
-		 "41 31 0:38 / %s/sys\\040fs/unified rw,relatime - cgroup2 "
-		 "cgroup2 rw\n",
-		 f->tmp);
+	         "41 31 0:38 / %s/sys\\040fs/unified rw,relatime - cgroup2 "
+	         "cgroup2 rw\n",
+	         f->tmp);
 	write_file(f->mountinfo, mi);
 	mkdirf("%s/unified", root);
 	put("hugetlb\n", "%s/unified/cgroup.controllers", root);
 	mkdirf("%s/memory/process_api/6ae6612d", root);
 	write_file(f->selfcg, "9:name=systemd:/\n8:pids:/\n7:blkio:/\n"
-			      "6:freezer:/\n5:devices:/\n"
-			      "4:memory:/process_api/6ae6612d\n3:cpuset:/\n"
-			      "2:cpuacct:/\n1:cpu:/\n0::/\n");
+	                      "6:freezer:/\n5:devices:/\n"
+	                      "4:memory:/process_api/6ae6612d\n3:cpuset:/\n"
+	                      "2:cpuacct:/\n1:cpu:/\n0::/\n");
 	f->env.fake_mkdir = NULL; /* v1 dirs need no v2 control files */
 	f->env.fake_rmdir = NULL;
 	*state = f;
@@ -944,8 +935,8 @@ static void test_hybrid_selects_v1(void **state)
 	struct cgroup_manager *m = manager(f);
 	assert_int_equal(cgroup_manager_version(m), 1);
 	const char *r = "sys fs";
-	assert_true(is_dir("%s/%s/memory/process_api/6ae6612d/" MGR, f->tmp,
-			   r));
+	assert_true(
+	    is_dir("%s/%s/memory/process_api/6ae6612d/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/pids/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/cpu/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/freezer/" MGR, f->tmp, r));
@@ -958,7 +949,7 @@ static void test_hybrid_selects_v1(void **state)
 	assert_false(exists("%s/%s/systemd/" MGR, f->tmp, r));
 	assert_false(exists("%s/%s/unified/" MGR, f->tmp, r));
 	assert_false(exists("%s/%s/unified/daemon", f->tmp, r));
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_remove(m, &err), 0);
 	assert_false(exists("%s/%s/pids/" MGR, f->tmp, r));
 	assert_true(is_dir("%s/%s/memory/process_api/6ae6612d", f->tmp, r));
@@ -973,18 +964,17 @@ static int setup_v1_combined(void **state)
 	struct fake *f = fake_new();
 	char mi[4096];
 	snprintf(mi, sizeof(mi),
-		 "40 30 0:40 / %1$s/v1/cpu,cpuacct rw - cgroup cgroup "
-		 "rw,cpu,cpuacct\n"
-		 "41 30 0:41 /docker/x %1$s/v1/memory rw - cgroup cgroup "
-		 "rw,memory\n"
-		 "42 30 0:42 / %1$s/v1/pids rw - cgroup cgroup rw,pids\n"
-		 "43 30 0:43 / %1$s/v1/freezer rw - cgroup cgroup rw,freezer\n",
-		 f->tmp);
+	         "40 30 0:40 / %1$s/v1/cpu,cpuacct rw - cgroup cgroup "
+	         "rw,cpu,cpuacct\n"
+	         "41 30 0:41 /docker/x %1$s/v1/memory rw - cgroup cgroup "
+	         "rw,memory\n"
+	         "42 30 0:42 / %1$s/v1/pids rw - cgroup cgroup rw,pids\n"
+	         "43 30 0:43 / %1$s/v1/freezer rw - cgroup cgroup rw,freezer\n",
+	         f->tmp);
 	write_file(f->mountinfo, mi);
 	write_file(f->selfcg, "5:freezer:/\n4:pids:/\n"
-			      "3:memory:/docker/x/inner\n2:cpu,cpuacct:/\n");
-	const char *dirs[] = { "cpu,cpuacct", "memory/inner", "pids",
-			       "freezer" };
+	                      "3:memory:/docker/x/inner\n2:cpu,cpuacct:/\n");
+	const char *dirs[] = {"cpu,cpuacct", "memory/inner", "pids", "freezer"};
 	for (size_t i = 0; i < 4; i++) {
 		mkdirf("%s/v1/%s", f->tmp, dirs[i]);
 	}
@@ -1004,7 +994,7 @@ static void test_v1_combined_and_subtree_mount(void **state)
 	assert_false(exists("%s/v1/memory/docker", f->tmp));
 	assert_true(is_dir("%s/v1/pids/" MGR, f->tmp));
 	assert_true(is_dir("%s/v1/freezer/" MGR, f->tmp));
-	struct sbx_err err = { 0 };
+	struct sbx_err err = {0};
 	assert_int_equal(cgroup_manager_remove(m, &err), 0);
 	cgroup_manager_free(m);
 }
@@ -1014,17 +1004,16 @@ static void test_v1_missing_freezer_fails(void **state)
 	struct fake *f = *state;
 	char mi[4096];
 	snprintf(mi, sizeof(mi),
-		 "40 30 0:40 / %1$s/v1/cpu,cpuacct rw - cgroup cgroup "
-		 "rw,cpu,cpuacct\n"
-		 "41 30 0:41 /docker/x %1$s/v1/memory rw - cgroup cgroup "
-		 "rw,memory\n"
-		 "42 30 0:42 / %1$s/v1/pids rw - cgroup cgroup rw,pids\n",
-		 f->tmp);
+	         "40 30 0:40 / %1$s/v1/cpu,cpuacct rw - cgroup cgroup "
+	         "rw,cpu,cpuacct\n"
+	         "41 30 0:41 /docker/x %1$s/v1/memory rw - cgroup cgroup "
+	         "rw,memory\n"
+	         "42 30 0:42 / %1$s/v1/pids rw - cgroup cgroup rw,pids\n",
+	         f->tmp);
 	write_file(f->mountinfo, mi);
 	struct cgroup_manager *m = NULL;
-	struct sbx_err err = { 0 };
-	assert_int_equal(cgroup_manager_new(&f->env, MGR, &m, &err),
-			 -ENOTSUP);
+	struct sbx_err err = {0};
+	assert_int_equal(cgroup_manager_new(&f->env, MGR, &m, &err), -ENOTSUP);
 	assert_non_null(strstr(err.msg, "freezer"));
 	assert_false(exists("%s/v1/pids/" MGR, f->tmp));
 }
@@ -1033,40 +1022,39 @@ int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup_v2, teardown)
 	const struct CMUnitTest tests[] = {
-		T(test_detect_picks_v2),
-		T(test_daemon_moved_into_own_daemon),
-		T(test_subtree_control_enabled),
-		T(test_limits_written),
-		T(test_unlimited_written_as_max),
-		T(test_tiny_cpu_quota_clamped),
-		T(test_swap_max_absent_is_skipped),
-		T(test_set_limits_updates),
-		T(test_add_init),
-		T(test_acquire_fds_land_in_c0),
-		T(test_acquire_without_fds_then_open),
-		T(test_init_fds_land_in_init),
-		T(test_release_then_acquire_reuses_c0),
-		T(test_busy_leaf_waits_for_reclaim),
-		T(test_destroy_removes_dirs),
-		T(test_remove_of_an_empty_sandbox),
-		T(test_kill_never_waits_for_a_survivor),
-		T(test_kill_without_cgroup_kill_freezes),
-		T(test_stats),
-		T(test_stale_sandbox_replaced),
-		T(test_manager_clean_and_remove),
-		T(test_totals),
-		T(test_stale_managers_removed),
-		T(test_live_manager_keeps_its_dirs),
-		T(test_no_lock_dir_leaves_stale_dirs),
-		T(test_invalid_names_rejected),
-		T(test_v2_without_controllers_and_no_v1_fails),
-		cmocka_unit_test_setup_teardown(test_hybrid_selects_v1,
-						setup_hybrid, teardown),
-		cmocka_unit_test_setup_teardown(
-			test_v1_combined_and_subtree_mount, setup_v1_combined,
-			teardown),
-		cmocka_unit_test_setup_teardown(test_v1_missing_freezer_fails,
-						setup_v1_combined, teardown),
+	    T(test_detect_picks_v2),
+	    T(test_daemon_moved_into_own_daemon),
+	    T(test_subtree_control_enabled),
+	    T(test_limits_written),
+	    T(test_unlimited_written_as_max),
+	    T(test_tiny_cpu_quota_clamped),
+	    T(test_swap_max_absent_is_skipped),
+	    T(test_set_limits_updates),
+	    T(test_add_init),
+	    T(test_acquire_fds_land_in_c0),
+	    T(test_acquire_without_fds_then_open),
+	    T(test_init_fds_land_in_init),
+	    T(test_release_then_acquire_reuses_c0),
+	    T(test_busy_leaf_waits_for_reclaim),
+	    T(test_destroy_removes_dirs),
+	    T(test_remove_of_an_empty_sandbox),
+	    T(test_kill_never_waits_for_a_survivor),
+	    T(test_kill_without_cgroup_kill_freezes),
+	    T(test_stats),
+	    T(test_stale_sandbox_replaced),
+	    T(test_manager_clean_and_remove),
+	    T(test_totals),
+	    T(test_stale_managers_removed),
+	    T(test_live_manager_keeps_its_dirs),
+	    T(test_no_lock_dir_leaves_stale_dirs),
+	    T(test_invalid_names_rejected),
+	    T(test_v2_without_controllers_and_no_v1_fails),
+	    cmocka_unit_test_setup_teardown(test_hybrid_selects_v1,
+	                                    setup_hybrid, teardown),
+	    cmocka_unit_test_setup_teardown(test_v1_combined_and_subtree_mount,
+	                                    setup_v1_combined, teardown),
+	    cmocka_unit_test_setup_teardown(test_v1_missing_freezer_fails,
+	                                    setup_v1_combined, teardown),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,8 @@
 static void test_object_to_strings(void **state)
 {
 	(void)state;
-	json_t *j = json_pack("{s:s, s:s, s:n}", "A", "1", "_B2", "x=y", "GONE");
+	json_t *j =
+	    json_pack("{s:s, s:s, s:n}", "A", "1", "_B2", "x=y", "GONE");
 	char **env;
 	size_t n;
 	const char *bad;
@@ -20,7 +21,7 @@ static void test_object_to_strings(void **state)
 	assert_int_equal(n, 2); /* the null is skipped */
 	assert_null(env[2]);
 	assert_true((!strcmp(env[0], "A=1") && !strcmp(env[1], "_B2=x=y")) ||
-		    (!strcmp(env[1], "A=1") && !strcmp(env[0], "_B2=x=y")));
+	            (!strcmp(env[1], "A=1") && !strcmp(env[0], "_B2=x=y")));
 	env_free(env);
 	json_decref(j);
 	assert_int_equal(env_from_json(NULL, &env, &n, &bad), 0);
@@ -31,8 +32,8 @@ static void test_object_to_strings(void **state)
 static void test_bad_names_and_values(void **state)
 {
 	(void)state;
-	static const char *const names[] = {"", "1A", "A-B", "A=B", "A B",
-					    "\xc3\xa9"};
+	static const char *const names[] = {"",    "1A",  "A-B",
+	                                    "A=B", "A B", "\xc3\xa9"};
 	char **env;
 	size_t n;
 	const char *bad;
@@ -56,8 +57,8 @@ static void test_bad_names_and_values(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_object_to_strings),
-		cmocka_unit_test(test_bad_names_and_values),
+	    cmocka_unit_test(test_object_to_strings),
+	    cmocka_unit_test(test_bad_names_and_values),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

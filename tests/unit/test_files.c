@@ -37,7 +37,7 @@ static void test_bad_entries_refused(void **state)
 	(void)state;
 	struct file_entry e;
 	static const char *const bad[] = {"", "f", "f 1 644", "f x 644 1 n",
-					  "f 1 644 1 "};
+	                                  "f 1 644 1 "};
 	/* the last has an empty name: nothing to list */
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_true(file_entry_parse(bad[i], strlen(bad[i]), &e) < 0);
@@ -62,7 +62,7 @@ static void test_feed_any_cut(void **state)
 {
 	(void)state;
 	static const char all[] = "f 1 644 1 one\0d 0 755 2 two\0"
-				  "junk\0l 1 777 3 three\0";
+	                          "junk\0l 1 777 3 three\0";
 	size_t len = sizeof(all) - 1;
 	/* every way of cutting it in two gives the same entries */
 	for (size_t cut = 0; cut <= len; cut++) {
@@ -71,7 +71,7 @@ static void test_feed_any_cut(void **state)
 		buf_init(&partial, 0);
 		int full = file_listing_feed(&partial, all, cut, collect, &s);
 		full |= file_listing_feed(&partial, all + cut, len - cut,
-					  collect, &s);
+		                          collect, &s);
 		assert_int_equal(s.n, 3);
 		assert_string_equal(s.names[0], "one");
 		assert_string_equal(s.names[1], "two");
@@ -112,10 +112,10 @@ static void test_stat_and_write_answers(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stat_and_write_answers),
-		cmocka_unit_test(test_entry_fields),
-		cmocka_unit_test(test_bad_entries_refused),
-		cmocka_unit_test(test_feed_any_cut),
+	    cmocka_unit_test(test_stat_and_write_answers),
+	    cmocka_unit_test(test_entry_fields),
+	    cmocka_unit_test(test_bad_entries_refused),
+	    cmocka_unit_test(test_feed_any_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@ static int setup(void **state)
 	(void)state;
 	/* tmpfs: 50,000 directories cost no disk writes there */
 	snprintf(tmp, sizeof(tmp), "%s/sbx-fsutil-XXXXXX",
-		 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+	         access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
 	return mkdtemp(tmp) ? 0 : -1;
 }
 
@@ -37,8 +37,8 @@ static int teardown(void **state)
 {
 	(void)state;
 	char cmd[200];
-	snprintf(cmd, sizeof(cmd), "chattr -R -i %s 2>/dev/null; rm -rf %s", tmp,
-		 tmp);
+	snprintf(cmd, sizeof(cmd), "chattr -R -i %s 2>/dev/null; rm -rf %s",
+	         tmp, tmp);
 	return system(cmd) == 0 ? 0 : -1;
 }
 
@@ -206,7 +206,8 @@ static void test_path_to_the_tree_as_given(void **state)
 	snprintf(p, sizeof(p), "%s/via/tree", tmp);
 	assert_int_equal(fs_remove_tree(AT_FDCWD, p, NULL), 0);
 	struct stat st;
-	assert_int_equal(fstatat(dir, "real/tree", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(dir, "real/tree", &st, AT_SYMLINK_NOFOLLOW),
+	                 -1);
 	assert_int_equal(fstatat(dir, "via", &st, AT_SYMLINK_NOFOLLOW), 0);
 	close(dir);
 }
@@ -231,12 +232,17 @@ static void test_empty_dir(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_deep_tree_few_fds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_links_not_followed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_mount_not_entered, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_failure_reported, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_path_to_the_tree_as_given, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_empty_dir, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deep_tree_few_fds, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_links_not_followed, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_mount_not_entered, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_failure_reported, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_path_to_the_tree_as_given,
+	                                    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_dir, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

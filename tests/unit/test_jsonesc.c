@@ -46,7 +46,7 @@ static void test_special_bytes(void **state)
 {
 	(void)state;
 	static const char s[] = "a\x01\x1f\x7f\"\\/\b\f\n\r\t\xe2\x80\xa8z\0q"
-				"\xff\xc3(\xe2\x82\xf0\x9f\x98\x80\xed\xa0\x80";
+	                        "\xff\xc3(\xe2\x82\xf0\x9f\x98\x80\xed\xa0\x80";
 	for (size_t cap = 12; cap < 40; cap++)
 		check(s, sizeof(s) - 1, cap);
 	check("", 0, 12);
@@ -71,8 +71,8 @@ static void test_random_bytes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_special_bytes),
-		cmocka_unit_test(test_random_bytes),
+	    cmocka_unit_test(test_special_bytes),
+	    cmocka_unit_test(test_random_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,12 +38,13 @@ static void test_every_route_documented(void **state)
 		path[o] = '\0';
 		size_t k = 0;
 		for (; api_routes[i].method[k] && k < 15; k++)
-			method[k] = (char)tolower((unsigned char)api_routes[i].method[k]);
+			method[k] = (char)tolower(
+			    (unsigned char)api_routes[i].method[k]);
 		method[k] = '\0';
 		json_t *item = json_object_get(paths, path);
 		if (!item || !json_object_get(item, method))
 			fail_msg("route %s %s is not in docs/openapi.json",
-				 api_routes[i].method, api_routes[i].pattern);
+			         api_routes[i].method, api_routes[i].pattern);
 	}
 	json_decref(doc);
 }
@@ -64,12 +65,14 @@ static void test_no_stale_paths(void **state)
 			for (size_t i = 0; i < api_nroutes && !found; i++) {
 				char want[256];
 				size_t o = 0;
-				for (const char *p = api_routes[i].pattern; *p && o < 255; p++)
+				for (const char *p = api_routes[i].pattern;
+				     *p && o < 255; p++)
 					if (*p != '*')
 						want[o++] = *p;
 				want[o] = '\0';
-				found = !strcmp(want, path) &&
-					!strcasecmp(api_routes[i].method, method);
+				found =
+				    !strcmp(want, path) &&
+				    !strcasecmp(api_routes[i].method, method);
 			}
 			/* the port proxy and exposed links take any method
 			 * and are dispatched by prefix (router.c) */
@@ -77,9 +80,10 @@ static void test_no_stale_paths(void **state)
 			    !strncmp(path, "/v1/preview/", 12))
 				found = true;
 			if (!found)
-				fail_msg("docs/openapi.json documents %s %s, which "
-					 "the router does not serve",
-					 method, path);
+				fail_msg(
+				    "docs/openapi.json documents %s %s, which "
+				    "the router does not serve",
+				    method, path);
 		}
 	}
 	json_decref(doc);
@@ -88,8 +92,8 @@ static void test_no_stale_paths(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_route_documented),
-		cmocka_unit_test(test_no_stale_paths),
+	    cmocka_unit_test(test_every_route_documented),
+	    cmocka_unit_test(test_no_stale_paths),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,11 +17,17 @@ static void test_spawn_roundtrip(void **state)
 	(void)state;
 	const char *argv[] = {"/bin/bash", "-c", "echo hi", NULL};
 	const char *envp[] = {"A=1", "PATH=/bin", NULL};
-	struct spawn_req req = {.flags = SPAWN_CWD_FALLBACK, .nstdio = 3,
-				.targets = {1, 2, 3}, .ncg = 2,
-				.cwd = "/workspace", .argc = 3, .envc = 2,
-				.argv = argv, .envp = envp, .uid = 1000,
-				.gid = 100};
+	struct spawn_req req = {.flags = SPAWN_CWD_FALLBACK,
+	                        .nstdio = 3,
+	                        .targets = {1, 2, 3},
+	                        .ncg = 2,
+	                        .cwd = "/workspace",
+	                        .argc = 3,
+	                        .envc = 2,
+	                        .argv = argv,
+	                        .envp = envp,
+	                        .uid = 1000,
+	                        .gid = 100};
 	char buf[4096];
 	ssize_t n = proto_spawn_encode(&req, buf, sizeof(buf));
 	assert_true(n > 0);
@@ -66,8 +72,11 @@ static void test_spawn_bad_counts(void **state)
 {
 	(void)state;
 	const char *argv[] = {"/bin/true", NULL};
-	struct spawn_req req = {.cwd = "/", .argc = 1, .argv = argv,
-				.nstdio = 1, .targets = {PROTO_MAX_TARGET_FD}};
+	struct spawn_req req = {.cwd = "/",
+	                        .argc = 1,
+	                        .argv = argv,
+	                        .nstdio = 1,
+	                        .targets = {PROTO_MAX_TARGET_FD}};
 	char buf[256];
 	ssize_t n = proto_spawn_encode(&req, buf, sizeof(buf));
 	struct spawn_req out;
@@ -113,13 +122,15 @@ static void test_send_recv_fds(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	assert_int_equal(pipe(p), 0);
 	struct proto_status st = {.pid = 42, .status = 7};
-	assert_int_equal(proto_send(sv[0], PROTO_EXIT, 99, &st, sizeof(st), &p[1], 1), 0);
+	assert_int_equal(
+	    proto_send(sv[0], PROTO_EXIT, 99, &st, sizeof(st), &p[1], 1), 0);
 	char buf[1024];
 	struct proto_hdr h;
 	const void *payload;
 	int fds[PROTO_MAX_FDS];
 	size_t nfds;
-	assert_int_equal(proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds), 1);
+	assert_int_equal(
+	    proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds), 1);
 	assert_int_equal(h.type, PROTO_EXIT);
 	assert_int_equal(h.id, 99);
 	assert_int_equal(h.len, sizeof(st));
@@ -133,9 +144,12 @@ static void test_send_recv_fds(void **state)
 	assert_int_equal(read(p[0], &c, 1), 1);
 	close(fds[0]);
 	/* nothing more: EAGAIN, then EOF after close */
-	assert_int_equal(proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds), -EAGAIN);
+	assert_int_equal(
+	    proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds),
+	    -EAGAIN);
 	close(sv[0]);
-	assert_int_equal(proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds), 0);
+	assert_int_equal(
+	    proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds), 0);
 	close(sv[1]);
 	close(p[0]);
 	close(p[1]);
@@ -147,36 +161,43 @@ static void test_recv_truncated_packet(void **state)
 	int sv[2];
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	char big[512] = {0};
-	assert_int_equal(proto_send(sv[0], PROTO_EXIT, 1, big, sizeof(big), NULL, 0), 0);
+	assert_int_equal(
+	    proto_send(sv[0], PROTO_EXIT, 1, big, sizeof(big), NULL, 0), 0);
 	char buf[64];
 	struct proto_hdr h;
 	const void *payload;
 	int fds[PROTO_MAX_FDS];
 	size_t nfds;
-	assert_int_equal(proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds), -EPROTO);
+	assert_int_equal(
+	    proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds),
+	    -EPROTO);
 	/* a lying length field */
 	struct proto_hdr bad = {.type = PROTO_EXIT, .len = 1000};
-	assert_int_equal(send(sv[0], &bad, sizeof(bad), 0), (ssize_t)sizeof(bad));
-	assert_int_equal(proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds), -EPROTO);
+	assert_int_equal(send(sv[0], &bad, sizeof(bad), 0),
+	                 (ssize_t)sizeof(bad));
+	assert_int_equal(
+	    proto_recv(sv[1], buf, sizeof(buf), &h, &payload, fds, &nfds),
+	    -EPROTO);
 	close(sv[0]);
 	close(sv[1]);
 }
 
 /* init's parameters: a filter of three instructions and one of two */
-static struct sock_filter f0[] = {{0x20, 0, 0, 4}, {0x15, 0, 1, 0xc000003e},
-				  {0x06, 0, 0, 0x7fff0000}};
+static struct sock_filter f0[] = {
+    {0x20, 0, 0, 4}, {0x15, 0, 1, 0xc000003e}, {0x06, 0, 0, 0x7fff0000}};
 static struct sock_filter f1[] = {{0x20, 0, 0, 0}, {0x06, 0, 0, 0x7fff0000}};
 
 static struct init_params sample_params(void)
 {
-	struct init_params p = {.base = 1879048192, .max_ptys = 64,
-				.disk_bytes = 10ull << 30,
-				.image_dir = "/var/lib/sandboxd/image/default",
-				.usr_mask = NULL,
-				.mnt_dir = "/var/lib/sandboxd/run/mnt",
-				.sandbox_dir = "/var/lib/sandboxd/sandboxes/s3",
-				.layers_dir = "/var/lib/sandboxd/images/layers",
-				.image_top = "/var/lib/sandboxd/image/top"};
+	struct init_params p = {.base = 1879048192,
+	                        .max_ptys = 64,
+	                        .disk_bytes = 10ull << 30,
+	                        .image_dir = "/var/lib/sandboxd/image/default",
+	                        .usr_mask = NULL,
+	                        .mnt_dir = "/var/lib/sandboxd/run/mnt",
+	                        .sandbox_dir = "/var/lib/sandboxd/sandboxes/s3",
+	                        .layers_dir = "/var/lib/sandboxd/images/layers",
+	                        .image_top = "/var/lib/sandboxd/image/top"};
 	p.seccomp.f[0] = (struct seccomp_bpf){.insns = f0, .len = 3};
 	p.seccomp.f[1] = (struct seccomp_bpf){.insns = f1, .len = 2};
 	return p;
@@ -196,7 +217,8 @@ static void test_init_roundtrip(void **state)
 		p.nlayers = mask ? 2 : 0;
 		ssize_t n = proto_init_encode(&p, buf, sizeof(buf));
 		assert_true(n > 0);
-		assert_int_equal(proto_init_decode(buf, (size_t)n, &out, &err), 0);
+		assert_int_equal(proto_init_decode(buf, (size_t)n, &out, &err),
+		                 0);
 		assert_int_equal(out.base, p.base);
 		assert_int_equal(out.max_ptys, 64);
 		assert_true(out.disk_bytes == p.disk_bytes);
@@ -268,14 +290,14 @@ static void test_init_malformed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_spawn_roundtrip),
-		cmocka_unit_test(test_spawn_truncated),
-		cmocka_unit_test(test_spawn_bad_counts),
-		cmocka_unit_test(test_encode_too_big),
-		cmocka_unit_test(test_send_recv_fds),
-		cmocka_unit_test(test_recv_truncated_packet),
-		cmocka_unit_test(test_init_roundtrip),
-		cmocka_unit_test(test_init_malformed),
+	    cmocka_unit_test(test_spawn_roundtrip),
+	    cmocka_unit_test(test_spawn_truncated),
+	    cmocka_unit_test(test_spawn_bad_counts),
+	    cmocka_unit_test(test_encode_too_big),
+	    cmocka_unit_test(test_send_recv_fds),
+	    cmocka_unit_test(test_recv_truncated_packet),
+	    cmocka_unit_test(test_init_roundtrip),
+	    cmocka_unit_test(test_init_malformed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -10,7 +10,7 @@
 #include "api/api.h"
 
 static const struct route *find(const char *method, const char *url,
-				struct route_match *m, bool *wrong)
+                                struct route_match *m, bool *wrong)
 {
 	memset(m, 0, sizeof(*m));
 	return router_find(method, url, m, wrong);
@@ -21,7 +21,8 @@ static void test_exact_and_params(void **state)
 	(void)state;
 	struct route_match m;
 	bool wrong;
-	const struct route *r = find("POST", "/v1/sandbox/abc-1/exec", &m, &wrong);
+	const struct route *r =
+	    find("POST", "/v1/sandbox/abc-1/exec", &m, &wrong);
 	assert_non_null(r);
 	assert_ptr_equal(r->handle, v1_exec);
 	assert_string_equal(m.params[0], "abc-1");
@@ -40,7 +41,7 @@ static void test_rest_parameter(void **state)
 	struct route_match m;
 	bool wrong;
 	const struct route *r =
-		find("GET", "/v1/sandbox/s1/file/a/b/c.txt", &m, &wrong);
+	    find("GET", "/v1/sandbox/s1/file/a/b/c.txt", &m, &wrong);
 	assert_non_null(r);
 	assert_ptr_equal(r->handle, v1_file_get);
 	assert_string_equal(m.params[1], "a/b/c.txt");
@@ -99,11 +100,11 @@ static void test_params_never_overflow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_exact_and_params),
-		cmocka_unit_test(test_rest_parameter),
-		cmocka_unit_test(test_no_route),
-		cmocka_unit_test(test_wrong_method_and_head),
-		cmocka_unit_test(test_params_never_overflow),
+	    cmocka_unit_test(test_exact_and_params),
+	    cmocka_unit_test(test_rest_parameter),
+	    cmocka_unit_test(test_no_route),
+	    cmocka_unit_test(test_wrong_method_and_head),
+	    cmocka_unit_test(test_params_never_overflow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -38,7 +38,7 @@ static uint32_t load32(const struct seccomp_data *d, uint32_t off)
 }
 
 static uint32_t run_bpf(const struct seccomp_bpf *f,
-			const struct seccomp_data *d)
+                        const struct seccomp_data *d)
 {
 	uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = {0};
 	for (unsigned pc = 0; pc < f->len; pc++) {
@@ -47,47 +47,100 @@ static uint32_t run_bpf(const struct seccomp_bpf *f,
 		switch (BPF_CLASS(i->code)) {
 		case BPF_LD:
 			switch (BPF_MODE(i->code)) {
-			case BPF_ABS: A = load32(d, i->k); break;
-			case BPF_IMM: A = i->k; break;
-			case BPF_MEM: A = M[i->k % BPF_MEMWORDS]; break;
-			case BPF_LEN: A = sizeof(*d); break;
-			default: fail_msg("BPF: ld mode %#x", i->code);
+			case BPF_ABS:
+				A = load32(d, i->k);
+				break;
+			case BPF_IMM:
+				A = i->k;
+				break;
+			case BPF_MEM:
+				A = M[i->k % BPF_MEMWORDS];
+				break;
+			case BPF_LEN:
+				A = sizeof(*d);
+				break;
+			default:
+				fail_msg("BPF: ld mode %#x", i->code);
 			}
 			break;
 		case BPF_LDX:
 			switch (BPF_MODE(i->code)) {
-			case BPF_IMM: X = i->k; break;
-			case BPF_MEM: X = M[i->k % BPF_MEMWORDS]; break;
-			case BPF_LEN: X = sizeof(*d); break;
-			default: fail_msg("BPF: ldx mode %#x", i->code);
+			case BPF_IMM:
+				X = i->k;
+				break;
+			case BPF_MEM:
+				X = M[i->k % BPF_MEMWORDS];
+				break;
+			case BPF_LEN:
+				X = sizeof(*d);
+				break;
+			default:
+				fail_msg("BPF: ldx mode %#x", i->code);
 			}
 			break;
-		case BPF_ST: M[i->k % BPF_MEMWORDS] = A; break;
-		case BPF_STX: M[i->k % BPF_MEMWORDS] = X; break;
+		case BPF_ST:
+			M[i->k % BPF_MEMWORDS] = A;
+			break;
+		case BPF_STX:
+			M[i->k % BPF_MEMWORDS] = X;
+			break;
 		case BPF_ALU:
 			switch (BPF_OP(i->code)) {
-			case BPF_ADD: A += src; break;
-			case BPF_SUB: A -= src; break;
-			case BPF_MUL: A *= src; break;
-			case BPF_DIV: A = src ? A / src : 0; break;
-			case BPF_AND: A &= src; break;
-			case BPF_OR: A |= src; break;
-			case BPF_XOR: A ^= src; break;
-			case BPF_LSH: A <<= src & 31; break;
-			case BPF_RSH: A >>= src & 31; break;
-			case BPF_NEG: A = -A; break;
-			default: fail_msg("BPF: alu op %#x", i->code);
+			case BPF_ADD:
+				A += src;
+				break;
+			case BPF_SUB:
+				A -= src;
+				break;
+			case BPF_MUL:
+				A *= src;
+				break;
+			case BPF_DIV:
+				A = src ? A / src : 0;
+				break;
+			case BPF_AND:
+				A &= src;
+				break;
+			case BPF_OR:
+				A |= src;
+				break;
+			case BPF_XOR:
+				A ^= src;
+				break;
+			case BPF_LSH:
+				A <<= src & 31;
+				break;
+			case BPF_RSH:
+				A >>= src & 31;
+				break;
+			case BPF_NEG:
+				A = -A;
+				break;
+			default:
+				fail_msg("BPF: alu op %#x", i->code);
 			}
 			break;
 		case BPF_JMP: {
 			bool t;
 			switch (BPF_OP(i->code)) {
-			case BPF_JA: pc += i->k; continue;
-			case BPF_JEQ: t = A == src; break;
-			case BPF_JGT: t = A > src; break;
-			case BPF_JGE: t = A >= src; break;
-			case BPF_JSET: t = (A & src) != 0; break;
-			default: fail_msg("BPF: jmp op %#x", i->code); return 0;
+			case BPF_JA:
+				pc += i->k;
+				continue;
+			case BPF_JEQ:
+				t = A == src;
+				break;
+			case BPF_JGT:
+				t = A > src;
+				break;
+			case BPF_JGE:
+				t = A >= src;
+				break;
+			case BPF_JSET:
+				t = (A & src) != 0;
+				break;
+			default:
+				fail_msg("BPF: jmp op %#x", i->code);
+				return 0;
 			}
 			pc += t ? i->jt : i->jf;
 			break;
@@ -150,7 +203,7 @@ static void read_policy(void)
 	FILE *f = fopen(POLICY_FILE, "r");
 	if (!f)
 		fail_msg("%s: %s (run from the repository's root)", POLICY_FILE,
-			 strerror(errno));
+		         strerror(errno));
 	char line[1024];
 	while (fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "#\n")] = '\0';
@@ -176,8 +229,8 @@ static void read_policy(void)
 		r->cond = n == 3;
 		/* "NAME ACTION arg0 != X": zero arguments are refused too */
 		char *cond = strstr(line, action) + strlen(action);
-		r->zero = r->cond && !strncmp(cond + strspn(cond, " \t"),
-					      "arg0 != ", 8);
+		r->zero = r->cond &&
+		          !strncmp(cond + strspn(cond, " \t"), "arg0 != ", 8);
 	}
 	fclose(f);
 }
@@ -246,13 +299,16 @@ static void test_every_number_matches_file(void **state)
 	for (size_t i = 0; i < nrules; i++) {
 		if (rules[i].cond)
 			continue; /* the argument rules that refuse zero
-				   * arguments come after */
+			           * arguments come after */
 		int nr = seccomp_syscall_nr(rules[i].name);
 		if (nr == -1)
-			fail_msg("%s names %s, which is no syscall this build can "
-				 "resolve", POLICY_FILE, rules[i].name);
+			fail_msg(
+			    "%s names %s, which is no syscall this build can "
+			    "resolve",
+			    POLICY_FILE, rules[i].name);
 		if (nr < 0)
-			continue; /* a call of other architectures (stime, ...) */
+			continue; /* a call of other architectures (stime, ...)
+			           */
 		assert_true(nr < MAX_NR);
 		if (who[nr])
 			fail_msg("%s: %s twice", POLICY_FILE, rules[i].name);
@@ -270,8 +326,9 @@ static void test_every_number_matches_file(void **state)
 		if (got != want[nr]) {
 			char b1[64], b2[64];
 			print_error("nr %d (%s): filter %s, %s says %s\n", nr,
-				    who[nr] ? who[nr] : "not named", show(got, b1, 64),
-				    POLICY_FILE, show(want[nr], b2, 64));
+			            who[nr] ? who[nr] : "not named",
+			            show(got, b1, 64), POLICY_FILE,
+			            show(want[nr], b2, 64));
 			bad++;
 		}
 	}
@@ -284,11 +341,12 @@ static void test_new_and_unknown_calls_refused(void **state)
 {
 	(void)state;
 	static const int nrs[] = {
-		206, 209, 207, 208, 210, 333, /* io_setup io_submit io_destroy
-					       * io_getevents io_cancel io_pgetevents */
-		435,			      /* clone3 */
-		457, 458,		      /* statmount listmount */
-		470, 471, 500, 1023,	      /* not allocated yet */
+	    206, 209, 207, 208,
+	    210, 333,            /* io_setup io_submit io_destroy
+	                          * io_getevents io_cancel io_pgetevents */
+	    435,                 /* clone3 */
+	    457, 458,            /* statmount listmount */
+	    470, 471, 500, 1023, /* not allocated yet */
 	};
 	for (size_t i = 0; i < sizeof(nrs) / sizeof(nrs[0]); i++) {
 		if (x86(nrs[i], 0, 0, 0) != ERRNO(ENOSYS))
@@ -301,14 +359,14 @@ static void test_other_architectures_killed(void **state)
 	(void)state;
 	assert_string_equal(badarch_action, "KILL_PROCESS");
 	assert_int_equal(verdict(20, AUDIT_ARCH_I386, NULL),
-			 SECCOMP_RET_KILL_PROCESS);
+	                 SECCOMP_RET_KILL_PROCESS);
 	assert_int_equal(verdict(1, AUDIT_ARCH_AARCH64, NULL),
-			 SECCOMP_RET_KILL_PROCESS);
+	                 SECCOMP_RET_KILL_PROCESS);
 	/* x32 shares x86_64's arch value; its numbers carry bit 30 */
 	assert_int_equal(verdict(0x40000000 | 39, AUDIT_ARCH_X86_64, NULL),
-			 SECCOMP_RET_KILL_PROCESS);
+	                 SECCOMP_RET_KILL_PROCESS);
 	assert_int_equal(verdict(0x40000000 | 0, AUDIT_ARCH_X86_64, NULL),
-			 SECCOMP_RET_KILL_PROCESS);
+	                 SECCOMP_RET_KILL_PROCESS);
 }
 
 /* The argument rules: each refused case here is one (name, errno) of the
@@ -321,54 +379,54 @@ struct arg_case {
 
 #define HI (1ULL << 32)
 static const struct arg_case arg_cases[] = {
-	{"clone", CLONE_NEWUSER | 17, 0, 0, "EPERM"},
-	{"clone", CLONE_NEWNS, 0, 0, "EPERM"},
-	{"clone", CLONE_NEWNET | CLONE_VM, 0, 0, "EPERM"},
-	{"clone", CLONE_NEWCGROUP, 0, 0, "EPERM"},
-	{"clone", CLONE_NEWTIME, 0, 0, "EPERM"},
-	{"clone", CLONE_NEWPID, 0, 0, "EPERM"},
-	{"clone", CLONE_NEWIPC, 0, 0, "EPERM"},
-	{"clone", CLONE_NEWUTS, 0, 0, "EPERM"},
-	{"clone", 17 /* SIGCHLD: fork */, 0, 0, "ALLOW"},
-	{"clone", CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND |
-		  CLONE_THREAD | CLONE_SYSVSEM | CLONE_SETTLS |
-		  CLONE_PARENT_SETTID | CLONE_CHILD_CLEARTID,
-	 0, 0, "ALLOW"},
-	{"clone", CLONE_VM | CLONE_VFORK | 17, 0, 0, "ALLOW"},
-	{"unshare", CLONE_NEWCGROUP, 0, 0, "ALLOW"},
-	{"unshare", 0, 0, 0, "EPERM"},
-	{"unshare", CLONE_NEWUSER, 0, 0, "EPERM"},
-	{"unshare", CLONE_NEWCGROUP | CLONE_NEWUSER, 0, 0, "EPERM"},
-	{"unshare", CLONE_NEWCGROUP | CLONE_NEWNS, 0, 0, "EPERM"},
-	{"unshare", CLONE_NEWCGROUP | HI, 0, 0, "EPERM"},
-	{"unshare", CLONE_FILES, 0, 0, "EPERM"},
-	{"ioctl", 0, TIOCSTI, 0, "EPERM"},
-	{"ioctl", 0, TIOCSTI | HI, 0, "EPERM"},
-	{"ioctl", 0, TIOCLINUX, 0, "EPERM"},
-	{"ioctl", 0, TIOCGWINSZ, 0, "ALLOW"},
-	{"ioctl", 0, FIONREAD, 0, "ALLOW"},
-	{"socket", AF_VSOCK, SOCK_STREAM, 0, "EAFNOSUPPORT"},
-	{"socket", AF_VSOCK | HI, SOCK_STREAM, 0, "EAFNOSUPPORT"},
-	{"socket", AF_ALG, SOCK_SEQPACKET, 0, "EAFNOSUPPORT"},
-	{"socket", AF_KEY, SOCK_RAW, 2, "EAFNOSUPPORT"},
-	{"socket", AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT,
-	 "EPROTONOSUPPORT"},
-	{"socket", AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC,
-	 NETLINK_KOBJECT_UEVENT, "EPROTONOSUPPORT"},
-	{"socket", AF_NETLINK | HI, SOCK_RAW, NETLINK_KOBJECT_UEVENT | HI,
-	 "EPROTONOSUPPORT"},
-	{"socket", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, "ALLOW"},
-	{"socket", AF_INET, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT, "ALLOW"},
-	{"socket", AF_UNIX, SOCK_STREAM, 0, "ALLOW"},
-	{"socket", AF_INET6, SOCK_STREAM, 0, "ALLOW"},
-	{"personality", 0x0040000 /* ADDR_NO_RANDOMIZE */, 0, 0, "EPERM"},
-	{"personality", 0x0040000 | HI, 0, 0, "EPERM"},
-	{"personality", 0x0400000 /* READ_IMPLIES_EXEC */, 0, 0, "EPERM"},
-	{"personality", 0x0100000 /* MMAP_PAGE_ZERO */, 0, 0, "EPERM"},
-	{"personality", 0x80040000UL, 0, 0, "EPERM"},
-	{"personality", 0, 0, 0, "ALLOW"},
-	{"personality", 0xffffffffUL, 0, 0, "ALLOW"},
-	{"personality", 0x0008 /* PER_LINUX32 */, 0, 0, "ALLOW"},
+    {"clone", CLONE_NEWUSER | 17, 0, 0, "EPERM"},
+    {"clone", CLONE_NEWNS, 0, 0, "EPERM"},
+    {"clone", CLONE_NEWNET | CLONE_VM, 0, 0, "EPERM"},
+    {"clone", CLONE_NEWCGROUP, 0, 0, "EPERM"},
+    {"clone", CLONE_NEWTIME, 0, 0, "EPERM"},
+    {"clone", CLONE_NEWPID, 0, 0, "EPERM"},
+    {"clone", CLONE_NEWIPC, 0, 0, "EPERM"},
+    {"clone", CLONE_NEWUTS, 0, 0, "EPERM"},
+    {"clone", 17 /* SIGCHLD: fork */, 0, 0, "ALLOW"},
+    {"clone",
+     CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD |
+         CLONE_SYSVSEM | CLONE_SETTLS | CLONE_PARENT_SETTID |
+         CLONE_CHILD_CLEARTID,
+     0, 0, "ALLOW"},
+    {"clone", CLONE_VM | CLONE_VFORK | 17, 0, 0, "ALLOW"},
+    {"unshare", CLONE_NEWCGROUP, 0, 0, "ALLOW"},
+    {"unshare", 0, 0, 0, "EPERM"},
+    {"unshare", CLONE_NEWUSER, 0, 0, "EPERM"},
+    {"unshare", CLONE_NEWCGROUP | CLONE_NEWUSER, 0, 0, "EPERM"},
+    {"unshare", CLONE_NEWCGROUP | CLONE_NEWNS, 0, 0, "EPERM"},
+    {"unshare", CLONE_NEWCGROUP | HI, 0, 0, "EPERM"},
+    {"unshare", CLONE_FILES, 0, 0, "EPERM"},
+    {"ioctl", 0, TIOCSTI, 0, "EPERM"},
+    {"ioctl", 0, TIOCSTI | HI, 0, "EPERM"},
+    {"ioctl", 0, TIOCLINUX, 0, "EPERM"},
+    {"ioctl", 0, TIOCGWINSZ, 0, "ALLOW"},
+    {"ioctl", 0, FIONREAD, 0, "ALLOW"},
+    {"socket", AF_VSOCK, SOCK_STREAM, 0, "EAFNOSUPPORT"},
+    {"socket", AF_VSOCK | HI, SOCK_STREAM, 0, "EAFNOSUPPORT"},
+    {"socket", AF_ALG, SOCK_SEQPACKET, 0, "EAFNOSUPPORT"},
+    {"socket", AF_KEY, SOCK_RAW, 2, "EAFNOSUPPORT"},
+    {"socket", AF_NETLINK, SOCK_RAW, NETLINK_KOBJECT_UEVENT, "EPROTONOSUPPORT"},
+    {"socket", AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_KOBJECT_UEVENT,
+     "EPROTONOSUPPORT"},
+    {"socket", AF_NETLINK | HI, SOCK_RAW, NETLINK_KOBJECT_UEVENT | HI,
+     "EPROTONOSUPPORT"},
+    {"socket", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE, "ALLOW"},
+    {"socket", AF_INET, SOCK_DGRAM, NETLINK_KOBJECT_UEVENT, "ALLOW"},
+    {"socket", AF_UNIX, SOCK_STREAM, 0, "ALLOW"},
+    {"socket", AF_INET6, SOCK_STREAM, 0, "ALLOW"},
+    {"personality", 0x0040000 /* ADDR_NO_RANDOMIZE */, 0, 0, "EPERM"},
+    {"personality", 0x0040000 | HI, 0, 0, "EPERM"},
+    {"personality", 0x0400000 /* READ_IMPLIES_EXEC */, 0, 0, "EPERM"},
+    {"personality", 0x0100000 /* MMAP_PAGE_ZERO */, 0, 0, "EPERM"},
+    {"personality", 0x80040000UL, 0, 0, "EPERM"},
+    {"personality", 0, 0, 0, "ALLOW"},
+    {"personality", 0xffffffffUL, 0, 0, "ALLOW"},
+    {"personality", 0x0008 /* PER_LINUX32 */, 0, 0, "ALLOW"},
 };
 
 static void test_argument_rules(void **state)
@@ -376,13 +434,15 @@ static void test_argument_rules(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(arg_cases) / sizeof(arg_cases[0]); i++) {
 		const struct arg_case *c = &arg_cases[i];
-		uint32_t got = x86(seccomp_syscall_nr(c->name), c->a0, c->a1, c->a2);
+		uint32_t got =
+		    x86(seccomp_syscall_nr(c->name), c->a0, c->a1, c->a2);
 		if (got != action_value(c->action)) {
 			char b[64];
-			fail_msg("%s(%#llx, %#llx, %#llx): %s, want %s", c->name,
-				 (unsigned long long)c->a0, (unsigned long long)c->a1,
-				 (unsigned long long)c->a2, show(got, b, 64),
-				 c->action);
+			fail_msg("%s(%#llx, %#llx, %#llx): %s, want %s",
+			         c->name, (unsigned long long)c->a0,
+			         (unsigned long long)c->a1,
+			         (unsigned long long)c->a2, show(got, b, 64),
+			         c->action);
 		}
 	}
 	/* the file's conditional lines and the refusals above: same set */
@@ -390,12 +450,13 @@ static void test_argument_rules(void **state)
 		if (!rules[i].cond)
 			continue;
 		bool seen = false;
-		for (size_t j = 0; j < sizeof(arg_cases) / sizeof(arg_cases[0]); j++)
+		for (size_t j = 0; j < sizeof(arg_cases) / sizeof(arg_cases[0]);
+		     j++)
 			seen |= !strcmp(arg_cases[j].name, rules[i].name) &&
-				!strcmp(arg_cases[j].action, rules[i].action);
+			        !strcmp(arg_cases[j].action, rules[i].action);
 		if (!seen)
 			fail_msg("%s: rule \"%s %s ...\" has no case here",
-				 POLICY_FILE, rules[i].name, rules[i].action);
+			         POLICY_FILE, rules[i].name, rules[i].action);
 	}
 	for (size_t j = 0; j < sizeof(arg_cases) / sizeof(arg_cases[0]); j++) {
 		if (!strcmp(arg_cases[j].action, "ALLOW"))
@@ -403,22 +464,22 @@ static void test_argument_rules(void **state)
 		bool seen = false;
 		for (size_t i = 0; i < nrules; i++)
 			seen |= rules[i].cond &&
-				!strcmp(arg_cases[j].name, rules[i].name) &&
-				!strcmp(arg_cases[j].action, rules[i].action);
+			        !strcmp(arg_cases[j].name, rules[i].name) &&
+			        !strcmp(arg_cases[j].action, rules[i].action);
 		if (!seen)
 			fail_msg("%s refuses %s with %s, which %s does not say",
-				 "seccomp.c", arg_cases[j].name, arg_cases[j].action,
-				 POLICY_FILE);
+			         "seccomp.c", arg_cases[j].name,
+			         arg_cases[j].action, POLICY_FILE);
 	}
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_number_matches_file),
-		cmocka_unit_test(test_new_and_unknown_calls_refused),
-		cmocka_unit_test(test_other_architectures_killed),
-		cmocka_unit_test(test_argument_rules),
+	    cmocka_unit_test(test_every_number_matches_file),
+	    cmocka_unit_test(test_new_and_unknown_calls_refused),
+	    cmocka_unit_test(test_other_architectures_killed),
+	    cmocka_unit_test(test_argument_rules),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -43,15 +43,14 @@ static void test_apply_record(void **state)
 {
 	(void)state;
 	struct session *s = session_new("x", NULL, NULL, 0);
-	static const char rec[] = REC("/tmp",
-				      "declare -x A=\"1\"\n"
-				      "declare -x OLDPWD\n"
-				      "declare -x PATH=\"/bin\"\n"
-				      "declare -x PWD=\"/tmp\"\n"
-				      "declare -x SHLVL=\"2\"\n"
-				      "declare -x _=\"/bin/true\"\n"
-				      "declare -x B=\"has=equals\"\n"
-				      "declare -x EMPTY=\"\"\n");
+	static const char rec[] = REC("/tmp", "declare -x A=\"1\"\n"
+	                                      "declare -x OLDPWD\n"
+	                                      "declare -x PATH=\"/bin\"\n"
+	                                      "declare -x PWD=\"/tmp\"\n"
+	                                      "declare -x SHLVL=\"2\"\n"
+	                                      "declare -x _=\"/bin/true\"\n"
+	                                      "declare -x B=\"has=equals\"\n"
+	                                      "declare -x EMPTY=\"\"\n");
 	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
 	assert_string_equal(s->cwd, "/tmp");
 	assert_string_equal(getenv_s(s, "A"), "1");
@@ -72,8 +71,9 @@ static void test_last_record_wins(void **state)
 	(void)state;
 	struct session *s = session_new("x", NULL, NULL, 0);
 	/* junk a command wrote to fd 63 first, then the hook's record */
-	static const char rec[] = "garbage SBXSTATE\0/evil\0declare -x E=\"1\"\n\0"
-				  "more junk" REC("/good", "declare -x G=\"1\"\n");
+	static const char rec[] =
+	    "garbage SBXSTATE\0/evil\0declare -x E=\"1\"\n\0"
+	    "more junk" REC("/good", "declare -x G=\"1\"\n");
 	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
 	assert_string_equal(s->cwd, "/good");
 	assert_string_equal(getenv_s(s, "G"), "1");
@@ -91,7 +91,8 @@ static void test_no_or_cut_record(void **state)
 	static const char cut[] = "SBXSTATE\0/tmp\0declare -x A=\"1\"\n";
 	assert_int_equal(session_apply_state(s, cut, sizeof(cut) - 1), -EINVAL);
 	static const char cut2[] = "SBXSTATE\0/tmp";
-	assert_int_equal(session_apply_state(s, cut2, sizeof(cut2) - 1), -EINVAL);
+	assert_int_equal(session_apply_state(s, cut2, sizeof(cut2) - 1),
+	                 -EINVAL);
 	static const char rel[] = REC("tmp", "");
 	assert_int_equal(session_apply_state(s, rel, sizeof(rel) - 1), -EINVAL);
 	assert_string_equal(s->cwd, "/w"); /* untouched */
@@ -124,18 +125,17 @@ static void test_declare_quoting(void **state)
 	struct session *s = session_new("x", NULL, NULL, 0);
 	/* what bash 5.2 prints, taken from `declare -px` */
 	assert_int_equal(
-		apply_text(s,
-			   "declare -x NL=$'line1\\nline2'\n"
-			   "declare -x Q=\"q\\\"uo'te\"\n"
-			   "declare -x BS=\"back\\\\slash\"\n"
-			   "declare -x D=\"\\$dollar \\`tick\\`\"\n"
-			   "declare -x U=\"h\xc3\xa9llo \xe2\x9c\x93\"\n"
-			   "declare -x BIN=$'\\001\\177\\377\\376'\n"
-			   "declare -x T=$'tab\\there\\r'\n"
-			   "declare -x ESC=$'h\\303\\251\\E'\n"
-			   "declare -x BANG=\"!bang\"\n"
-			   "declare -x SQ=$'it\\'s \\\\ \"x\"'\n"),
-		1);
+	    apply_text(s, "declare -x NL=$'line1\\nline2'\n"
+	                  "declare -x Q=\"q\\\"uo'te\"\n"
+	                  "declare -x BS=\"back\\\\slash\"\n"
+	                  "declare -x D=\"\\$dollar \\`tick\\`\"\n"
+	                  "declare -x U=\"h\xc3\xa9llo \xe2\x9c\x93\"\n"
+	                  "declare -x BIN=$'\\001\\177\\377\\376'\n"
+	                  "declare -x T=$'tab\\there\\r'\n"
+	                  "declare -x ESC=$'h\\303\\251\\E'\n"
+	                  "declare -x BANG=\"!bang\"\n"
+	                  "declare -x SQ=$'it\\'s \\\\ \"x\"'\n"),
+	    1);
 	assert_string_equal(getenv_s(s, "NL"), "line1\nline2");
 	assert_string_equal(getenv_s(s, "Q"), "q\"uo'te");
 	assert_string_equal(getenv_s(s, "BS"), "back\\slash");
@@ -151,11 +151,11 @@ static void test_declare_quoting(void **state)
 	 * backslashes outside quotes, \x \u \c escapes, a quote across lines,
 	 * a backslash before an ordinary character inside double quotes */
 	assert_int_equal(
-		apply_text(s, "declare -x A='a b'\\ c\"d\"$'\\x41\\u00e9\\cA'\n"
-			      "declare -x ML=\"one\ntwo\"\n"
-			      "declare -x K=\"\\k\\\n\"\n"
-			      "declare -x X=$'\\xZ\\q\\u'\n"),
-		1);
+	    apply_text(s, "declare -x A='a b'\\ c\"d\"$'\\x41\\u00e9\\cA'\n"
+	                  "declare -x ML=\"one\ntwo\"\n"
+	                  "declare -x K=\"\\k\\\n\"\n"
+	                  "declare -x X=$'\\xZ\\q\\u'\n"),
+	    1);
 	assert_string_equal(getenv_s(s, "A"), "a b cdA\xc3\xa9\001");
 	assert_string_equal(getenv_s(s, "ML"), "one\ntwo");
 	assert_string_equal(getenv_s(s, "K"), "\\k");
@@ -167,16 +167,16 @@ static void test_declare_attributes(void **state)
 {
 	(void)state;
 	struct session *s = session_new("x", NULL, NULL, 0);
-	assert_int_equal(
-		apply_text(s, "declare -ax ARR=([0]=\"1\" [1]=$'2\\n')\n"
-			      "declare -Ax ASS=([k]=\"v\" )\n"
-			      "declare -ix N=\"5\"\n"
-			      "declare -rx R=\"ro\"\n"
-			      "declare -nx REF=\"T\"\n"
-			      "declare -xl LOW=\"abc\"\n"
-			      "declare -x UNSETX\n"
-			      "declare -- NOTX=\"1\"\n"),
-		1);
+	assert_int_equal(apply_text(s,
+	                            "declare -ax ARR=([0]=\"1\" [1]=$'2\\n')\n"
+	                            "declare -Ax ASS=([k]=\"v\" )\n"
+	                            "declare -ix N=\"5\"\n"
+	                            "declare -rx R=\"ro\"\n"
+	                            "declare -nx REF=\"T\"\n"
+	                            "declare -xl LOW=\"abc\"\n"
+	                            "declare -x UNSETX\n"
+	                            "declare -- NOTX=\"1\"\n"),
+	                 1);
 	/* bash exports no array: a child never sees one */
 	assert_null(getenv_s(s, "ARR"));
 	assert_null(getenv_s(s, "ASS"));
@@ -194,21 +194,21 @@ static void test_declare_refuses_damage(void **state)
 {
 	(void)state;
 	static const char *const bad[] = {
-		"declare -x A=\"1\"",           /* no final newline */
-		"declare -x A=\"1\n",           /* unterminated quote */
-		"declare -x A=$'1\n",
-		"declare -x A='1\n",
-		"declare -x A=\"1\"\nexport B=\"2\"\n", /* not declare */
-		"declare -x 1A=\"1\"\n",        /* not a name */
-		"declare -x A-B=\"1\"\n",
-		"declare -x =\"1\"\n",
-		"declare x A=\"1\"\n",
-		"declare -x A=$'\\0'\n",        /* a NUL in a value */
-		"declare -x A=$'\\x00'\n",
-		"declare -x A=$'\\u0000'\n",
-		"declare -x A=\\",              /* a backslash at the end */
-		"declare -x! A=\"1\"\n",
-		"garbage\n",
+	    "declare -x A=\"1\"", /* no final newline */
+	    "declare -x A=\"1\n", /* unterminated quote */
+	    "declare -x A=$'1\n",
+	    "declare -x A='1\n",
+	    "declare -x A=\"1\"\nexport B=\"2\"\n", /* not declare */
+	    "declare -x 1A=\"1\"\n",                /* not a name */
+	    "declare -x A-B=\"1\"\n",
+	    "declare -x =\"1\"\n",
+	    "declare x A=\"1\"\n",
+	    "declare -x A=$'\\0'\n", /* a NUL in a value */
+	    "declare -x A=$'\\x00'\n",
+	    "declare -x A=$'\\u0000'\n",
+	    "declare -x A=\\", /* a backslash at the end */
+	    "declare -x! A=\"1\"\n",
+	    "garbage\n",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct session *s = session_new("x", "/w", NULL, 0);
@@ -233,9 +233,9 @@ static void test_hook_round_trip_with_bash(void **state)
 	snprintf(hook, sizeof(hook), "%s/session.sh", dir);
 	FILE *f = fopen(hook, "w");
 	assert_non_null(f);
-	assert_int_equal(fwrite(session_image_file.data, 1,
-				session_image_file.len, f),
-			 session_image_file.len);
+	assert_int_equal(
+	    fwrite(session_image_file.data, 1, session_image_file.len, f),
+	    session_image_file.len);
 	fclose(f);
 
 	/* every byte but NUL, and some shapes bash quotes differently */
@@ -244,10 +244,19 @@ static void test_hook_round_trip_with_bash(void **state)
 		all[i - 1] = (char)i;
 	all[255] = '\0';
 	static const char *const tricky[] = {
-		"plain", "", "two words", "line1\nline2\n", "q\"uo'te",
-		"back\\slash\\", "$dollar `tick` $(x) ${y}", "!bang",
-		"h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x98\x80", "\xff\xfe bad utf8",
-		"\t\r\v\f\a\b\033", "trailing\\", "=leading=equals",
+	    "plain",
+	    "",
+	    "two words",
+	    "line1\nline2\n",
+	    "q\"uo'te",
+	    "back\\slash\\",
+	    "$dollar `tick` $(x) ${y}",
+	    "!bang",
+	    "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x98\x80",
+	    "\xff\xfe bad utf8",
+	    "\t\r\v\f\a\b\033",
+	    "trailing\\",
+	    "=leading=equals",
 	};
 	size_t nt = sizeof(tricky) / sizeof(tricky[0]);
 	char *envp[32];
@@ -259,15 +268,15 @@ static void test_hook_round_trip_with_bash(void **state)
 	envp[ne++] = bashenv;
 	for (size_t i = 0; i <= nt; i++) {
 		char *kv;
-		assert_true(asprintf(&kv, "V%zu=%s", i, i < nt ? tricky[i] : all) >
-			    0);
+		assert_true(
+		    asprintf(&kv, "V%zu=%s", i, i < nt ? tricky[i] : all) > 0);
 		envp[ne++] = kv;
 	}
 	envp[ne] = NULL;
 	const char *cmd = "cd /tmp; export -n V0; declare -ix N=6*7; "
-			  "declare -rx R=ro; declare -ax ARR=(1 2); "
-			  "T=target; declare -nx REF=T; export NOVALUE; "
-			  "declare -lx LOW=ABC; export NEW=$'a\\nb'; exit 3";
+	                  "declare -rx R=ro; declare -ax ARR=(1 2); "
+	                  "T=target; declare -nx REF=T; export NOVALUE; "
+	                  "declare -lx LOW=ABC; export NEW=$'a\\nb'; exit 3";
 
 	int p[2];
 	assert_int_equal(pipe(p), 0);
@@ -395,11 +404,13 @@ static void test_state_round_trip(void **state)
 	size_t alen;
 	assert_int_equal(session_state_encode(t, &again, &alen), 0);
 	assert_int_equal(alen, len);
-	assert_true(session_state_hash(buf, len) == session_state_hash(again, alen));
+	assert_true(session_state_hash(buf, len) ==
+	            session_state_hash(again, alen));
 	assert_int_equal(session_setenv(t, "A=2"), 0);
 	free(again);
 	assert_int_equal(session_state_encode(t, &again, &alen), 0);
-	assert_true(session_state_hash(buf, len) != session_state_hash(again, alen));
+	assert_true(session_state_hash(buf, len) !=
+	            session_state_hash(again, alen));
 	free(again);
 	free(buf);
 	session_free(t);
@@ -415,11 +426,14 @@ static void test_state_decode_refuses_damage(void **state)
 	static const char rel[] = "tmp\0A=1\0";
 	static const char noeq[] = "/tmp\0A=1\0JUNK\0";
 	static const char noname[] = "/tmp\0=1\0";
-	assert_int_equal(session_state_decode(s, cut, sizeof(cut) - 1), -EINVAL);
-	assert_int_equal(session_state_decode(s, rel, sizeof(rel) - 1), -EINVAL);
-	assert_int_equal(session_state_decode(s, noeq, sizeof(noeq) - 1), -EINVAL);
+	assert_int_equal(session_state_decode(s, cut, sizeof(cut) - 1),
+	                 -EINVAL);
+	assert_int_equal(session_state_decode(s, rel, sizeof(rel) - 1),
+	                 -EINVAL);
+	assert_int_equal(session_state_decode(s, noeq, sizeof(noeq) - 1),
+	                 -EINVAL);
 	assert_int_equal(session_state_decode(s, noname, sizeof(noname) - 1),
-			 -EINVAL);
+	                 -EINVAL);
 	assert_int_equal(session_state_decode(s, "", 0), -EINVAL);
 	assert_int_equal(session_state_decode(s, NULL, 0), -EINVAL);
 	/* nothing of it was taken */
@@ -452,7 +466,7 @@ static void test_state_is_bounded(void **state)
 	assert_non_null(over);
 	over[0] = '/';
 	assert_int_equal(session_state_decode(s, over, SESSION_STATE_MAX + 1),
-			 -EINVAL);
+	                 -EINVAL);
 	free(over);
 	free(kv);
 	session_free(s);
@@ -462,12 +476,12 @@ static void test_state_cost_counts_as_execve(void **state)
 {
 	(void)state;
 	static const char rec[] = REC("/tmp", "declare -x A=\"1\"\n"
-					      "declare -x SHLVL=\"2\"\n"
-					      "declare -x BB=\"22\"\n");
+	                                      "declare -x SHLVL=\"2\"\n"
+	                                      "declare -x BB=\"22\"\n");
 	/* "/tmp" + NUL, then A=1 and BB=22, each with its NUL and a pointer
 	 * (SHLVL is not carried) */
 	assert_int_equal(session_state_cost(rec, sizeof(rec) - 1),
-			 5 + (4 + 8) + (6 + 8));
+	                 5 + (4 + 8) + (6 + 8));
 	assert_int_equal(session_state_cost("x", 1), 0);
 	static const char cut[] = "SBXSTATE\0/tmp\0declare -x A=\"1";
 	assert_int_equal(session_state_cost(cut, sizeof(cut) - 1), -EINVAL);
@@ -491,8 +505,8 @@ static void test_record_strings_in_one_block(void **state)
 	(void)state;
 	struct session *s = session_new("x", NULL, NULL, 0);
 	static const char rec[] = REC("/tmp", "declare -x A=\"1\"\n"
-					      "declare -x B=\"2\"\n"
-					      "declare -x C=\"3\"\n");
+	                                      "declare -x B=\"2\"\n"
+	                                      "declare -x C=\"3\"\n");
 	assert_int_equal(session_apply_state(s, rec, sizeof(rec) - 1), 1);
 	assert_int_equal(s->envc, 3);
 	assert_ptr_equal(s->env[0], s->block);
@@ -511,21 +525,21 @@ static void test_record_strings_in_one_block(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_apply_record),
-		cmocka_unit_test(test_last_record_wins),
-		cmocka_unit_test(test_no_or_cut_record),
-		cmocka_unit_test(test_declare_quoting),
-		cmocka_unit_test(test_declare_attributes),
-		cmocka_unit_test(test_declare_refuses_damage),
-		cmocka_unit_test(test_hook_round_trip_with_bash),
-		cmocka_unit_test(test_env_for_overrides),
-		cmocka_unit_test(test_setenv_replaces),
-		cmocka_unit_test(test_state_round_trip),
-		cmocka_unit_test(test_state_decode_refuses_damage),
-		cmocka_unit_test(test_state_is_bounded),
-		cmocka_unit_test(test_state_cost_counts_as_execve),
-		cmocka_unit_test(test_record_strings_in_one_block),
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_apply_record),
+	    cmocka_unit_test(test_last_record_wins),
+	    cmocka_unit_test(test_no_or_cut_record),
+	    cmocka_unit_test(test_declare_quoting),
+	    cmocka_unit_test(test_declare_attributes),
+	    cmocka_unit_test(test_declare_refuses_damage),
+	    cmocka_unit_test(test_hook_round_trip_with_bash),
+	    cmocka_unit_test(test_env_for_overrides),
+	    cmocka_unit_test(test_setenv_replaces),
+	    cmocka_unit_test(test_state_round_trip),
+	    cmocka_unit_test(test_state_decode_refuses_damage),
+	    cmocka_unit_test(test_state_is_bounded),
+	    cmocka_unit_test(test_state_cost_counts_as_execve),
+	    cmocka_unit_test(test_record_strings_in_one_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,7 +52,8 @@ static void test_two_daemons(void **state)
 	assert_int_equal(uidrange_claim(b, base), -EBUSY);
 	assert_int_equal(uidrange_claim(b, base + USERNS_RANGE), -EBUSY);
 	/* any overlap, also of an unaligned range */
-	assert_int_equal(uidrange_claim(b, base + 2 * USERNS_RANGE - 1), -EBUSY);
+	assert_int_equal(uidrange_claim(b, base + 2 * USERNS_RANGE - 1),
+	                 -EBUSY);
 	assert_int_equal(uidrange_claim(b, base - USERNS_RANGE + 1), -EBUSY);
 	/* adjacent ranges are free */
 	assert_int_equal(uidrange_claim(b, base + 2 * USERNS_RANGE), 0);
@@ -92,8 +93,8 @@ static void test_reserved_ranges(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_two_daemons),
-		cmocka_unit_test(test_reserved_ranges),
+	    cmocka_unit_test(test_two_daemons),
+	    cmocka_unit_test(test_reserved_ranges),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

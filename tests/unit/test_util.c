@@ -61,11 +61,16 @@ static void test_utf8(void **state)
 	assert_true(utf8_valid("h\xc3\xa9llo", 6));
 	assert_false(utf8_valid("\xff", 1));
 	assert_false(utf8_valid("a\0b", 3));
-	assert_false(utf8_valid("\xc0\xaf", 2)); /* overlong '/' */
+	assert_false(utf8_valid("\xc0\xaf", 2));     /* overlong '/' */
 	assert_false(utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
-	size_t n = utf8_sanitize("a\xff" "b", 3, out);
+	size_t n = utf8_sanitize("a\xff"
+	                         "b",
+	                         3, out);
 	assert_int_equal(n, 5);
-	assert_memory_equal(out, "a\xef\xbf\xbd" "b", 5);
+	assert_memory_equal(out,
+	                    "a\xef\xbf\xbd"
+	                    "b",
+	                    5);
 	n = utf8_sanitize("\xe2\x82", 2, out); /* cut sequence */
 	assert_int_equal(n, 6);
 	assert_true(utf8_valid(out, n));
@@ -96,28 +101,49 @@ static void test_path_beneath(void **state)
 {
 	(void)state;
 	char out[64];
-	assert_int_equal(path_beneath("/workspace", "a/b", out, sizeof(out)), PATH_OK);
+	assert_int_equal(path_beneath("/workspace", "a/b", out, sizeof(out)),
+	                 PATH_OK);
 	assert_string_equal(out, "a/b");
-	assert_int_equal(path_beneath("/workspace", "a//./b/", out, sizeof(out)), PATH_OK);
+	assert_int_equal(
+	    path_beneath("/workspace", "a//./b/", out, sizeof(out)), PATH_OK);
 	assert_string_equal(out, "a/b");
-	assert_int_equal(path_beneath("/workspace", "/workspace/x", out, sizeof(out)), PATH_OK);
+	assert_int_equal(
+	    path_beneath("/workspace", "/workspace/x", out, sizeof(out)),
+	    PATH_OK);
 	assert_string_equal(out, "x");
-	assert_int_equal(path_beneath("/workspace", "/workspace", out, sizeof(out)), PATH_OK);
+	assert_int_equal(
+	    path_beneath("/workspace", "/workspace", out, sizeof(out)),
+	    PATH_OK);
 	assert_string_equal(out, "");
-	assert_int_equal(path_beneath("/workspace", ".", out, sizeof(out)), PATH_OK);
+	assert_int_equal(path_beneath("/workspace", ".", out, sizeof(out)),
+	                 PATH_OK);
 	assert_string_equal(out, "");
-	assert_int_equal(path_beneath("/workspace", "../etc", out, sizeof(out)), PATH_OUTSIDE);
-	assert_int_equal(path_beneath("/workspace", "a/../../b", out, sizeof(out)), PATH_OUTSIDE);
-	assert_int_equal(path_beneath("/workspace", "a/..", out, sizeof(out)), PATH_OUTSIDE);
-	assert_int_equal(path_beneath("/workspace", "/etc/passwd", out, sizeof(out)), PATH_OUTSIDE);
-	assert_int_equal(path_beneath("/workspace", "/workspacefoo", out, sizeof(out)), PATH_OUTSIDE);
-	assert_int_equal(path_beneath("/workspace", "a\nb", out, sizeof(out)), PATH_INVALID);
-	assert_int_equal(path_beneath("/workspace", "a\x7f", out, sizeof(out)), PATH_INVALID);
-	assert_int_equal(path_beneath("/", "/etc/x", out, sizeof(out)), PATH_OK);
+	assert_int_equal(path_beneath("/workspace", "../etc", out, sizeof(out)),
+	                 PATH_OUTSIDE);
+	assert_int_equal(
+	    path_beneath("/workspace", "a/../../b", out, sizeof(out)),
+	    PATH_OUTSIDE);
+	assert_int_equal(path_beneath("/workspace", "a/..", out, sizeof(out)),
+	                 PATH_OUTSIDE);
+	assert_int_equal(
+	    path_beneath("/workspace", "/etc/passwd", out, sizeof(out)),
+	    PATH_OUTSIDE);
+	assert_int_equal(
+	    path_beneath("/workspace", "/workspacefoo", out, sizeof(out)),
+	    PATH_OUTSIDE);
+	assert_int_equal(path_beneath("/workspace", "a\nb", out, sizeof(out)),
+	                 PATH_INVALID);
+	assert_int_equal(path_beneath("/workspace", "a\x7f", out, sizeof(out)),
+	                 PATH_INVALID);
+	assert_int_equal(path_beneath("/", "/etc/x", out, sizeof(out)),
+	                 PATH_OK);
 	assert_string_equal(out, "etc/x");
 	char small[4];
-	assert_int_equal(path_beneath("/workspace", "abcdef", small, sizeof(small)), PATH_INVALID);
-	assert_int_equal(path_beneath("/workspace", "..a", out, sizeof(out)), PATH_OK);
+	assert_int_equal(
+	    path_beneath("/workspace", "abcdef", small, sizeof(small)),
+	    PATH_INVALID);
+	assert_int_equal(path_beneath("/workspace", "..a", out, sizeof(out)),
+	                 PATH_OK);
 	assert_string_equal(out, "..a");
 }
 
@@ -125,20 +151,23 @@ static void test_path_join_beneath(void **state)
 {
 	(void)state;
 	char *out;
-	assert_int_equal(path_join_beneath("/workspace", "/workspace/d", "x/y",
-					   &out), PATH_OK);
+	assert_int_equal(
+	    path_join_beneath("/workspace", "/workspace/d", "x/y", &out),
+	    PATH_OK);
 	assert_string_equal(out, "/workspace/d/x/y");
 	free(out);
-	assert_int_equal(path_join_beneath("/workspace", "/tmp", "/workspace",
-					   &out), PATH_OK);
+	assert_int_equal(
+	    path_join_beneath("/workspace", "/tmp", "/workspace", &out),
+	    PATH_OK);
 	assert_string_equal(out, "/workspace");
 	free(out);
-	assert_int_equal(path_join_beneath("/workspace", "/workspace", "..", &out),
-			 PATH_OUTSIDE);
+	assert_int_equal(
+	    path_join_beneath("/workspace", "/workspace", "..", &out),
+	    PATH_OUTSIDE);
 	assert_null(out);
 	/* a relative path from a cwd outside the base is outside */
 	assert_int_equal(path_join_beneath("/workspace", "/tmp", "x", &out),
-			 PATH_OUTSIDE);
+	                 PATH_OUTSIDE);
 	assert_int_equal(path_join_beneath("/", "/", "a/./b", &out), PATH_OK);
 	assert_string_equal(out, "/a/b");
 	free(out);
@@ -151,11 +180,12 @@ static void test_path_join_beneath(void **state)
 		p += 201;
 	}
 	*p = '\0';
-	assert_int_equal(path_join_beneath("/workspace", "/workspace", deep, &out),
-			 PATH_INVALID);
+	assert_int_equal(
+	    path_join_beneath("/workspace", "/workspace", deep, &out),
+	    PATH_INVALID);
 	deep[15 * 201] = '\0';
-	assert_int_equal(path_join_beneath("/workspace", "/workspace", deep, &out),
-			 PATH_OK);
+	assert_int_equal(
+	    path_join_beneath("/workspace", "/workspace", deep, &out), PATH_OK);
 	assert_int_equal(strlen(out), strlen("/workspace/") + 15 * 201 - 1);
 	free(out);
 	free(deep);
@@ -181,11 +211,14 @@ static void test_base64(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_durations), cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_utf8), cmocka_unit_test(test_buf_limit),
-		cmocka_unit_test(test_iso8601), cmocka_unit_test(test_path_beneath),
-		cmocka_unit_test(test_path_join_beneath),
-		cmocka_unit_test(test_base64),
+	    cmocka_unit_test(test_durations),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_utf8),
+	    cmocka_unit_test(test_buf_limit),
+	    cmocka_unit_test(test_iso8601),
+	    cmocka_unit_test(test_path_beneath),
+	    cmocka_unit_test(test_path_join_beneath),
+	    cmocka_unit_test(test_base64),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

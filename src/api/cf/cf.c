@@ -39,33 +39,54 @@ static const struct {
 	const char *code;
 	unsigned status;
 } statuses[] = {
-	{"FILE_NOT_FOUND", 404}, {"COMMAND_NOT_FOUND", 404},
-	{"PROCESS_NOT_FOUND", 404}, {"PORT_NOT_EXPOSED", 404},
-	{"GIT_REPOSITORY_NOT_FOUND", 404}, {"GIT_BRANCH_NOT_FOUND", 404},
-	{"CONTEXT_NOT_FOUND", 404}, {"WATCH_NOT_FOUND", 404},
-	{"BACKUP_NOT_FOUND", 404},
-	{"IS_DIRECTORY", 400}, {"NOT_DIRECTORY", 400},
-	{"INVALID_COMMAND", 400}, {"INVALID_PORT_NUMBER", 400},
-	{"INVALID_PORT", 400}, {"INVALID_GIT_URL", 400},
-	{"CUSTOM_DOMAIN_REQUIRED", 400}, {"INVALID_JSON_RESPONSE", 400},
-	{"NAME_TOO_LONG", 400}, {"VALIDATION_FAILED", 400},
-	{"MISSING_CREDENTIALS", 400}, {"INVALID_MOUNT_CONFIG", 400},
-	{"BACKUP_EXPIRED", 400}, {"INVALID_BACKUP_CONFIG", 400},
-	{"GIT_AUTH_FAILED", 401},
-	{"PERMISSION_DENIED", 403}, {"COMMAND_PERMISSION_DENIED", 403},
-	{"PROCESS_PERMISSION_DENIED", 403}, {"READ_ONLY", 403},
-	{"PROCESS_READY_TIMEOUT", 408},
-	{"FILE_EXISTS", 409}, {"PORT_ALREADY_EXPOSED", 409},
-	{"PORT_IN_USE", 409}, {"RESOURCE_BUSY", 409},
-	{"SESSION_ALREADY_EXISTS", 409}, {"OPERATION_INTERRUPTED", 409},
-	{"SESSION_DESTROYED", 410}, {"SESSION_TERMINATED", 410},
-	{"FILE_TOO_LARGE", 413},
-	/* sandboxd's own: a file operation ended for want of progress */
-	{"FILE_OPERATION_TIMEOUT", 504},
-	{"PYTHON_NOT_AVAILABLE", 501}, {"JAVASCRIPT_NOT_AVAILABLE", 501},
-	{"SERVICE_NOT_RESPONDING", 502}, {"GIT_NETWORK_ERROR", 502},
-	{"INTERPRETER_NOT_READY", 503}, {"OPENCODE_STARTUP_FAILED", 503},
-	{"RPC_TRANSPORT_ERROR", 503}, {"CONTAINER_UNAVAILABLE", 503},
+    {"FILE_NOT_FOUND", 404},
+    {"COMMAND_NOT_FOUND", 404},
+    {"PROCESS_NOT_FOUND", 404},
+    {"PORT_NOT_EXPOSED", 404},
+    {"GIT_REPOSITORY_NOT_FOUND", 404},
+    {"GIT_BRANCH_NOT_FOUND", 404},
+    {"CONTEXT_NOT_FOUND", 404},
+    {"WATCH_NOT_FOUND", 404},
+    {"BACKUP_NOT_FOUND", 404},
+    {"IS_DIRECTORY", 400},
+    {"NOT_DIRECTORY", 400},
+    {"INVALID_COMMAND", 400},
+    {"INVALID_PORT_NUMBER", 400},
+    {"INVALID_PORT", 400},
+    {"INVALID_GIT_URL", 400},
+    {"CUSTOM_DOMAIN_REQUIRED", 400},
+    {"INVALID_JSON_RESPONSE", 400},
+    {"NAME_TOO_LONG", 400},
+    {"VALIDATION_FAILED", 400},
+    {"MISSING_CREDENTIALS", 400},
+    {"INVALID_MOUNT_CONFIG", 400},
+    {"BACKUP_EXPIRED", 400},
+    {"INVALID_BACKUP_CONFIG", 400},
+    {"GIT_AUTH_FAILED", 401},
+    {"PERMISSION_DENIED", 403},
+    {"COMMAND_PERMISSION_DENIED", 403},
+    {"PROCESS_PERMISSION_DENIED", 403},
+    {"READ_ONLY", 403},
+    {"PROCESS_READY_TIMEOUT", 408},
+    {"FILE_EXISTS", 409},
+    {"PORT_ALREADY_EXPOSED", 409},
+    {"PORT_IN_USE", 409},
+    {"RESOURCE_BUSY", 409},
+    {"SESSION_ALREADY_EXISTS", 409},
+    {"OPERATION_INTERRUPTED", 409},
+    {"SESSION_DESTROYED", 410},
+    {"SESSION_TERMINATED", 410},
+    {"FILE_TOO_LARGE", 413},
+    /* sandboxd's own: a file operation ended for want of progress */
+    {"FILE_OPERATION_TIMEOUT", 504},
+    {"PYTHON_NOT_AVAILABLE", 501},
+    {"JAVASCRIPT_NOT_AVAILABLE", 501},
+    {"SERVICE_NOT_RESPONDING", 502},
+    {"GIT_NETWORK_ERROR", 502},
+    {"INTERPRETER_NOT_READY", 503},
+    {"OPENCODE_STARTUP_FAILED", 503},
+    {"RPC_TRANSPORT_ERROR", 503},
+    {"CONTAINER_UNAVAILABLE", 503},
 };
 
 unsigned cf_status(const char *code)
@@ -83,16 +104,17 @@ const char *cf_now(char *buf, size_t cap)
 }
 
 static void error_answer(struct http_req *r, struct jsonout *o,
-			 const char *code, json_t *context, const char *fmt,
-			 va_list ap)
+                         const char *code, json_t *context, const char *fmt,
+                         va_list ap)
 {
 	char msg[1200], ts[32];
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	unsigned status = cf_status(code);
-	json_t *j = json_pack("{s:s, s:o, s:o, s:i, s:s}", "code", code,
-			      "message", json_bytes(msg, strlen(msg)), "context",
-			      context ? context : json_object(), "httpStatus",
-			      (int)status, "timestamp", cf_now(ts, sizeof(ts)));
+	json_t *j =
+	    json_pack("{s:s, s:o, s:o, s:i, s:s}", "code", code, "message",
+	              json_bytes(msg, strlen(msg)), "context",
+	              context ? context : json_object(), "httpStatus",
+	              (int)status, "timestamp", cf_now(ts, sizeof(ts)));
 	if (o)
 		jsonout_respond(o, r, status, j);
 	else
@@ -100,7 +122,7 @@ static void error_answer(struct http_req *r, struct jsonout *o,
 }
 
 void cf_error(struct http_req *r, const char *code, json_t *context,
-	      const char *fmt, ...)
+              const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -109,7 +131,7 @@ void cf_error(struct http_req *r, const char *code, json_t *context,
 }
 
 void cf_error_big(struct http_req *r, struct jsonout *o, const char *code,
-		  json_t *context, const char *fmt, ...)
+                  json_t *context, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -124,7 +146,7 @@ void cf_ok(struct http_req *r, json_t *body)
 		json_object_set_new(body, "success", json_true());
 	if (!json_object_get(body, "timestamp"))
 		json_object_set_new(body, "timestamp",
-				    json_string(cf_now(ts, sizeof(ts))));
+		                    json_string(cf_now(ts, sizeof(ts))));
 	http_respond_json(r, 200, body);
 }
 
@@ -135,7 +157,7 @@ void cf_ok_big(struct http_req *r, struct jsonout *o, json_t *body)
 		json_object_set_new(body, "success", json_true());
 	if (body && !json_object_get(body, "timestamp"))
 		json_object_set_new(body, "timestamp",
-				    json_string(cf_now(ts, sizeof(ts))));
+		                    json_string(cf_now(ts, sizeof(ts))));
 	jsonout_respond(o, r, 200, body);
 }
 
@@ -150,7 +172,7 @@ void cf_errno(struct http_req *r, int e, const char *what, const char *path)
 		/* the target itself, or a file where a directory was on
 		 * the way (then, as for the container, it does not exist) */
 		code = !strcmp(what, "not a directory") ? "NOT_DIRECTORY"
-							 : "FILE_NOT_FOUND";
+		                                        : "FILE_NOT_FOUND";
 		break;
 	case EISDIR:
 		code = "IS_DIRECTORY";
@@ -192,10 +214,10 @@ void cf_errno(struct http_req *r, int e, const char *what, const char *path)
 		code = "FILESYSTEM_ERROR";
 	}
 	cf_error(r, code,
-		 json_pack("{s:s, s:s, s:i}", "path", path, "operation", what,
-			   "errno", e),
-		 "%s: %s", path,
-		 e == ENOENT ? "no such file or directory" : strerror(e));
+	         json_pack("{s:s, s:s, s:i}", "path", path, "operation", what,
+	                   "errno", e),
+	         "%s: %s", path,
+	         e == ENOENT ? "no such file or directory" : strerror(e));
 }
 
 /* ---- bodies ------------------------------------------------------------ */
@@ -209,8 +231,8 @@ const char *cf_string(struct cf_req *q, const char *key, bool *bad)
 	if (!json_is_string(v)) {
 		*bad = true;
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", key), "%s must be a string",
-			 key);
+		         json_pack("{s:s}", "field", key),
+		         "%s must be a string", key);
 		return NULL;
 	}
 	return json_string_value(v);
@@ -224,8 +246,8 @@ int cf_uint(struct cf_req *q, const char *key, uint64_t *out)
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) <= 0) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", key),
-			 "%s must be a positive integer", key);
+		         json_pack("{s:s}", "field", key),
+		         "%s must be a positive integer", key);
 		return -1;
 	}
 	*out = (uint64_t)json_integer_value(v);
@@ -240,30 +262,33 @@ int cf_env(struct cf_req *q, json_t *env, char ***out, size_t *n)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 	else if (r < 0 && !bad)
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "env"),
-			 "env must be an object of strings");
+		         json_pack("{s:s}", "field", "env"),
+		         "env must be an object of strings");
 	else if (r < 0)
-		cf_error(q->r, "VALIDATION_FAILED", json_pack("{s:s}", "key", bad),
-			 "Invalid environment variable: %.200s (names are "
-			 "[A-Za-z_][A-Za-z0-9_]*, values strings)", bad);
+		cf_error(q->r, "VALIDATION_FAILED",
+		         json_pack("{s:s}", "key", bad),
+		         "Invalid environment variable: %.200s (names are "
+		         "[A-Za-z_][A-Za-z0-9_]*, values strings)",
+		         bad);
 	return r < 0 ? -1 : 0;
 }
 
 /* ---- paths ------------------------------------------------------------- */
 
-int cf_resolve(struct cf_req *q, const char *cwd, const char *path,
-	       char *out, size_t cap)
+int cf_resolve(struct cf_req *q, const char *cwd, const char *path, char *out,
+               size_t cap)
 {
 	if (!path || !*path) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "path"), "a path is required");
+		         json_pack("{s:s}", "field", "path"),
+		         "a path is required");
 		return -1;
 	}
 	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
 		if (*c < 0x20 || *c == 0x7f) {
 			cf_error(q->r, "VALIDATION_FAILED",
-				 json_pack("{s:s}", "field", "path"),
-				 "paths may not hold control characters");
+			         json_pack("{s:s}", "field", "path"),
+			         "paths may not hold control characters");
 			return -1;
 		}
 	/* as path.resolve: cwd, then path; "." vanishes, ".." drops the
@@ -282,16 +307,18 @@ int cf_resolve(struct cf_req *q, const char *cwd, const char *path,
 				while (o && out[o] != '/')
 					o--;
 			} else if (l > 255) {
-				cf_error(q->r, "NAME_TOO_LONG",
-					 json_pack("{s:s}", "path", path),
-					 "a name in %.200s is longer than 255 bytes",
-					 path);
+				cf_error(
+				    q->r, "NAME_TOO_LONG",
+				    json_pack("{s:s}", "path", path),
+				    "a name in %.200s is longer than 255 bytes",
+				    path);
 				return -1;
 			} else {
 				if (o + l + 2 > cap) {
-					cf_error(q->r, "NAME_TOO_LONG",
-						 json_pack("{s:s}", "path", path),
-						 "path too long");
+					cf_error(
+					    q->r, "NAME_TOO_LONG",
+					    json_pack("{s:s}", "path", path),
+					    "path too long");
 					return -1;
 				}
 				out[o++] = '/';
@@ -322,7 +349,11 @@ static size_t incomplete_tail(const unsigned char *p, size_t len)
 		unsigned char c = p[len - back];
 		if ((c & 0xc0) == 0x80)
 			continue;
-		size_t need = c < 0xc2 ? 1 : c < 0xe0 ? 2 : c < 0xf0 ? 3 : c < 0xf5 ? 4 : 1;
+		size_t need = c < 0xc2   ? 1
+		              : c < 0xe0 ? 2
+		              : c < 0xf0 ? 3
+		              : c < 0xf5 ? 4
+		                         : 1;
 		return need > back ? back : 0;
 	}
 	return 0;
@@ -342,7 +373,8 @@ json_t *cf_text(struct cf_utf8 *u, const char *data, size_t len, bool final)
 			memcpy(joined + u->n, data, len);
 		src = joined;
 	}
-	size_t keep = final ? 0 : incomplete_tail((const unsigned char *)src, total);
+	size_t keep =
+	    final ? 0 : incomplete_tail((const unsigned char *)src, total);
 	memcpy(u->held, src + total - keep, keep);
 	u->n = keep;
 	json_t *j = total - keep ? json_bytes(src, total - keep) : NULL;
@@ -392,8 +424,8 @@ struct session *cf_session(struct cf_req *q, bool *fresh)
 		return sandbox_session(q->sb, NULL);
 	if (!valid_sid(sid)) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "sessionId"),
-			 "sessionId: 1-256 characters, no control characters");
+		         json_pack("{s:s}", "field", "sessionId"),
+		         "sessionId: 1-256 characters, no control characters");
 		return NULL;
 	}
 	*fresh = !strcmp(sid, CF_NO_SESSION);
@@ -401,9 +433,9 @@ struct session *cf_session(struct cf_req *q, bool *fresh)
 		return s;
 	if (count_sessions(q->sb) >= CF_MAX_SESSIONS) {
 		cf_error(q->r, "RESOURCE_BUSY",
-			 json_pack("{s:s}", "sessionId", sid),
-			 "this sandbox has %d sessions; delete some first",
-			 CF_MAX_SESSIONS);
+		         json_pack("{s:s}", "sessionId", sid),
+		         "this sandbox has %d sessions; delete some first",
+		         CF_MAX_SESSIONS);
 		return NULL;
 	}
 	/* as the container: a session named for the first time is made */
@@ -431,40 +463,42 @@ static void session_create(struct cf_req *q)
 		/* the container's shape: session_<ms>_<hex> */
 		char prefix[40];
 		snprintf(prefix, sizeof(prefix), "session_%" PRIu64 "_",
-			 now_wall_ms());
+		         now_wall_ms());
 		id_random(idbuf, sizeof(idbuf), prefix);
 		id = idbuf;
 	}
 	if (!valid_sid(id) || !strcmp(id, CF_NO_SESSION)) {
-		cf_error(q->r, "VALIDATION_FAILED", json_pack("{s:s}", "field", "id"),
-			 "id: 1-256 characters, no control characters");
+		cf_error(q->r, "VALIDATION_FAILED",
+		         json_pack("{s:s}", "field", "id"),
+		         "id: 1-256 characters, no control characters");
 		goto out;
 	}
 	if (cf_resolve(q, "/workspace", c ? c : "/workspace", cwd,
-		       sizeof(cwd)) < 0)
+	               sizeof(cwd)) < 0)
 		goto out;
 	if (sandbox_session(q->sb, id)) {
 		cf_error(q->r, "SESSION_ALREADY_EXISTS",
-			 json_pack("{s:s}", "sessionId", id),
-			 "Session '%s' already exists", id);
+		         json_pack("{s:s}", "sessionId", id),
+		         "Session '%s' already exists", id);
 		goto out;
 	}
 	if (count_sessions(q->sb) >= CF_MAX_SESSIONS) {
-		cf_error(q->r, "RESOURCE_BUSY", json_pack("{s:s}", "sessionId", id),
-			 "this sandbox has %d sessions; delete some first",
-			 CF_MAX_SESSIONS);
+		cf_error(q->r, "RESOURCE_BUSY",
+		         json_pack("{s:s}", "sessionId", id),
+		         "this sandbox has %d sessions; delete some first",
+		         CF_MAX_SESSIONS);
 		goto out;
 	}
 	if (sandbox_session_new(q->sb, id, cwd, (const char *const *)env, envc,
-				&s) < 0) {
+	                        &s) < 0) {
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		goto out;
 	}
 	s->timeout_ms = timeout;
-	cf_ok(q->r, json_pack("{s:s, s:s, s:n, s:{s:s, s:s}}", "id", id,
-			      "message", "Session created",
-			      "containerPlacementId", "data", "id", id, "cwd",
-			      cwd));
+	cf_ok(q->r,
+	      json_pack("{s:s, s:s, s:n, s:{s:s, s:s}}", "id", id, "message",
+	                "Session created", "containerPlacementId", "data", "id",
+	                id, "cwd", cwd));
 out:
 	env_free(env);
 }
@@ -501,20 +535,21 @@ static void session_delete(struct cf_req *q)
 		return;
 	if (!sid || !*sid) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "sessionId"),
-			 "sessionId is required");
+		         json_pack("{s:s}", "field", "sessionId"),
+		         "sessionId is required");
 		return;
 	}
 	s = sandbox_session(q->sb, sid);
 	if (!s || s == q->sb->sessions) {
 		/* the container's answer for a session it does not know */
 		cf_error(q->r, "INTERNAL_ERROR",
-			 json_pack("{s:s, s:s}", "sessionId", sid, "originalError",
-				   s ? "the default session cannot be deleted"
-				     : "Session not found"),
-			 "Session '%s' %s", sid,
-			 s ? "is the default session and cannot be deleted"
-			   : "not found");
+		         json_pack("{s:s, s:s}", "sessionId", sid,
+		                   "originalError",
+		                   s ? "the default session cannot be deleted"
+		                     : "Session not found"),
+		         "Session '%s' %s", sid,
+		         s ? "is the default session and cannot be deleted"
+		           : "not found");
 		return;
 	}
 	/* as the container, which destroys the session's shell: what it
@@ -537,14 +572,15 @@ static void session_delete(struct cf_req *q)
 
 static void ping(struct http_req *r)
 {
-	cf_ok(r, json_pack("{s:s, s:s}", "status", "healthy", "message", "pong"));
+	cf_ok(r,
+	      json_pack("{s:s, s:s}", "status", "healthy", "message", "pong"));
 }
 
 /* ---- dispatch ---------------------------------------------------------- */
 
 /* "/api/process/{id}[/tail]": the id (into buf) and the tail. */
 static const char *process_route(const char *rest, char *buf, size_t cap,
-				 const char **tail)
+                                 const char **tail)
 {
 	static const char pre[] = "/api/process/";
 	if (strncmp(rest, pre, sizeof(pre) - 1))
@@ -565,24 +601,24 @@ static void unknown_route(struct http_req *r)
 {
 	char ts[32];
 	http_respond_json(r, 404,
-			  json_pack("{s:s, s:s, s:{}, s:i, s:s}", "code",
-				    "UNKNOWN_ERROR", "message", "Not found",
-				    "context", "httpStatus", 404, "timestamp",
-				    cf_now(ts, sizeof(ts))));
+	                  json_pack("{s:s, s:s, s:{}, s:i, s:s}", "code",
+	                            "UNKNOWN_ERROR", "message", "Not found",
+	                            "context", "httpStatus", 404, "timestamp",
+	                            cf_now(ts, sizeof(ts))));
 }
 
 static bool route(struct cf_req *q, const char *method, const char *path)
 {
 	return !strcmp(q->rest, path) &&
 	       (!strcmp(q->r->method, method) ||
-		(!strcmp(method, "GET") && !strcmp(q->r->method, "HEAD")));
+	        (!strcmp(method, "GET") && !strcmp(q->r->method, "HEAD")));
 }
 
 static void dispatch(struct api *a, struct http_req *r, const char *tenant,
-		     const char *sbid, const char *rest)
+                     const char *sbid, const char *rest)
 {
-	struct cf_req q = {.a = a, .r = r, .tenant = tenant, .sbid = sbid,
-			   .rest = rest};
+	struct cf_req q = {
+	    .a = a, .r = r, .tenant = tenant, .sbid = sbid, .rest = rest};
 	struct sbx_err err = {0};
 	char pid[256];
 	const char *tail;
@@ -602,8 +638,9 @@ static void dispatch(struct api *a, struct http_req *r, const char *tenant,
 		return;
 	}
 	if (!sandbox_id_valid(sbid)) {
-		cf_error(r, "VALIDATION_FAILED", json_pack("{s:s}", "field", "id"),
-			 "sandbox id must be 1-63 characters of [a-z0-9-]");
+		cf_error(r, "VALIDATION_FAILED",
+		         json_pack("{s:s}", "field", "id"),
+		         "sandbox id must be 1-63 characters of [a-z0-9-]");
 		return;
 	}
 	if (r->body.len) {
@@ -612,8 +649,8 @@ static void dispatch(struct api *a, struct http_req *r, const char *tenant,
 		if (!json_is_object(q.body)) {
 			json_decref(q.body);
 			cf_error(r, "VALIDATION_FAILED", NULL,
-				 "Failed to parse request body: %s",
-				 q.body ? "not a JSON object" : jerr.text);
+			         "Failed to parse request body: %s",
+			         q.body ? "not a JSON object" : jerr.text);
 			return;
 		}
 	} else {
@@ -678,19 +715,17 @@ static void dispatch(struct api *a, struct http_req *r, const char *tenant,
 	else if (route(&q, "POST", "/api/execute/code"))
 		cf_execute_code(&q);
 	else if (del && !strncmp(rest, "/api/contexts/", 14) && rest[14] &&
-		 !strchr(rest + 14, '/'))
+	         !strchr(rest + 14, '/'))
 		cf_context_delete(&q, rest + 14);
-	else if (process_route(rest, pid, sizeof(pid), &tail) && get &&
-		 !*tail)
+	else if (process_route(rest, pid, sizeof(pid), &tail) && get && !*tail)
 		cf_process_get(&q, pid);
-	else if (process_route(rest, pid, sizeof(pid), &tail) && del &&
-		 !*tail)
+	else if (process_route(rest, pid, sizeof(pid), &tail) && del && !*tail)
 		cf_process_kill(&q, pid);
 	else if (process_route(rest, pid, sizeof(pid), &tail) && get &&
-		 !strcmp(tail, "/logs"))
+	         !strcmp(tail, "/logs"))
 		cf_process_logs(&q, pid);
 	else if (process_route(rest, pid, sizeof(pid), &tail) && get &&
-		 !strcmp(tail, "/stream"))
+	         !strcmp(tail, "/stream"))
 		cf_process_stream(&q, pid);
 	else
 		unknown_route(r);
@@ -720,8 +755,8 @@ static size_t begin_body(struct http_req *r, const char *data, size_t len)
 		/* the rest is read and dropped by the server */
 		r->body_too_large = true;
 		cf_error(r, "FILE_TOO_LARGE",
-			 json_pack("{s:I}", "maxSize", (json_int_t)b->max),
-			 "request body larger than %zu bytes", b->max);
+		         json_pack("{s:I}", "maxSize", (json_int_t)b->max),
+		         "request body larger than %zu bytes", b->max);
 		return len;
 	}
 	if (buf_append(&r->body, data, len) < 0) {
@@ -747,7 +782,7 @@ static void begin_end(struct http_req *r)
 }
 
 void api_cf_begin(struct api *a, struct http_req *r, struct route_match *m,
-		  const char *rest)
+                  const char *rest)
 {
 	struct cf_begin *b = calloc(1, sizeof(*b));
 	if (!b)
@@ -769,7 +804,7 @@ void api_cf_begin(struct api *a, struct http_req *r, struct route_match *m,
 }
 
 void api_cf_handle(struct api *a, struct http_req *r, struct route_match *m,
-		   const char *rest)
+                   const char *rest)
 {
 	dispatch(a, r, m->tenant, m->params[0], rest);
 }

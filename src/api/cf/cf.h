@@ -33,12 +33,12 @@ struct cf_req {
 /* The protocol's error: {code, message, context, httpStatus, timestamp}
  * with the status the SDK maps the code to. context may be NULL. */
 void cf_error(struct http_req *r, const char *code, json_t *context,
-	      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* cf_error whose context holds big strings from o (daemon/jsonout.h). */
 struct jsonout;
 void cf_error_big(struct http_req *r, struct jsonout *o, const char *code,
-		  json_t *context, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+                  json_t *context, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* The HTTP status of a code, as in the SDK's table (500 when unknown). */
 unsigned cf_status(const char *code);
 /* 200 with body plus "success": true and "timestamp" (takes body). */
@@ -62,7 +62,7 @@ int cf_env(struct cf_req *q, json_t *env, char ***out, size_t *n);
 /* cf_mime.c: the type of a file named path whose first n bytes are data
  * (all of it when complete), by extension, then by content. */
 const char *cf_mime_of(const char *path, const char *data, size_t n,
-		       bool complete);
+                       bool complete);
 /* Whether the protocol sends that type as base64 (else as UTF-8 text). */
 bool cf_mime_binary(const char *mime);
 
@@ -72,7 +72,7 @@ void cf_shell_quote(struct buf *b, const char *s);
  * (NULL: the session's) and env, both undone when it ends, before the
  * session hook saves the session's state. */
 void cf_shell_wrap(struct buf *b, const char *command, const char *cwd,
-		   char **env, size_t envc);
+                   char **env, size_t envc);
 
 /* The session a request names (body "sessionId" or the X-Session-Id
  * header): none is the default session; an unknown one is created, as
@@ -85,8 +85,8 @@ struct session *cf_session(struct cf_req *q, bool *fresh);
 /* A path of the protocol (absolute anywhere in the sandbox, or relative
  * to cwd) made absolute and normal ("." and ".." resolved as words, as
  * path.resolve does) into out. -1 after answering 400. */
-int cf_resolve(struct cf_req *q, const char *cwd, const char *path,
-	       char *out, size_t cap);
+int cf_resolve(struct cf_req *q, const char *cwd, const char *path, char *out,
+               size_t cap);
 /* The builtin's path for an absolute one: relative to "/" ("." for it). */
 const char *cf_rel(const char *abs);
 

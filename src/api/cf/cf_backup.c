@@ -51,8 +51,9 @@ static bool bk_error(const struct buf *out, int *e, char *what, size_t cap)
 		if (strncmp(l, "E ", 2))
 			continue;
 		*e = (int)strtol(l + 2, &end, 10);
-		snprintf(what, cap, "%.*s", (int)strcspn(end + (*end == ' '), "\n"),
-			 end + (*end == ' '));
+		snprintf(what, cap, "%.*s",
+		         (int)strcspn(end + (*end == ' '), "\n"),
+		         end + (*end == ' '));
 		return true;
 	}
 	return false;
@@ -62,14 +63,16 @@ static void bk_done(const struct exec_result *res, void *ctx);
 
 static int bk_run(struct cf_bk *b, const char *const *argv, struct sbx_err *err)
 {
-	struct exec_params p = {.argv = argv, .builtin = true, .detached = true,
-				.timeout_ms = EXEC_NO_TIMEOUT,
-				.max_output = 64u << 10};
+	struct exec_params p = {.argv = argv,
+	                        .builtin = true,
+	                        .detached = true,
+	                        .timeout_ms = EXEC_NO_TIMEOUT,
+	                        .max_output = 64u << 10};
 	return exec_submit(b->sb, NULL, &p, bk_done, b, &b->job, err);
 }
 
 static void bk_fail(struct cf_bk *b, const struct exec_result *res,
-		    const char *code)
+                    const char *code)
 {
 	int e;
 	char what[300];
@@ -77,15 +80,16 @@ static void bk_fail(struct cf_bk *b, const struct exec_result *res,
 		return;
 	if (bk_error(&res->err, &e, what, sizeof(what)) ||
 	    bk_error(&res->out, &e, what, sizeof(what)))
-		cf_error(b->r, e == ENOENT && !b->restore ? "FILE_NOT_FOUND" : code,
-			 json_pack("{s:s, s:s}", "dir", b->dir, "archivePath",
-				   b->archive),
-			 "%s: %s", what, strerror(e));
+		cf_error(b->r,
+		         e == ENOENT && !b->restore ? "FILE_NOT_FOUND" : code,
+		         json_pack("{s:s, s:s}", "dir", b->dir, "archivePath",
+		                   b->archive),
+		         "%s: %s", what, strerror(e));
 	else
 		cf_error(b->r, code,
-			 json_pack("{s:s, s:s}", "dir", b->dir, "archivePath",
-				   b->archive),
-			 "%s", res->msg[0] ? res->msg : "the archiver failed");
+		         json_pack("{s:s, s:s}", "dir", b->dir, "archivePath",
+		                   b->archive),
+		         "%s", res->msg[0] ? res->msg : "the archiver failed");
 }
 
 static void bk_done(const struct exec_result *res, void *ctx)
@@ -96,11 +100,12 @@ static void bk_done(const struct exec_result *res, void *ctx)
 	bool ok = res->failure == EXEC_OK && res->exit_code == 0;
 	if (!b->restore) {
 		unsigned long long size = 0;
-		if (ok && b->r && sscanf(buf_cstr((struct buf *)&res->out), "OK %llu",
-					 &size) == 1)
+		if (ok && b->r &&
+		    sscanf(buf_cstr((struct buf *)&res->out), "OK %llu",
+		           &size) == 1)
 			cf_ok(b->r, json_pack("{s:I, s:s}", "sizeBytes",
-					      (json_int_t)size, "archivePath",
-					      b->archive));
+			                      (json_int_t)size, "archivePath",
+			                      b->archive));
 		else if (b->r)
 			bk_fail(b, res, "BACKUP_CREATE_FAILED");
 		bk_free(b);
@@ -109,13 +114,15 @@ static void bk_done(const struct exec_result *res, void *ctx)
 	if (!b->committing) {
 		/* unpacked beside dir: now swap it in */
 		if (ok && b->r &&
-		    sscanf(buf_cstr((struct buf *)&res->out), "OK %255s", b->tmp) == 1) {
-			const char *argv[] = {"archive-commit", "/", b->dir, b->tmp,
-					      NULL};
+		    sscanf(buf_cstr((struct buf *)&res->out), "OK %255s",
+		           b->tmp) == 1) {
+			const char *argv[] = {"archive-commit", "/", b->dir,
+			                      b->tmp, NULL};
 			b->committing = true;
 			if (bk_run(b, argv, &err) == 0)
 				return;
-			cf_error(b->r, "BACKUP_RESTORE_FAILED", NULL, "%s", err.msg);
+			cf_error(b->r, "BACKUP_RESTORE_FAILED", NULL, "%s",
+			         err.msg);
 		} else if (b->r) {
 			bk_fail(b, res, "BACKUP_RESTORE_FAILED");
 		}
@@ -139,9 +146,10 @@ static struct cf_bk *bk_new(struct cf_req *q, bool restore)
 	if (bad1 || bad2)
 		return NULL;
 	if (!dir || !arch) {
-		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", dir ? "archivePath" : "dir"),
-			 "dir and archivePath are required");
+		cf_error(
+		    q->r, "VALIDATION_FAILED",
+		    json_pack("{s:s}", "field", dir ? "archivePath" : "dir"),
+		    "dir and archivePath are required");
 		return NULL;
 	}
 	struct cf_bk *b = calloc(1, sizeof(*b));
@@ -157,8 +165,9 @@ static struct cf_bk *bk_new(struct cf_req *q, bool restore)
 	}
 	if (!strcmp(b->dir, "/")) {
 		cf_error(q->r, "INVALID_BACKUP_CONFIG",
-			 json_pack("{s:s}", "dir", b->dir),
-			 "dir: not / itself (a snapshot keeps the whole filesystem)");
+		         json_pack("{s:s}", "dir", b->dir),
+		         "dir: not / itself (a snapshot keeps the whole "
+		         "filesystem)");
 		free(b);
 		return NULL;
 	}
@@ -177,8 +186,9 @@ void cf_backup_create(struct cf_req *q)
 	json_t *ex = json_object_get(q->body, "excludes");
 	if (ex && !json_is_null(ex) &&
 	    (!json_is_array(ex) || json_array_size(ex) > 64)) {
-		cf_error(q->r, "VALIDATION_FAILED", json_pack("{s:s}", "field", "excludes"),
-			 "excludes: an array of at most 64 patterns");
+		cf_error(q->r, "VALIDATION_FAILED",
+		         json_pack("{s:s}", "field", "excludes"),
+		         "excludes: an array of at most 64 patterns");
 		return;
 	}
 	size_t i, n = 0;
@@ -189,8 +199,8 @@ void cf_backup_create(struct cf_req *q)
 		    json_string_length(e) > 256 ||
 		    strlen(json_string_value(e)) != json_string_length(e)) {
 			cf_error(q->r, "VALIDATION_FAILED",
-				 json_pack("{s:s}", "field", "excludes"),
-				 "excludes: patterns of 1 to 256 bytes");
+			         json_pack("{s:s}", "field", "excludes"),
+			         "excludes: patterns of 1 to 256 bytes");
 			return;
 		}
 	}
@@ -206,7 +216,8 @@ void cf_backup_create(struct cf_req *q)
 	argv[n++] = out;
 	json_array_foreach(ex, i, e)
 	{
-		if (asprintf(&pats[i], "--exclude=%s", json_string_value(e)) >= 0)
+		if (asprintf(&pats[i], "--exclude=%s", json_string_value(e)) >=
+		    0)
 			argv[n++] = pats[i];
 	}
 	argv[n] = NULL;
@@ -237,7 +248,7 @@ void cf_backup_restore(struct cf_req *q)
 void cf_backup_upload_parts(struct cf_req *q)
 {
 	cf_error(q->r, "BACKUP_CREATE_FAILED", NULL,
-		 "uploading parts to presigned URLs needs the network, which "
-		 "this sandbox does not have; read the archive with the file "
-		 "API instead");
+	         "uploading parts to presigned URLs needs the network, which "
+	         "this sandbox does not have; read the archive with the file "
+	         "API instead");
 }

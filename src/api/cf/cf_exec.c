@@ -34,7 +34,7 @@
 struct cf_cmd {
 	struct exec_params p;
 	struct session *sess;
-	const char *command;  /* as the client gave it */
+	const char *command; /* as the client gave it */
 	const char *argv[4];
 	char **env;
 	size_t envc;
@@ -61,9 +61,10 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 	if (bad)
 		return -1;
 	if (!c->command || !*c->command) {
-		cf_error(q->r, c->command ? "INVALID_COMMAND" : "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "command"),
-			 "command must be a non-empty string");
+		cf_error(q->r,
+		         c->command ? "INVALID_COMMAND" : "VALIDATION_FAILED",
+		         json_pack("{s:s}", "field", "command"),
+		         "command must be a non-empty string");
 		return -1;
 	}
 	const char *cwd = cf_string(q, "cwd", &bad);
@@ -84,7 +85,8 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 		c->p.cwd = cwd ? c->cwd : NULL;
 		c->p.detached = c->fresh;
 	} else if (cwd || c->envc) {
-		cf_shell_wrap(&c->script, c->command, cwd ? c->cwd : NULL, c->env, c->envc);
+		cf_shell_wrap(&c->script, c->command, cwd ? c->cwd : NULL,
+		              c->env, c->envc);
 		c->p.command = buf_cstr(&c->script);
 	} else {
 		c->p.command = c->command;
@@ -120,7 +122,7 @@ static void exec_free(struct cf_exec *e)
 }
 
 static struct cf_exec *exec_new(struct cf_req *q, enum cf_exec_kind kind,
-				const char *command)
+                                const char *command)
 {
 	struct cf_exec *e = calloc(1, sizeof(*e));
 	if (!e || !(e->command = strdup(command))) {
@@ -138,7 +140,7 @@ static json_t *event(const char *type)
 {
 	char ts[32];
 	return json_pack("{s:s, s:s}", "type", type, "timestamp",
-			 cf_now(ts, sizeof(ts)));
+	                 cf_now(ts, sizeof(ts)));
 }
 
 static void exec_started(void *ctx, int pid)
@@ -167,7 +169,6 @@ static int exec_output(void *ctx, int fd, const char *data, size_t len)
 	return cf_event(e->x.rl, ev);
 }
 
-
 static void stream_end(struct cf_exec *e, const struct exec_result *res)
 {
 	for (int fd = 1; fd <= 2; fd++) {
@@ -181,9 +182,11 @@ static void stream_end(struct cf_exec *e, const struct exec_result *res)
 	json_t *ev;
 	if (res->failure == EXEC_TIMEOUT) {
 		char msg[160];
-		snprintf(msg, sizeof(msg),
-			 "Command timed out after %llu ms (its process tree was "
-			 "killed)", (unsigned long long)e->timeout_ms);
+		snprintf(
+		    msg, sizeof(msg),
+		    "Command timed out after %llu ms (its process tree was "
+		    "killed)",
+		    (unsigned long long)e->timeout_ms);
 		ev = event("error");
 		json_object_set_new(ev, "error", json_string(msg));
 		json_object_set_new(ev, "data", json_string(msg));
@@ -194,7 +197,8 @@ static void stream_end(struct cf_exec *e, const struct exec_result *res)
 		json_object_set_new(ev, "data", json_string(res->msg));
 	} else {
 		ev = event("complete");
-		json_object_set_new(ev, "exitCode", json_integer(res->exit_code));
+		json_object_set_new(ev, "exitCode",
+		                    json_integer(res->exit_code));
 	}
 	cf_event(e->x.rl, ev);
 	relay_end(e->x.rl);
@@ -207,23 +211,26 @@ static void run_done(struct cf_exec *e, const struct exec_result *res)
 		struct buf out, err;
 		exec_result_take(res, &out, &err);
 		struct jsonout *o = jsonout_new();
-		json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
+		json_t *jo = jsonout_string(o, &out),
+		       *je = jsonout_string(o, &err);
 		json_t *ctx = json_pack("{s:s, s:i, s:o, s:o, s:I}", "command",
-					e->command, "exitCode", 124, "stdout", jo,
-					"stderr", je, "timeoutMs",
-					(json_int_t)e->timeout_ms);
+		                        e->command, "exitCode", 124, "stdout",
+		                        jo, "stderr", je, "timeoutMs",
+		                        (json_int_t)e->timeout_ms);
 		buf_free(&out);
 		buf_free(&err);
-		cf_error_big(e->r, o, "COMMAND_EXECUTION_ERROR", ctx,
-			     "Command timed out after %llu ms (its process tree "
-			     "was killed)", (unsigned long long)e->timeout_ms);
+		cf_error_big(
+		    e->r, o, "COMMAND_EXECUTION_ERROR", ctx,
+		    "Command timed out after %llu ms (its process tree "
+		    "was killed)",
+		    (unsigned long long)e->timeout_ms);
 		return;
 	}
 	if (res->failure != EXEC_OK) {
 		cf_error(e->r, "COMMAND_EXECUTION_ERROR",
-			 json_pack("{s:s, s:s}", "command", e->command, "stderr",
-				   res->msg),
-			 "Failed to execute command: %s", res->msg);
+		         json_pack("{s:s, s:s}", "command", e->command,
+		                   "stderr", res->msg),
+		         "Failed to execute command: %s", res->msg);
 		return;
 	}
 	iso8601_ms(res->start_wall_ms, ts, sizeof(ts));
@@ -231,11 +238,11 @@ static void run_done(struct cf_exec *e, const struct exec_result *res)
 	exec_result_take(res, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
-	json_t *j = json_pack("{s:b, s:i, s:o, s:o, s:s, s:I, s:s}", "success",
-			      res->exit_code == 0, "exitCode", res->exit_code,
-			      "stdout", jo, "stderr", je, "command", e->command,
-			      "duration", (json_int_t)res->duration_ms,
-			      "timestamp", ts);
+	json_t *j =
+	    json_pack("{s:b, s:i, s:o, s:o, s:s, s:I, s:s}", "success",
+	              res->exit_code == 0, "exitCode", res->exit_code, "stdout",
+	              jo, "stderr", je, "command", e->command, "duration",
+	              (json_int_t)res->duration_ms, "timestamp", ts);
 	if (j && e->sid)
 		json_object_set_new(j, "sessionId", json_string(e->sid));
 	buf_free(&out);
@@ -247,7 +254,7 @@ static void commands_done(struct cf_exec *e, const struct exec_result *res)
 {
 	if (res->failure != EXEC_OK) {
 		cf_error(e->r, "COMMAND_EXECUTION_ERROR", NULL,
-			 "could not list the commands: %s", res->msg);
+		         "could not list the commands: %s", res->msg);
 		return;
 	}
 	json_t *names = json_array();
@@ -259,7 +266,7 @@ static void commands_done(struct cf_exec *e, const struct exec_result *res)
 		p += l + (p[l] == '\n');
 	}
 	cf_ok(e->r, json_pack("{s:o, s:I}", "availableCommands", names, "count",
-			      (json_int_t)json_array_size(names)));
+	                      (json_int_t)json_array_size(names)));
 }
 
 static bool has(const char *hay, const char *needle)
@@ -269,7 +276,7 @@ static bool has(const char *hay, const char *needle)
 
 /* The SDK's git error classes, from git's own words. */
 static const char *git_code(const struct cf_exec *e, const char *err,
-			    int exit_code)
+                            int exit_code)
 {
 	char *l = strdup(err);
 	const char *code = "GIT_CLONE_FAILED";
@@ -280,22 +287,23 @@ static const char *git_code(const struct cf_exec *e, const char *err,
 	if (exit_code == 127 && has(l, "git"))
 		code = "GIT_OPERATION_FAILED";
 	else if (e->remote &&
-		 (has(l, "could not resolve") || has(l, "unable to access") ||
-		  has(l, "failed to connect") || has(l, "connection refused") ||
-		  has(l, "network is unreachable") || has(l, "name resolution") ||
-		  has(l, "couldn't connect") || has(l, "ssh:") ||
-		  has(l, "cannot run ssh") || has(l, "could not read from remote")))
+	         (has(l, "could not resolve") || has(l, "unable to access") ||
+	          has(l, "failed to connect") || has(l, "connection refused") ||
+	          has(l, "network is unreachable") ||
+	          has(l, "name resolution") || has(l, "couldn't connect") ||
+	          has(l, "ssh:") || has(l, "cannot run ssh") ||
+	          has(l, "could not read from remote")))
 		code = "GIT_NETWORK_ERROR";
 	else if (has(l, "remote branch") && has(l, "not found"))
 		code = "GIT_BRANCH_NOT_FOUND";
 	else if (has(l, "already exists"))
 		code = "GIT_CLONE_FAILED";
 	else if (has(l, "authentication") || has(l, "permission denied") ||
-		 has(l, "could not read username") || has(l, "access denied"))
+	         has(l, "could not read username") || has(l, "access denied"))
 		code = "GIT_AUTH_FAILED";
 	else if (has(l, "not found") || has(l, "does not exist") ||
-		 has(l, "not a git repository") ||
-		 has(l, "does not appear to be a git repository"))
+	         has(l, "not a git repository") ||
+	         has(l, "does not appear to be a git repository"))
 		code = "GIT_REPOSITORY_NOT_FOUND";
 	free(l);
 	return code;
@@ -305,32 +313,32 @@ static void git_done(struct cf_exec *e, const struct exec_result *res)
 {
 	if (res->failure == EXEC_TIMEOUT) {
 		cf_error(e->r, "GIT_CLONE_FAILED",
-			 json_pack("{s:s, s:s, s:I}", "repository", e->repo,
-				   "targetDir", e->target, "timeoutMs",
-				   (json_int_t)e->timeout_ms),
-			 "git clone of '%s' timed out after %llu ms (killed)",
-			 e->repo, (unsigned long long)e->timeout_ms);
+		         json_pack("{s:s, s:s, s:I}", "repository", e->repo,
+		                   "targetDir", e->target, "timeoutMs",
+		                   (json_int_t)e->timeout_ms),
+		         "git clone of '%s' timed out after %llu ms (killed)",
+		         e->repo, (unsigned long long)e->timeout_ms);
 		return;
 	}
 	if (res->failure != EXEC_OK || res->exit_code) {
 		const char *err = res->failure != EXEC_OK
-					  ? res->msg
-					  : buf_cstr((struct buf *)&res->err);
+		                      ? res->msg
+		                      : buf_cstr((struct buf *)&res->err);
 		cf_error(e->r, git_code(e, err, res->exit_code),
-			 json_pack("{s:s, s:s, s:i, s:o}", "repository", e->repo,
-				   "targetDir", e->target, "exitCode",
-				   res->exit_code, "stderr",
-				   json_bytes(err, strlen(err))),
-			 "Failed to clone repository '%s': %s", e->repo,
-			 *err ? err : "git failed");
+		         json_pack("{s:s, s:s, s:i, s:o}", "repository",
+		                   e->repo, "targetDir", e->target, "exitCode",
+		                   res->exit_code, "stderr",
+		                   json_bytes(err, strlen(err))),
+		         "Failed to clone repository '%s': %s", e->repo,
+		         *err ? err : "git failed");
 		return;
 	}
 	const char *out = buf_cstr((struct buf *)&res->out);
 	size_t l = strcspn(out, "\n");
 	json_t *branch = l ? json_bytes(out, l)
-			   : json_string(e->branch ? e->branch : "unknown");
+	                   : json_string(e->branch ? e->branch : "unknown");
 	cf_ok(e->r, json_pack("{s:s, s:o, s:s}", "repoUrl", e->repo, "branch",
-			      branch, "targetDir", e->target));
+	                      branch, "targetDir", e->target));
 }
 
 static void exec_done(const struct exec_result *res, void *ctx)
@@ -338,7 +346,8 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	struct cf_exec *e = ctx;
 	e->x.job = NULL;
 	metrics_exec_done(e->a, res->duration_ms,
-			  res->failure != EXEC_OK && res->failure != EXEC_TIMEOUT);
+	                  res->failure != EXEC_OK &&
+	                      res->failure != EXEC_TIMEOUT);
 	if (e->x.rl) {
 		stream_end(e, res);
 	} else if (e->kind == COMMANDS) {
@@ -358,7 +367,8 @@ static void submit(struct cf_req *q, struct cf_exec *e, struct cf_cmd *c)
 	q->a->metrics.execs++;
 	if (!e->x.rl)
 		http_suspend(q->r);
-	if (exec_submit(q->sb, c->sess, &c->p, exec_done, e, &e->x.job, &err) < 0) {
+	if (exec_submit(q->sb, c->sess, &c->p, exec_done, e, &e->x.job, &err) <
+	    0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, e);
@@ -380,7 +390,7 @@ static void execute(struct cf_req *q, bool stream)
 		c.p.on_output = exec_output;
 		c.p.on_started = exec_started;
 		e->x.rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts,
-				   &api_exec_relay, e);
+		                     &api_exec_relay, e);
 		if (!e->x.rl) {
 			exec_free(e);
 			goto out;
@@ -406,11 +416,11 @@ void cf_commands(struct cf_req *q)
 	/* programs on PATH (and aliases/functions), not shell builtins or
 	 * keywords */
 	static const char list[] =
-		"export LC_ALL=C; comm -23 <(compgen -c | sort -u) "
-		"<({ compgen -b; compgen -k; } | sort -u)";
+	    "export LC_ALL=C; comm -23 <(compgen -c | sort -u) "
+	    "<({ compgen -b; compgen -k; } | sort -u)";
 	const char *argv[] = {"/bin/bash", "-c", list, NULL};
-	struct cf_cmd c = {.p = {.argv = argv, .detached = true,
-				 .timeout_ms = 30000}};
+	struct cf_cmd c = {
+	    .p = {.argv = argv, .detached = true, .timeout_ms = 30000}};
 	bool fresh;
 	buf_init(&c.script, 0);
 	json_object_set_new(q->body, "sessionId", json_string(CF_NO_SESSION));
@@ -433,7 +443,8 @@ static bool git_remote(const char *repo)
 		return false;
 	if (strstr(repo, "://"))
 		return true;
-	return colon && colon > repo && !memchr(repo, '/', (size_t)(colon - repo));
+	return colon && colon > repo &&
+	       !memchr(repo, '/', (size_t)(colon - repo));
 }
 
 /* The SDK's default target: /workspace/<last part of the URL, no .git>. */
@@ -468,14 +479,17 @@ void cf_git_checkout(struct cf_req *q)
 	    cf_uint(q, "timeoutMs", &timeout) < 0)
 		return;
 	if (!repo || !*repo || repo[0] == '-' || strpbrk(repo, "\n\r\t")) {
-		cf_error(q->r, repo && *repo ? "INVALID_GIT_URL" : "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "repoUrl"),
-			 "repoUrl must be a repository URL or path");
+		cf_error(q->r,
+		         repo && *repo ? "INVALID_GIT_URL"
+		                       : "VALIDATION_FAILED",
+		         json_pack("{s:s}", "field", "repoUrl"),
+		         "repoUrl must be a repository URL or path");
 		return;
 	}
 	if (branch && (!*branch || branch[0] == '-')) {
-		cf_error(q->r, "VALIDATION_FAILED", json_pack("{s:s}", "field", "branch"),
-			 "Invalid branch name '%s'", branch);
+		cf_error(q->r, "VALIDATION_FAILED",
+		         json_pack("{s:s}", "field", "branch"),
+		         "Invalid branch name '%s'", branch);
 		return;
 	}
 	struct session *sess = cf_session(q, &fresh);
@@ -504,7 +518,7 @@ void cf_git_checkout(struct cf_req *q)
 	 * path is the session's); never a prompt for credentials */
 	buf_init(&cmd, 0);
 	buf_printf(&cmd, "GIT_TERMINAL_PROMPT=0 git clone%s",
-		   e->remote ? " --filter=blob:none" : "");
+	           e->remote ? " --filter=blob:none" : "");
 	if (branch) {
 		buf_printf(&cmd, " --branch ");
 		cf_shell_quote(&cmd, branch);
@@ -539,8 +553,9 @@ static struct process *find(struct cf_req *q, const char *id)
 {
 	struct process *p = process_find(q->sb, id);
 	if (!p)
-		cf_error(q->r, "PROCESS_NOT_FOUND", json_pack("{s:s}", "processId", id),
-			 "Process not found: %s", id);
+		cf_error(q->r, "PROCESS_NOT_FOUND",
+		         json_pack("{s:s}", "processId", id),
+		         "Process not found: %s", id);
 	return p;
 }
 
@@ -549,12 +564,12 @@ static void started(struct process *p, void *ctx)
 	struct http_req *r = ctx;
 	if (p->ended && p->error[0])
 		cf_error(r, "PROCESS_ERROR",
-			 json_pack("{s:s, s:s}", "processId", p->id, "stderr",
-				   p->error),
-			 "Failed to start process: %s", p->error);
+		         json_pack("{s:s, s:s}", "processId", p->id, "stderr",
+		                   p->error),
+		         "Failed to start process: %s", p->error);
 	else
 		cf_ok(r, json_pack("{s:s, s:i, s:s}", "processId", p->id, "pid",
-				   p->pid, "command", p->command));
+		                   p->pid, "command", p->command));
 }
 
 static bool valid_process_id(const char *id)
@@ -581,16 +596,16 @@ void cf_process_start(struct cf_req *q)
 		goto out;
 	if (id && !valid_process_id(id)) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "processId"),
-			 "processId: 1-128 of [A-Za-z0-9._-]");
+		         json_pack("{s:s}", "field", "processId"),
+		         "processId: 1-128 of [A-Za-z0-9._-]");
 		goto out;
 	}
 	http_suspend(q->r);
 	if (process_start(q->sb, c.sess, id, &c.p, c.command, started, q->r, &p,
-			  &err) < 0)
+	                  &err) < 0)
 		cf_error(q->r, "PROCESS_ERROR",
-			 json_pack("{s:s}", "processId", id ? id : ""), "%s",
-			 err.msg);
+		         json_pack("{s:s}", "processId", id ? id : ""), "%s",
+		         err.msg);
 out:
 	cmd_free(&c);
 }
@@ -609,7 +624,8 @@ void cf_process_get(struct cf_req *q, const char *id)
 {
 	struct process *p = find(q, id);
 	if (p)
-		cf_ok(q->r, json_pack("{s:o}", "process", api_process_json(p, 0)));
+		cf_ok(q->r,
+		      json_pack("{s:o}", "process", api_process_json(p, 0)));
 }
 
 /* process/kill and process/kill-all are answered once the processes have
@@ -638,21 +654,21 @@ static void kill_answer(struct cf_kill *k, bool in_time)
 			process_unfollow(k->ones[i].f);
 	if (!in_time)
 		cf_error(k->r, "PROCESS_ERROR",
-			 json_pack("{s:s}", "processId", k->id),
-			 "process %s did not end after SIGKILL",
-			 *k->id ? k->id : "(one of them)");
+		         json_pack("{s:s}", "processId", k->id),
+		         "process %s did not end after SIGKILL",
+		         *k->id ? k->id : "(one of them)");
 	else if (*k->id)
-		cf_ok(k->r, json_pack("{s:s, s:s}", "processId", k->id, "signal",
-				      "SIGTERM"));
+		cf_ok(k->r, json_pack("{s:s, s:s}", "processId", k->id,
+		                      "signal", "SIGTERM"));
 	else
 		cf_ok(k->r, json_pack("{s:i, s:i, s:s}", "cleanedCount",
-				      (int)k->n, "killedCount", (int)k->n,
-				      "message", "processes killed"));
+		                      (int)k->n, "killedCount", (int)k->n,
+		                      "message", "processes killed"));
 	free(k);
 }
 
 static int kill_output(void *ctx, int fd, uint64_t end, const char *data,
-		       size_t len)
+                       size_t len)
 {
 	(void)ctx, (void)fd, (void)end, (void)data, (void)len;
 	return 0;
@@ -668,8 +684,8 @@ static void kill_ended(void *ctx, const struct process *p, bool gone)
 		kill_answer(k, true);
 }
 
-static const struct process_follow_ops kill_follow = {
-	.output = kill_output, .ended = kill_ended};
+static const struct process_follow_ops kill_follow = {.output = kill_output,
+                                                      .ended = kill_ended};
 
 static void kill_late(struct loop_timer *t)
 {
@@ -678,7 +694,7 @@ static void kill_late(struct loop_timer *t)
 
 /* Kill procs[0..n) and answer when they have ended. */
 static void kill_and_answer(struct cf_req *q, struct process **procs, size_t n,
-			    const char *id)
+                            const char *id)
 {
 	struct cf_kill *k = calloc(1, sizeof(*k) + n * sizeof(k->ones[0]));
 	if (!k) {
@@ -697,7 +713,7 @@ static void kill_and_answer(struct cf_req *q, struct process **procs, size_t n,
 		process_kill(procs[i], CF_KILL_GRACE_MS);
 		k->ones[i].k = k;
 		if (process_follow(procs[i], procs[i]->log_end, &kill_follow,
-				   &k->ones[i], &k->ones[i].f) < 0)
+		                   &k->ones[i], &k->ones[i].f) < 0)
 			k->pending--;
 	}
 	if (--k->pending == 0)
@@ -745,8 +761,9 @@ void cf_process_logs(struct cf_req *q, const char *id)
 	process_logs(p, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
-	cf_ok_big(q->r, o, json_pack("{s:s, s:o, s:o}", "processId", p->id,
-				     "stdout", jo, "stderr", je));
+	cf_ok_big(q->r, o,
+	          json_pack("{s:s, s:o, s:o}", "processId", p->id, "stdout", jo,
+	                    "stderr", je));
 	buf_free(&out);
 	buf_free(&err);
 }
@@ -766,7 +783,7 @@ static int pwatch_event(struct cf_pwatch *w, json_t *ev)
 }
 
 static int pwatch_text(struct cf_pwatch *w, int fd, const char *data,
-		       size_t len, bool final)
+                       size_t len, bool final)
 {
 	json_t *text = cf_text(&w->u[fd], data, len, final);
 	if (!text)
@@ -777,7 +794,7 @@ static int pwatch_text(struct cf_pwatch *w, int fd, const char *data,
 }
 
 static int pwatch_output(void *ctx, int fd, uint64_t end, const char *data,
-			 size_t len)
+                         size_t len)
 {
 	(void)end;
 	return pwatch_text(ctx, fd, data, len, false);
@@ -789,14 +806,16 @@ static void pwatch_ended(void *ctx, const struct process *p, bool gone)
 	json_t *ev;
 	if (gone) {
 		ev = event("error");
-		json_object_set_new(ev, "data", json_string("the process is gone"));
-		json_object_set_new(ev, "error", json_string("the process is gone"));
+		json_object_set_new(ev, "data",
+		                    json_string("the process is gone"));
+		json_object_set_new(ev, "error",
+		                    json_string("the process is gone"));
 	} else {
 		char msg[80];
 		pwatch_text(w, 1, "", 0, true);
 		pwatch_text(w, 2, "", 0, true);
-		snprintf(msg, sizeof(msg), "Process completed with exit code %d",
-			 p->exit_code);
+		snprintf(msg, sizeof(msg),
+		         "Process completed with exit code %d", p->exit_code);
 		ev = event("exit");
 		json_object_set_new(ev, "exitCode", json_integer(p->exit_code));
 		json_object_set_new(ev, "data", json_string(msg));
@@ -806,8 +825,8 @@ static void pwatch_ended(void *ctx, const struct process *p, bool gone)
 }
 
 /* older output was dropped: the stream goes on from what is kept */
-static const struct process_follow_ops pwatch_follow = {
-	.output = pwatch_output, .ended = pwatch_ended};
+static const struct process_follow_ops pwatch_follow = {.output = pwatch_output,
+                                                        .ended = pwatch_ended};
 
 void cf_process_stream(struct cf_req *q, const char *id)
 {
@@ -825,7 +844,7 @@ void cf_process_stream(struct cf_req *q, const char *id)
 	json_t *ev = event("process_info");
 	json_object_set_new(ev, "command", json_string(p->command));
 	json_object_set_new(ev, "status",
-			    json_string(process_status_name(p->status)));
+	                    json_string(process_status_name(p->status)));
 	if (p->pid)
 		json_object_set_new(ev, "pid", json_integer(p->pid));
 	pwatch_event(w, ev);

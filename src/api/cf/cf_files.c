@@ -23,29 +23,28 @@
 #include "lib/base64.h"
 #include "lib/util.h"
 
-#define READ_MAX (32ull << 20)   /* the container's limit for /api/read */
+#define READ_MAX (32ull << 20) /* the container's limit for /api/read */
 #define SNIFF_BYTES 8192
-#define CHUNK_MAX 65535          /* raw bytes per read/stream chunk */
-
+#define CHUNK_MAX 65535 /* raw bytes per read/stream chunk */
 
 /* ---- one file operation ------------------------------------------------ */
 
 enum cf_file_op { OP_READ, OP_STREAM, OP_WRITE, OP_SIMPLE, OP_LIST, OP_EXISTS };
 
 struct cf_file {
-	struct api_fileop x;     /* first: the relay's context */
+	struct api_fileop x; /* first: the relay's context */
 	struct api *a;
-	struct http_req *r;      /* NULL once the request is gone */
+	struct http_req *r; /* NULL once the request is gone */
 	enum cf_file_op op;
-	json_t *ok;              /* the success answer of simple ops */
-	char *path, *abs;        /* as given; absolute */
-	struct buf out;          /* read: the file; stream: the bytes its
-				    type is sniffed from */
-	int encoding;            /* read: 0 by type, 1 utf-8, 2 base64 */
-	bool done;               /* the operation has ended */
-	bool answering;          /* the streamed answer was begun */
+	json_t *ok;       /* the success answer of simple ops */
+	char *path, *abs; /* as given; absolute */
+	struct buf out;   /* read: the file; stream: the bytes its
+	                     type is sniffed from */
+	int encoding;     /* read: 0 by type, 1 utf-8, 2 base64 */
+	bool done;        /* the operation has ended */
+	bool answering;   /* the streamed answer was begun */
 	bool dir, too_big;
-	size_t count;            /* list: entries sent */
+	size_t count; /* list: entries sent */
 	const char *mime;
 	uint64_t size, sent;
 	struct cf_utf8 u;
@@ -78,7 +77,7 @@ static bool begin(struct cf_file *f, const struct relay_opts *opts)
 		return false;
 	f->answering = true;
 	f->x.rl = relay_open(f->r, f->a->m->loop, opts ? opts : &cf_stream_opts,
-			     &api_fileop_relay, f);
+	                     &api_fileop_relay, f);
 	if (!f->x.rl)
 		fileop_cancel(f->x.op);
 	return f->x.rl != NULL;
@@ -87,7 +86,7 @@ static bool begin(struct cf_file *f, const struct relay_opts *opts)
 /* ---- read/stream ------------------------------------------------------- */
 
 static int stream_write(struct cf_file *f, const char *data, size_t len,
-			bool final)
+                        bool final)
 {
 	int paused = 0;
 	bool binary = cf_mime_binary(f->mime);
@@ -96,7 +95,8 @@ static int stream_write(struct cf_file *f, const char *data, size_t len,
 		size_t n = len > CHUNK_MAX ? CHUNK_MAX : len;
 		json_t *chunk;
 		if (binary) {
-			char *b64 = n ? malloc(base64_encoded_len(n) + 1) : NULL;
+			char *b64 =
+			    n ? malloc(base64_encoded_len(n) + 1) : NULL;
 			if (n && !b64)
 				return paused;
 			if (b64)
@@ -107,8 +107,9 @@ static int stream_write(struct cf_file *f, const char *data, size_t len,
 			chunk = cf_text(&f->u, data, n, final && n == len);
 		}
 		if (chunk)
-			paused |= cf_event(f->x.rl, json_pack("{s:s, s:o}", "type",
-							      "chunk", "data", chunk));
+			paused |= cf_event(f->x.rl,
+			                   json_pack("{s:s, s:o}", "type",
+			                             "chunk", "data", chunk));
 		data += n;
 		len -= n;
 		if (!len)
@@ -127,9 +128,9 @@ static int stream_start(struct cf_file *f, bool complete)
 	if (!begin(f, NULL))
 		return 0;
 	cf_event(f->x.rl, json_pack("{s:s, s:s, s:I, s:b, s:s}", "type",
-				    "metadata", "mimeType", f->mime, "size",
-				    (json_int_t)f->size, "isBinary", binary,
-				    "encoding", binary ? "base64" : "utf-8"));
+	                            "metadata", "mimeType", f->mime, "size",
+	                            (json_int_t)f->size, "isBinary", binary,
+	                            "encoding", binary ? "base64" : "utf-8"));
 	int r = f->out.len ? stream_write(f, held, f->out.len, false) : 0;
 	buf_reset(&f->out);
 	return r;
@@ -141,10 +142,11 @@ static void stream_end(struct cf_file *f, bool ok)
 	if (ok) {
 		stream_write(f, "", 0, true);
 		cf_event(f->x.rl, json_pack("{s:s, s:I}", "type", "complete",
-					    "bytesRead", (json_int_t)f->sent));
+		                            "bytesRead", (json_int_t)f->sent));
 	} else {
-		cf_event(f->x.rl, json_pack("{s:s, s:s}", "type", "error",
-					    "error", "reading the file failed"));
+		cf_event(f->x.rl,
+		         json_pack("{s:s, s:s}", "type", "error", "error",
+		                   "reading the file failed"));
 	}
 	relay_end(f->x.rl);
 }
@@ -163,12 +165,12 @@ static void mode_string(unsigned mode, char *out)
 static int list_begin(struct cf_file *f)
 {
 	static const struct relay_opts json = {
-		.content_type = "application/json", .size = HTTP_SIZE_UNKNOWN};
+	    .content_type = "application/json", .size = HTTP_SIZE_UNKNOWN};
 	static const char a[] = "{\"success\":true,\"path\":";
 	static const char b[] = ",\"files\":[";
 	json_t *path = json_string(f->path);
-	char *ptext = path ? json_dumps(path, JSON_COMPACT | JSON_ENCODE_ANY)
-			   : NULL;
+	char *ptext =
+	    path ? json_dumps(path, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
 	json_decref(path);
 	int r = 0;
 	if (!ptext)
@@ -194,18 +196,17 @@ static int on_entry(void *ctx, const struct file_entry *e)
 	struct buf absb;
 	buf_init(&absb, 0);
 	buf_printf(&absb, "%s/%.*s", strcmp(f->abs, "/") ? f->abs : "",
-		   (int)e->path_len, e->path);
+	           (int)e->path_len, e->path);
 	iso8601_ms(e->mtime_ms, when, sizeof(when));
 	mode_string(e->mode, mstr);
 	json_t *j = json_pack(
-		"{s:o, s:o, s:o, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name",
-		json_bytes(name, (size_t)(e->path + e->path_len - name)),
-		"absolutePath", json_bytes(absb.data, absb.len), "relativePath",
-		json_bytes(e->path, e->path_len), "type",
-		file_type_name(e->type), "size", (json_int_t)e->size,
-		"modifiedAt", when, "mode", mstr, "permissions", "readable",
-		(e->mode & 0400) != 0, "writable", (e->mode & 0200) != 0,
-		"executable", (e->mode & 0100) != 0);
+	    "{s:o, s:o, s:o, s:s, s:I, s:s, s:s, s:{s:b, s:b, s:b}}", "name",
+	    json_bytes(name, (size_t)(e->path + e->path_len - name)),
+	    "absolutePath", json_bytes(absb.data, absb.len), "relativePath",
+	    json_bytes(e->path, e->path_len), "type", file_type_name(e->type),
+	    "size", (json_int_t)e->size, "modifiedAt", when, "mode", mstr,
+	    "permissions", "readable", (e->mode & 0400) != 0, "writable",
+	    (e->mode & 0200) != 0, "executable", (e->mode & 0100) != 0);
 	buf_free(&absb);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
@@ -226,8 +227,9 @@ static void list_end(struct cf_file *f, bool ok)
 		relay_abort(f->x.rl);
 		return;
 	}
-	int n = snprintf(tail, sizeof(tail), "],\"count\":%zu,\"timestamp\":\"%s\"}",
-			 f->count, cf_now(ts, sizeof(ts)));
+	int n = snprintf(tail, sizeof(tail),
+	                 "],\"count\":%zu,\"timestamp\":\"%s\"}", f->count,
+	                 cf_now(ts, sizeof(ts)));
 	relay_write(f->x.rl, tail, (size_t)n);
 	relay_end(f->x.rl);
 }
@@ -284,12 +286,13 @@ static void answer_read(struct cf_file *f)
 	json_t *content;
 	if (f->out.dropped || f->too_big) {
 		cf_error(f->r, "FILE_TOO_LARGE",
-			 json_pack("{s:s, s:I, s:I}", "path", f->path, "actualSize",
-				   (json_int_t)f->size, "maxSize",
-				   (json_int_t)READ_MAX),
-			 "File too large: %llu bytes is more than the %llu of "
-			 "readFile (use readFileStream)",
-			 (unsigned long long)f->size, (unsigned long long)READ_MAX);
+		         json_pack("{s:s, s:I, s:I}", "path", f->path,
+		                   "actualSize", (json_int_t)f->size, "maxSize",
+		                   (json_int_t)READ_MAX),
+		         "File too large: %llu bytes is more than the %llu of "
+		         "readFile (use readFileStream)",
+		         (unsigned long long)f->size,
+		         (unsigned long long)READ_MAX);
 		return;
 	}
 	/* up to READ_MAX of the sandbox's bytes: sent from f->out, encoded
@@ -297,10 +300,10 @@ static void answer_read(struct cf_file *f)
 	struct jsonout *o = jsonout_new();
 	content = b64 ? jsonout_base64(o, &f->out) : jsonout_string(o, &f->out);
 	cf_ok_big(f->r, o,
-		  json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path", f->path,
-			    "content", content, "encoding",
-			    b64 ? "base64" : "utf-8", "isBinary", b64,
-			    "mimeType", mime, "size", (json_int_t)n));
+	          json_pack("{s:s, s:o, s:s, s:b, s:s, s:I}", "path", f->path,
+	                    "content", content, "encoding",
+	                    b64 ? "base64" : "utf-8", "isBinary", b64,
+	                    "mimeType", mime, "size", (json_int_t)n));
 }
 
 /* The answer of an operation whose stream did not begin. */
@@ -308,8 +311,8 @@ static void answer(struct cf_file *f, const struct fileop_result *res)
 {
 	if (res->status == FILEOP_TIMEOUT) {
 		cf_error(f->r, "FILE_OPERATION_TIMEOUT",
-			 json_pack("{s:s}", "path", f->path), "%s: %s", f->path,
-			 res->what);
+		         json_pack("{s:s}", "path", f->path), "%s: %s", f->path,
+		         res->what);
 	} else if (f->too_big) {
 		answer_read(f);
 	} else if (f->dir) {
@@ -317,12 +320,13 @@ static void answer(struct cf_file *f, const struct fileop_result *res)
 	} else if (res->status == FILEOP_ERRNO) {
 		if (f->op == OP_EXISTS)
 			cf_ok(f->r, json_pack("{s:s, s:b}", "path", f->path,
-					      "exists", 0));
+			                      "exists", 0));
 		else
 			cf_errno(f->r, res->error, res->what, f->path);
 	} else if (res->status != FILEOP_OK) {
-		cf_error(f->r, "FILESYSTEM_ERROR", json_pack("{s:s}", "path", f->path),
-			 "%s: %s", f->path, res->what);
+		cf_error(f->r, "FILESYSTEM_ERROR",
+		         json_pack("{s:s}", "path", f->path), "%s: %s", f->path,
+		         res->what);
 	} else if (f->op == OP_READ) {
 		answer_read(f);
 	} else if (f->op == OP_STREAM) {
@@ -331,7 +335,8 @@ static void answer(struct cf_file *f, const struct fileop_result *res)
 		if (f->x.rl)
 			stream_end(f, true);
 	} else if (f->op == OP_EXISTS) {
-		cf_ok(f->r, json_pack("{s:s, s:b}", "path", f->path, "exists", 1));
+		cf_ok(f->r,
+		      json_pack("{s:s, s:b}", "path", f->path, "exists", 1));
 	} else {
 		cf_ok(f->r, json_incref(f->ok));
 	}
@@ -352,11 +357,11 @@ static void on_done(void *ctx, const struct fileop_result *res)
 }
 
 static const struct fileop_ops file_ops = {
-	.on_file = on_file,
-	.on_dir = on_dir,
-	.on_data = on_data,
-	.on_entry = on_entry,
-	.on_done = on_done,
+    .on_file = on_file,
+    .on_dir = on_dir,
+    .on_data = on_data,
+    .on_entry = on_entry,
+    .on_done = on_done,
 };
 
 /* ---- requests ---------------------------------------------------------- */
@@ -364,7 +369,7 @@ static const struct fileop_ops file_ops = {
 /* The request's path field, resolved in its session; a new operation for
  * it (NULL after answering). */
 static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
-				const char *field)
+                                const char *field)
 {
 	bool bad, fresh;
 	char abs[4200];
@@ -388,16 +393,16 @@ static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
 	 * (less than SNIFF_BYTES, then one read of the pipe at most);
 	 * others: nothing */
 	buf_init(&f->out, op == OP_READ     ? READ_MAX + 64
-			  : op == OP_STREAM ? SNIFF_BYTES + (128u << 10)
-					    : 1);
+	                  : op == OP_STREAM ? SNIFF_BYTES + (128u << 10)
+	                                    : 1);
 	return f;
 }
 
 static void run(struct cf_req *q, struct cf_file *f, const char *const *argv,
-		const char *in, size_t inlen)
+                const char *in, size_t inlen)
 {
-	struct fileop_params p = {.argv = argv, .stdin_data = in,
-				  .stdin_len = inlen};
+	struct fileop_params p = {
+	    .argv = argv, .stdin_data = in, .stdin_len = inlen};
 	q->r->ctx = f;
 	q->r->on_close = file_req_closed;
 	http_suspend(q->r);
@@ -417,9 +422,9 @@ void cf_file_read(struct cf_req *q)
 		encoding = 2;
 	else if (enc) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "encoding"),
-			 "encoding must be utf-8 or base64 (\"none\" needs the "
-			 "RPC transport)");
+		         json_pack("{s:s}", "field", "encoding"),
+		         "encoding must be utf-8 or base64 (\"none\" needs the "
+		         "RPC transport)");
 		return;
 	}
 	struct cf_file *f = file_new(q, OP_READ, "path");
@@ -473,24 +478,24 @@ void cf_file_write(struct cf_req *q)
 		return;
 	if (!json_is_string(content)) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "content"),
-			 "content must be a string");
+		         json_pack("{s:s}", "field", "content"),
+		         "content must be a string");
 		return;
 	}
 	if (enc && strcmp(enc, "utf-8") && strcmp(enc, "utf8") &&
 	    strcmp(enc, "base64")) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "encoding"),
-			 "encoding must be utf-8 or base64");
+		         json_pack("{s:s}", "field", "encoding"),
+		         "encoding must be utf-8 or base64");
 		return;
 	}
 	if (enc && !strcmp(enc, "base64")) {
 		ssize_t r = decode_b64(json_string_value(content),
-				       json_string_length(content), &decoded);
+		                       json_string_length(content), &decoded);
 		if (r < 0) {
 			cf_error(q->r, "VALIDATION_FAILED",
-				 json_pack("{s:s}", "field", "content"),
-				 "content is not valid base64");
+			         json_pack("{s:s}", "field", "content"),
+			         "content is not valid base64");
 			return;
 		}
 		data = decoded;
@@ -524,17 +529,20 @@ void cf_file_rename(struct cf_req *q, bool move)
 {
 	bool bad, fresh;
 	char to[4200];
-	const char *dst = cf_string(q, move ? "destinationPath" : "newPath", &bad);
+	const char *dst =
+	    cf_string(q, move ? "destinationPath" : "newPath", &bad);
 	struct session *s;
 	if (bad || !(s = cf_session(q, &fresh)) ||
 	    cf_resolve(q, s->cwd, dst, to, sizeof(to)) < 0)
 		return;
-	struct cf_file *f = file_new(q, OP_SIMPLE, move ? "sourcePath" : "oldPath");
+	struct cf_file *f =
+	    file_new(q, OP_SIMPLE, move ? "sourcePath" : "oldPath");
 	if (!f)
 		return;
 	f->ok = json_pack("{s:s, s:s}", "path", f->path, "newPath", dst);
-	const char *argv[] = {"rename", "/", cf_rel(f->abs), cf_rel(to),
-			      move ? "-m" : NULL, NULL};
+	const char *argv[] = {"rename",           "/",
+	                      cf_rel(f->abs),     cf_rel(to),
+	                      move ? "-m" : NULL, NULL};
 	run(q, f, argv, NULL, 0);
 }
 
@@ -543,8 +551,8 @@ void cf_file_mkdir(struct cf_req *q)
 	json_t *rec = json_object_get(q->body, "recursive");
 	if (rec && !json_is_boolean(rec) && !json_is_null(rec)) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "recursive"),
-			 "recursive must be a boolean");
+		         json_pack("{s:s}", "field", "recursive"),
+		         "recursive must be a boolean");
 		return;
 	}
 	struct cf_file *f = file_new(q, OP_SIMPLE, "path");
@@ -553,7 +561,7 @@ void cf_file_mkdir(struct cf_req *q)
 	bool r = rec && json_is_true(rec);
 	f->ok = json_pack("{s:s, s:b}", "path", f->path, "recursive", r);
 	const char *argv[] = {"mkdir", "/", cf_rel(f->abs), r ? "-p" : NULL,
-			      NULL};
+	                      NULL};
 	run(q, f, argv, NULL, 0);
 }
 
@@ -564,9 +572,10 @@ void cf_file_list(struct cf_req *q)
 	       *hid = json_object_get(o, "includeHidden");
 	if ((o && !json_is_object(o) && !json_is_null(o)) ||
 	    (rec && !json_is_boolean(rec)) || (hid && !json_is_boolean(hid))) {
-		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "options"),
-			 "options: {recursive?: boolean, includeHidden?: boolean}");
+		cf_error(
+		    q->r, "VALIDATION_FAILED",
+		    json_pack("{s:s}", "field", "options"),
+		    "options: {recursive?: boolean, includeHidden?: boolean}");
 		return;
 	}
 	struct cf_file *f = file_new(q, OP_LIST, "path");

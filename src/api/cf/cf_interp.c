@@ -1,10 +1,10 @@
 /* The code interpreter of the Cloudflare container protocol, on
  * sandboxd's interpreter contexts (interp.h):
  *
- *   POST   /api/contexts       {language?, cwd?, env_vars?} -> {contextId, language, cwd}
- *   GET    /api/contexts       -> {contexts: [{id, language, cwd}]}
- *   DELETE /api/contexts/{id}  -> {contextId}
- *   POST   /api/execute/code   {context_id, code, language?, timeout_ms?} -> SSE
+ *   POST   /api/contexts       {language?, cwd?, env_vars?} -> {contextId,
+ * language, cwd} GET    /api/contexts       -> {contexts: [{id, language,
+ * cwd}]} DELETE /api/contexts/{id}  -> {contextId} POST   /api/execute/code
+ * {context_id, code, language?, timeout_ms?} -> SSE
  *
  * execute/code streams, as the cell produces them, frames the SDK's
  * InterpreterClient parses: {"type": "stdout"|"stderr", "text"}, one
@@ -32,7 +32,7 @@ static const char *unavailable_code(enum interp_lang l)
 {
 	/* TypeScript runs on node: the SDK has no code of its own for it */
 	return l == INTERP_PYTHON ? "PYTHON_NOT_AVAILABLE"
-				  : "JAVASCRIPT_NOT_AVAILABLE";
+	                          : "JAVASCRIPT_NOT_AVAILABLE";
 }
 
 /* The body's "language": 0 and *out when given, 1 when absent, -1 after
@@ -46,11 +46,12 @@ static int body_lang(struct cf_req *q, enum interp_lang *out)
 	if (!s || !*s)
 		return 1;
 	if (interp_lang_parse(s, out) < 0) {
-		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s, s:s}", "field", "language", "language", s),
-			 "Unsupported language '%.100s'. Supported languages: "
-			 "python, javascript, typescript",
-			 s);
+		cf_error(
+		    q->r, "VALIDATION_FAILED",
+		    json_pack("{s:s, s:s}", "field", "language", "language", s),
+		    "Unsupported language '%.100s'. Supported languages: "
+		    "python, javascript, typescript",
+		    s);
 		return -1;
 	}
 	return 0;
@@ -70,8 +71,8 @@ static const char *bad_cwd_code(const char *msg)
 	return "VALIDATION_FAILED";
 }
 
-static void created(struct interp_ctx *c, enum interp_start st,
-		    const char *msg, void *arg)
+static void created(struct interp_ctx *c, enum interp_start st, const char *msg,
+                    void *arg)
 {
 	struct http_req *r = arg;
 	struct interp_info i;
@@ -87,29 +88,29 @@ static void created(struct interp_ctx *c, enum interp_start st,
 	switch (st) {
 	case INTERP_STARTED:
 		cf_ok(r, json_pack("{s:s, s:s, s:s}", "contextId", i.id,
-				   "language", lang, "cwd", i.cwd));
+		                   "language", lang, "cwd", i.cwd));
 		break;
 	case INTERP_UNAVAILABLE:
 		cf_error(r, unavailable_code(i.lang),
-			 json_pack("{s:s}", "language", lang), "%s", msg);
+		         json_pack("{s:s}", "language", lang), "%s", msg);
 		break;
 	case INTERP_BAD_CWD:
 		cf_error(r, bad_cwd_code(msg),
-			 json_pack("{s:s, s:s}", "path", i.cwd, "operation",
-				   "chdir"),
-			 "%s", msg);
+		         json_pack("{s:s, s:s}", "path", i.cwd, "operation",
+		                   "chdir"),
+		         "%s", msg);
 		break;
 	case INTERP_DELETED:
 		cf_error(r, "INTERNAL_ERROR",
-			 json_pack("{s:s}", "contextId", i.id),
-			 "Code context '%s' was deleted before its %s worker "
-			 "had started",
-			 i.id, lang);
+		         json_pack("{s:s}", "contextId", i.id),
+		         "Code context '%s' was deleted before its %s worker "
+		         "had started",
+		         i.id, lang);
 		break;
 	default:
 		cf_error(r, "INTERNAL_ERROR",
-			 json_pack("{s:s}", "originalError", msg),
-			 "Failed to create code context: %s", msg);
+		         json_pack("{s:s}", "originalError", msg),
+		         "Failed to create code context: %s", msg);
 	}
 }
 
@@ -142,12 +143,12 @@ void cf_context_create(struct cf_req *q)
 	if (interp_create(q->sb, &o, created, q->r, NULL, &err) < 0) {
 		if (err.code == ENOSPC)
 			cf_error(q->r, "RESOURCE_BUSY",
-				 json_pack("{s:i}", "maxContexts",
-					   INTERP_MAX_CONTEXTS),
-				 "%s; delete some first", err.msg);
+			         json_pack("{s:i}", "maxContexts",
+			                   INTERP_MAX_CONTEXTS),
+			         "%s; delete some first", err.msg);
 		else
 			cf_error(q->r, "INTERNAL_ERROR", NULL,
-				 "Failed to create code context: %s", err.msg);
+			         "Failed to create code context: %s", err.msg);
 	}
 out:
 	env_free(env);
@@ -157,10 +158,9 @@ static void list_one(struct interp_ctx *c, void *data)
 {
 	struct interp_info i;
 	interp_get_info(c, &i);
-	json_array_append_new(data, json_pack("{s:s, s:s, s:s}", "id", i.id,
-					      "language",
-					      interp_lang_name(i.lang), "cwd",
-					      i.cwd));
+	json_array_append_new(
+	    data, json_pack("{s:s, s:s, s:s}", "id", i.id, "language",
+	                    interp_lang_name(i.lang), "cwd", i.cwd));
 }
 
 void cf_context_list(struct cf_req *q)
@@ -173,7 +173,7 @@ void cf_context_list(struct cf_req *q)
 static void context_not_found(struct http_req *r, const char *id)
 {
 	cf_error(r, "CONTEXT_NOT_FOUND", json_pack("{s:s}", "contextId", id),
-		 "Code context '%.200s' not found", id);
+	         "Code context '%.200s' not found", id);
 }
 
 void cf_context_delete(struct cf_req *q, const char *id)
@@ -185,7 +185,8 @@ void cf_context_delete(struct cf_req *q, const char *id)
 	cf_ok(q->r, json_pack("{s:s}", "contextId", id));
 }
 
-/* ---- execute/code ---------------------------------------------------------- */
+/* ---- execute/code ----------------------------------------------------------
+ */
 
 struct cf_run {
 	struct api_cell c; /* first */
@@ -200,22 +201,22 @@ static int frame(struct cf_run *e, json_t *ev)
 static json_t *output(const char *type, const char *text, size_t len)
 {
 	return json_pack("{s:s, s:s%, s:I}", "type", type, "text", text, len,
-			 "timestamp", (json_int_t)now_wall_ms());
+	                 "timestamp", (json_int_t)now_wall_ms());
 }
 
 /* MIME type -> the protocol's name for it (the SDK's Result fields). */
 static const struct {
 	const char *mime, *key;
 } formats[] = {
-	{"text/plain", "text"},
-	{"text/html", "html"},
-	{"image/png", "png"},
-	{"image/jpeg", "jpeg"},
-	{"image/svg+xml", "svg"},
-	{"application/json", "json"},
-	{"text/latex", "latex"},
-	{"text/markdown", "markdown"},
-	{"application/javascript", "javascript"},
+    {"text/plain", "text"},
+    {"text/html", "html"},
+    {"image/png", "png"},
+    {"image/jpeg", "jpeg"},
+    {"image/svg+xml", "svg"},
+    {"application/json", "json"},
+    {"text/latex", "latex"},
+    {"text/markdown", "markdown"},
+    {"application/javascript", "javascript"},
 };
 
 static json_t *result(json_t *bundle)
@@ -260,7 +261,7 @@ static void run_done(struct cf_run *e, const struct interp_done *d)
 	e->c.cell = NULL;
 	if (!d->error)
 		frame(e, json_pack("{s:s, s:i}", "type", "execution_complete",
-				   "execution_count", (int)d->execution_count));
+		                   "execution_count", (int)d->execution_count));
 	relay_end(e->c.rl);
 	free(e);
 }
@@ -276,15 +277,15 @@ static int run_event(void *arg, const struct interp_event *ev)
 	case INTERP_EV_STDOUT:
 	case INTERP_EV_STDERR:
 		return frame(e, output(ev->type == INTERP_EV_STDOUT ? "stdout"
-								     : "stderr",
-				       ev->text, ev->len));
+		                                                    : "stderr",
+		                       ev->text, ev->len));
 	case INTERP_EV_RESULT:
 		return frame(e, result(ev->bundle));
 	case INTERP_EV_ERROR:
 		frame(e, json_pack("{s:s, s:s, s:s, s:O}", "type", "error",
-				   "ename", ev->error->name, "evalue",
-				   ev->error->value, "traceback",
-				   ev->error->traceback));
+		                   "ename", ev->error->name, "evalue",
+		                   ev->error->value, "traceback",
+		                   ev->error->traceback));
 		return 0;
 	case INTERP_EV_END:
 		run_done(e, ev->done);
@@ -304,15 +305,15 @@ void cf_execute_code(struct cf_req *q)
 		return;
 	if (!id || !*id) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "context_id"),
-			 "context_id is required");
+		         json_pack("{s:s}", "field", "context_id"),
+		         "context_id is required");
 		return;
 	}
 	json_t *code = json_object_get(q->body, "code");
 	if (!json_is_string(code)) {
 		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s}", "field", "code"),
-			 "code must be a string");
+		         json_pack("{s:s}", "field", "code"),
+		         "code must be a string");
 		return;
 	}
 	int given = body_lang(q, &lang);
@@ -327,12 +328,13 @@ void cf_execute_code(struct cf_req *q)
 	struct interp_info i;
 	interp_get_info(c, &i);
 	if (given == 0 && lang != i.lang) {
-		cf_error(q->r, "VALIDATION_FAILED",
-			 json_pack("{s:s, s:s, s:s}", "contextId", id, "language",
-				   interp_lang_name(i.lang), "requested",
-				   interp_lang_name(lang)),
-			 "Context %s was created for %s, cannot execute %s code",
-			 id, interp_lang_name(i.lang), interp_lang_name(lang));
+		cf_error(
+		    q->r, "VALIDATION_FAILED",
+		    json_pack("{s:s, s:s, s:s}", "contextId", id, "language",
+		              interp_lang_name(i.lang), "requested",
+		              interp_lang_name(lang)),
+		    "Context %s was created for %s, cannot execute %s code", id,
+		    interp_lang_name(i.lang), interp_lang_name(lang));
 		return;
 	}
 	struct cf_run *e = calloc(1, sizeof(*e));
@@ -343,25 +345,25 @@ void cf_execute_code(struct cf_req *q)
 	/* queued first (its callbacks come from the loop, never from in
 	 * here), so that a cell refused is a plain error answer */
 	if (interp_run(c, json_string_value(code), json_string_length(code),
-		       timeout ? timeout : q->a->m->cfg->exec_timeout_ms,
-		       run_event, e, &e->c.cell, &err) < 0) {
+	               timeout ? timeout : q->a->m->cfg->exec_timeout_ms,
+	               run_event, e, &e->c.cell, &err) < 0) {
 		if (err.code == EINVAL)
 			cf_error(q->r, "VALIDATION_FAILED",
-				 json_pack("{s:s}", "field", "code"), "%s",
-				 err.msg);
+			         json_pack("{s:s}", "field", "code"), "%s",
+			         err.msg);
 		else if (err.code == ENOENT)
 			context_not_found(q->r, id);
 		else
 			cf_error(q->r, "CODE_EXECUTION_ERROR",
-				 json_pack("{s:s, s:s}", "contextId", id,
-					   "evalue", err.msg),
-				 "Failed to execute code in context '%s': %s",
-				 id, err.msg);
+			         json_pack("{s:s, s:s}", "contextId", id,
+			                   "evalue", err.msg),
+			         "Failed to execute code in context '%s': %s",
+			         id, err.msg);
 		free(e);
 		return;
 	}
 	e->c.rl = relay_open(q->r, q->a->m->loop, &cf_stream_opts,
-			     &api_cell_relay, e);
+	                     &api_cell_relay, e);
 	if (!e->c.rl) {
 		interp_cell_cancel(e->c.cell);
 		free(e);

@@ -24,9 +24,9 @@ struct duet_exec {
 
 static void invalid(struct http_req *r, const char *field, const char *msg)
 {
-	http_respond_json(r, 400, json_pack("{s:s, s:{s:[s]}}", "error",
-					    "invalid request", "details", field,
-					    msg));
+	http_respond_json(r, 400,
+	                  json_pack("{s:s, s:{s:[s]}}", "error",
+	                            "invalid request", "details", field, msg));
 }
 
 const char *duet_room_id_problem(const char *id, size_t len)
@@ -40,7 +40,8 @@ const char *duet_room_id_problem(const char *id, size_t len)
 	for (size_t i = 0; i < len; i++) {
 		char c = id[i];
 		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		      (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
+		      (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		      c == '.'))
 			return "Room ID may contain only letters, digits, "
 			       "'-', '_' and '.'";
 	}
@@ -50,14 +51,20 @@ const char *duet_room_id_problem(const char *id, size_t len)
 static const char *json_type_name(const json_t *j)
 {
 	switch (json_typeof(j)) {
-	case JSON_OBJECT: return "object";
-	case JSON_ARRAY: return "array";
-	case JSON_STRING: return "string";
+	case JSON_OBJECT:
+		return "object";
+	case JSON_ARRAY:
+		return "array";
+	case JSON_STRING:
+		return "string";
 	case JSON_INTEGER:
-	case JSON_REAL: return "number";
+	case JSON_REAL:
+		return "number";
 	case JSON_TRUE:
-	case JSON_FALSE: return "boolean";
-	default: return "null";
+	case JSON_FALSE:
+		return "boolean";
+	default:
+		return "null";
 	}
 }
 
@@ -66,21 +73,23 @@ static json_t *body_object(struct http_req *r)
 {
 	json_error_t jerr;
 	if (!r->body.len) {
-		invalid(r, "body", "Expected a JSON object, received an empty body");
+		invalid(r, "body",
+		        "Expected a JSON object, received an empty body");
 		return NULL;
 	}
 	json_t *j = json_loadb(r->body.data, r->body.len, 0, &jerr);
 	if (!j) {
 		char msg[300];
-		snprintf(msg, sizeof(msg), "Invalid JSON: %s (line %d, column %d)",
-			 jerr.text, jerr.line, jerr.column);
+		snprintf(msg, sizeof(msg),
+		         "Invalid JSON: %s (line %d, column %d)", jerr.text,
+		         jerr.line, jerr.column);
 		invalid(r, "body", msg);
 		return NULL;
 	}
 	if (!json_is_object(j)) {
 		char msg[100];
 		snprintf(msg, sizeof(msg), "Expected object, received %s",
-			 json_type_name(j));
+		         json_type_name(j));
 		json_decref(j);
 		invalid(r, "body", msg);
 		return NULL;
@@ -92,8 +101,10 @@ static json_t *body_object(struct http_req *r)
 static json_t *post_body(struct http_req *r)
 {
 	if (strcmp(r->method, "POST")) {
-		http_respond_json(r, 405, json_pack("{s:s}", "error",
-				  "method not allowed - only POST is supported"));
+		http_respond_json(
+		    r, 405,
+		    json_pack("{s:s}", "error",
+		              "method not allowed - only POST is supported"));
 		return NULL;
 	}
 	return body_object(r);
@@ -102,12 +113,12 @@ static json_t *post_body(struct http_req *r)
 /* A string field (and not empty, with empty_msg); false after answering
  * 400. */
 static bool want_string(struct http_req *r, const char *field, json_t *v,
-			const char *empty_msg)
+                        const char *empty_msg)
 {
 	if (!v || !json_is_string(v)) {
 		char msg[100];
 		snprintf(msg, sizeof(msg), "Expected string, received %s",
-			 v ? json_type_name(v) : "undefined");
+		         v ? json_type_name(v) : "undefined");
 		invalid(r, field, msg);
 		return false;
 	}
@@ -121,9 +132,8 @@ static bool want_string(struct http_req *r, const char *field, json_t *v,
 /* bash's "bash: line 1: foo: command not found": the name, or NULL. */
 static char *not_found_name(const struct exec_result *res)
 {
-	return agent_not_found_name(res->exit_code,
-				    buf_cstr((struct buf *)&res->err),
-				    res->err.len);
+	return agent_not_found_name(
+	    res->exit_code, buf_cstr((struct buf *)&res->err), res->err.len);
 }
 
 static void exec_done(const struct exec_result *res, void *ctx)
@@ -133,16 +143,20 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	char *missing = NULL;
 
 	if (res->failure == EXEC_TIMEOUT) {
-		http_respond_json(r, 500, json_pack("{s:s}", "error",
-				  "sandbox execution failed: timeout"));
+		http_respond_json(
+		    r, 500,
+		    json_pack("{s:s}", "error",
+		              "sandbox execution failed: timeout"));
 	} else if (res->failure != EXEC_OK) {
 		char msg[700];
-		snprintf(msg, sizeof(msg), "sandbox execution failed: %s", res->msg);
+		snprintf(msg, sizeof(msg), "sandbox execution failed: %s",
+		         res->msg);
 		http_respond_json(r, 500, json_pack("{s:s}", "error", msg));
 	} else if ((missing = not_found_name(res))) {
 		char msg[700];
 		snprintf(msg, sizeof(msg),
-			 "sandbox execution failed: command not found: %s", missing);
+		         "sandbox execution failed: command not found: %s",
+		         missing);
 		http_respond_json(r, 500, json_pack("{s:s}", "error", msg));
 	} else {
 		char ts[32];
@@ -151,22 +165,24 @@ static void exec_done(const struct exec_result *res, void *ctx)
 		exec_result_take(res, &out, &err);
 		bool cut_out = out.dropped > 0, cut_err = err.dropped > 0;
 		struct jsonout *o = jsonout_new();
-		json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
+		json_t *jo = jsonout_string(o, &out),
+		       *je = jsonout_string(o, &err);
 		json_t *result = json_pack(
-			"{s:b, s:i, s:o, s:o, s:s, s:I, s:s, s:s}", "success",
-			res->exit_code == 0, "exitCode", res->exit_code, "stdout",
-			jo, "stderr", je, "command", d->cmd,
-			"duration", (json_int_t)res->duration_ms, "timestamp", ts,
-			"sessionId", d->sandbox_name);
+		    "{s:b, s:i, s:o, s:o, s:s, s:I, s:s, s:s}", "success",
+		    res->exit_code == 0, "exitCode", res->exit_code, "stdout",
+		    jo, "stderr", je, "command", d->cmd, "duration",
+		    (json_int_t)res->duration_ms, "timestamp", ts, "sessionId",
+		    d->sandbox_name);
 		if (result && (cut_out || cut_err))
 			json_object_set_new(result, "truncated",
-					    json_pack("{s:b, s:b}", "stdout",
-						      cut_out, "stderr", cut_err));
+			                    json_pack("{s:b, s:b}", "stdout",
+			                              cut_out, "stderr",
+			                              cut_err));
 		buf_free(&out);
 		buf_free(&err);
 		jsonout_respond(o, r, 200,
-				json_pack("{s:o, s:s}", "result", result,
-					  "sandboxName", d->sandbox_name));
+		                json_pack("{s:o, s:s}", "result", result,
+		                          "sandboxName", d->sandbox_name));
 	}
 	free(missing);
 	free(d->cmd);
@@ -174,7 +190,7 @@ static void exec_done(const struct exec_result *res, void *ctx)
 }
 
 static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
-			const char *room)
+                        const char *room)
 {
 	struct sbx_err err = {0};
 	json_t *body = post_body(r);
@@ -191,8 +207,10 @@ static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
 	json_decref(body);
 	if (!d || !d->cmd) {
 		free(d);
-		http_respond_json(r, 500, json_pack("{s:s}", "error",
-				  "sandbox execution failed: out of memory"));
+		http_respond_json(
+		    r, 500,
+		    json_pack("{s:s}", "error",
+		              "sandbox execution failed: out of memory"));
 		return;
 	}
 	d->r = r;
@@ -209,11 +227,11 @@ static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
 	if (rc < 0) {
 		if (err.code == EDQUOT) { /* a quota: 429, which one named */
 			char msg[700];
-			snprintf(msg, sizeof(msg), "sandbox execution failed: %s",
-				 err.msg);
-			http_respond_json(r, 429, json_pack("{s:s, s:s}", "error",
-							    msg, "code",
-							    "quota_exceeded"));
+			snprintf(msg, sizeof(msg),
+			         "sandbox execution failed: %s", err.msg);
+			http_respond_json(r, 429,
+			                  json_pack("{s:s, s:s}", "error", msg,
+			                            "code", "quota_exceeded"));
 			free(d->cmd);
 			free(d);
 			return;
@@ -231,14 +249,16 @@ static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
 	}
 }
 
-static void handle_delete(struct api *a, struct http_req *r,
-			  const char *tenant, const char *room)
+static void handle_delete(struct api *a, struct http_req *r, const char *tenant,
+                          const char *room)
 {
 	struct sbx_err err = {0};
 	char name[80];
 	if (strcmp(r->method, "DELETE")) {
-		http_respond_json(r, 405, json_pack("{s:s}", "error",
-				  "method not allowed - only DELETE is supported"));
+		http_respond_json(
+		    r, 405,
+		    json_pack("{s:s}", "error",
+		              "method not allowed - only DELETE is supported"));
 		return;
 	}
 	snprintf(name, sizeof(name), "sandbox-%s", room);
@@ -255,13 +275,14 @@ static void handle_delete(struct api *a, struct http_req *r,
 		json_array_append_new(errors, json_string(msg));
 	}
 	if (json_array_size(errors)) {
-		http_respond_json(r, 207, json_pack("{s:b, s:o}", "cleaned", 1,
-						    "errors", errors));
+		http_respond_json(
+		    r, 207,
+		    json_pack("{s:b, s:o}", "cleaned", 1, "errors", errors));
 		return;
 	}
 	json_decref(errors);
-	http_respond_json(r, 200,
-			  json_pack("{s:b, s:s}", "cleaned", 1, "roomId", room));
+	http_respond_json(
+	    r, 200, json_pack("{s:b, s:s}", "cleaned", 1, "roomId", room));
 }
 
 static void message_done(const struct assistant_reply *ar, void *ctx)
@@ -269,12 +290,12 @@ static void message_done(const struct assistant_reply *ar, void *ctx)
 	struct http_req *r = ctx;
 	if (ar->status != ASSISTANT_OK) {
 		unsigned status = ar->status == ASSISTANT_NO_MODEL  ? 503
-				  : ar->status == ASSISTANT_FAILED  ? 502
-				  : ar->status == ASSISTANT_TIMEOUT ? 504
-								    : 500;
+		                  : ar->status == ASSISTANT_FAILED  ? 502
+		                  : ar->status == ASSISTANT_TIMEOUT ? 504
+		                                                    : 500;
 		char msg[800];
 		snprintf(msg, sizeof(msg), "%s%s",
-			 status == 500 ? "assistant failed: " : "", ar->error);
+		         status == 500 ? "assistant failed: " : "", ar->error);
 		http_respond_json(r, status, json_pack("{s:s}", "error", msg));
 		return;
 	}
@@ -282,16 +303,17 @@ static void message_done(const struct assistant_reply *ar, void *ctx)
 	for (size_t i = 0; i < ar->nmsgs; i++) {
 		const struct assistant_msg *m = &ar->msgs[i];
 		json_array_append_new(
-			msgs, json_pack("{s:s, s:s, s:s, s:I}", "role", m->role,
-					"userId", m->user_id, "text", m->text,
-					"ts", (json_int_t)m->ts));
+		    msgs, json_pack("{s:s, s:s, s:s, s:I}", "role", m->role,
+		                    "userId", m->user_id, "text", m->text, "ts",
+		                    (json_int_t)m->ts));
 	}
-	http_respond_json(r, 200, json_pack("{s:s, s:o}", "reply", ar->reply,
-					    "messages", msgs));
+	http_respond_json(
+	    r, 200,
+	    json_pack("{s:s, s:o}", "reply", ar->reply, "messages", msgs));
 }
 
 static void handle_message(struct api *a, struct http_req *r,
-			   const char *tenant, const char *room)
+                           const char *tenant, const char *room)
 {
 	json_t *body = post_body(r);
 	if (!body)
@@ -300,31 +322,35 @@ static void handle_message(struct api *a, struct http_req *r,
 	json_t *user = json_object_get(body, "userId");
 	if (!want_string(r, "text", text, "Text cannot be empty")) {
 		/* answered */
-	} else if (strlen(json_string_value(text)) != json_string_length(text)) {
+	} else if (strlen(json_string_value(text)) !=
+	           json_string_length(text)) {
 		invalid(r, "text", "Text cannot contain NUL characters");
 	} else if (user && !json_is_null(user) &&
-		   !want_string(r, "userId", user, NULL)) {
+	           !want_string(r, "userId", user, NULL)) {
 		/* answered */
-	} else if (json_is_string(user) &&
-		   (json_string_length(user) > 256 ||
-		    strlen(json_string_value(user)) != json_string_length(user))) {
-		invalid(r, "userId", "User ID must be at most 256 characters, "
-				     "without NUL");
+	} else if (json_is_string(user) && (json_string_length(user) > 256 ||
+	                                    strlen(json_string_value(user)) !=
+	                                        json_string_length(user))) {
+		invalid(r, "userId",
+		        "User ID must be at most 256 characters, "
+		        "without NUL");
 	} else {
 		char sandbox_name[80];
-		snprintf(sandbox_name, sizeof(sandbox_name), "sandbox-%s", room);
-		const char *uid = json_is_string(user) && json_string_length(user)
-					  ? json_string_value(user)
-					  : "anonymous";
+		snprintf(sandbox_name, sizeof(sandbox_name), "sandbox-%s",
+		         room);
+		const char *uid =
+		    json_is_string(user) && json_string_length(user)
+		        ? json_string_value(user)
+		        : "anonymous";
 		http_suspend(r);
 		assistant_message(a->m, tenant, room, sandbox_name, uid,
-				  json_string_value(text), message_done, r);
+		                  json_string_value(text), message_done, r);
 	}
 	json_decref(body);
 }
 
 void api_duet_handle(struct api *a, struct http_req *r, const char *tenant,
-		     const char *rest)
+                     const char *rest)
 {
 	const char *slash = strchr(rest, '/');
 	size_t len = slash ? (size_t)(slash - rest) : strlen(rest);

@@ -349,9 +349,8 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 	struct snapshot *from = tpl ? snapshot_find(a->m, tenant, tpl) : NULL;
 	/* a template is the default system, a snapshot, or an image (by
 	 * name or digest, as /v1's "image") */
-	struct image *img = !from && !template_ok(tpl)
-	                        ? images_find(a->m->images, tpl)
-	                        : NULL;
+	struct image *img =
+	    !from && !template_ok(tpl) ? images_find(a->m->images, tpl) : NULL;
 	if (!from && !img && !template_ok(tpl)) {
 		e2b_error(r, 400,
 		          "template '%s' is not supported: it is neither the "

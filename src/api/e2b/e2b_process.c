@@ -226,8 +226,8 @@ static void pty_dropped(void *ctx)
 	free(s);
 }
 
-static const struct terminal_client_ops pty_term_ops = {
-    pty_output, pty_exited, pty_dropped};
+static const struct terminal_client_ops pty_term_ops = {pty_output, pty_exited,
+                                                        pty_dropped};
 
 static void pty_resume(void *ctx)
 {
@@ -333,9 +333,8 @@ static unsigned size_field(json_t *pty, const char *k)
 }
 
 /* Start with a "pty" field: the program runs on a terminal of its own. */
-static void start_pty(struct e2b_req *q, const char *const *argv,
-                      char **all, size_t allc, const char *cwd,
-                      json_t *note)
+static void start_pty(struct e2b_req *q, const char *const *argv, char **all,
+                      size_t allc, const char *cwd, json_t *note)
 {
 	struct http_req *r = q->r;
 	json_t *pty = json_object_get(q->body, "pty");
@@ -550,8 +549,7 @@ static void connect_rpc(struct e2b_req *q)
 	if (t) {
 		struct e2b_pty *s = calloc(1, sizeof(*s));
 		if (!s) {
-			connect_stream_error(q->r, "internal",
-			                     "out of memory");
+			connect_stream_error(q->r, "internal", "out of memory");
 			return;
 		}
 		s->a = q->a;
@@ -617,8 +615,8 @@ static void stdin_gone(struct http_req *r)
 
 /* input.<field>'s base64 as bytes (*len of them, to free); NULL after
  * answering. */
-static char *input_bytes(struct e2b_req *q, const char *b64,
-                         const char *field, size_t *len)
+static char *input_bytes(struct e2b_req *q, const char *b64, const char *field,
+                         size_t *len)
 {
 	size_t n = strlen(b64);
 	char *data = malloc(n / 4 * 3 + 3);
@@ -658,8 +656,7 @@ static void send_input(struct e2b_req *q)
 	json_t *in = json_object_get(q->body, "input");
 	struct terminal *t = selected_pty(q);
 	if (t) {
-		const char *b64 =
-		    json_string_value(json_object_get(in, "pty"));
+		const char *b64 = json_string_value(json_object_get(in, "pty"));
 		if (!b64) /* stdin of a PTY process is its terminal too */
 			b64 = json_string_value(json_object_get(in, "stdin"));
 		send_input_pty(q, t, b64 ? b64 : "");

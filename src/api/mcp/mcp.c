@@ -60,7 +60,7 @@ struct mcp_session {
 	bool owned, keep;
 	bool initialized; /* notifications/initialized came */
 	bool closing;
-	bool in_close;        /* sess_close is at work: it frees it */
+	bool in_close; /* sess_close is at work: it frees it */
 	char proto[16];
 	uint64_t last_ms;
 	struct mcp_call *calls;

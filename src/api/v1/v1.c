@@ -26,9 +26,8 @@
 #include "lib/path.h"
 #include "lib/util.h"
 
-
 void v1_error(struct http_req *r, unsigned status, const char *code,
-	      const char *fmt, ...)
+              const char *fmt, ...)
 {
 	char msg[700];
 	va_list ap;
@@ -36,7 +35,7 @@ void v1_error(struct http_req *r, unsigned status, const char *code,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	http_respond_json(r, status,
-			  json_pack("{s:s, s:s}", "error", msg, "code", code));
+	                  json_pack("{s:s, s:s}", "error", msg, "code", code));
 }
 
 void *v1_held_new(struct api *a, struct http_req *r, size_t size)
@@ -58,14 +57,14 @@ json_t *v1_body(struct http_req *r)
 		return json_object();
 	json_t *j = json_loadb(r->body.data, r->body.len, 0, &jerr);
 	if (!j) {
-		v1_error(r, 400, "invalid_request", "invalid JSON: %s (line %d)",
-			 jerr.text, jerr.line);
+		v1_error(r, 400, "invalid_request",
+		         "invalid JSON: %s (line %d)", jerr.text, jerr.line);
 		return NULL;
 	}
 	if (!json_is_object(j)) {
 		json_decref(j);
 		v1_error(r, 400, "invalid_request",
-			 "the body must be a JSON object");
+		         "the body must be a JSON object");
 		return NULL;
 	}
 	return j;
@@ -82,13 +81,13 @@ void v1_create_error(struct http_req *r, const struct sbx_err *err)
 }
 
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
-			   struct route_match *m, bool create)
+                           struct route_match *m, bool create)
 {
 	const char *id = m->params[0];
 	struct sbx_err err = {0};
 	if (!sandbox_id_valid(id)) {
 		v1_error(r, 400, "invalid_request",
-			 "sandbox id must be 1-63 characters of [a-z0-9-]");
+		         "sandbox id must be 1-63 characters of [a-z0-9-]");
 		return NULL;
 	}
 	struct sandbox *sb = manager_find(a->m, m->tenant, id);
@@ -108,7 +107,7 @@ struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
 }
 
 struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
-				  struct route_match *m)
+                                  struct route_match *m)
 {
 	struct sbx_err err = {0};
 	bool existed = manager_find(a->m, m->tenant, m->params[0]) != NULL;
@@ -149,11 +148,12 @@ static json_t *limits_json(struct api *a, const struct sandbox *sb)
 	uint64_t disk;
 	sandbox_limits(sb, &lim, &disk);
 	json_t *j = json_pack("{s:I, s:i, s:f}", "memoryMB",
-			      (json_int_t)(lim.memory_bytes >> 20), "pids",
-			      (int)lim.pids, "cpus", lim.cpu_millis / 1000.0);
+	                      (json_int_t)(lim.memory_bytes >> 20), "pids",
+	                      (int)lim.pids, "cpus", lim.cpu_millis / 1000.0);
 	/* a limit only where the store enforces one */
 	if (a->m->rt->store->quotas && disk)
-		json_object_set_new(j, "diskMB", json_integer((json_int_t)(disk >> 20)));
+		json_object_set_new(j, "diskMB",
+		                    json_integer((json_int_t)(disk >> 20)));
 	return j;
 }
 
@@ -164,51 +164,52 @@ json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 	iso8601_ms(sb->last_active_ms, active, sizeof(active));
 	uint64_t sleep = sb->sleep_after_ms ?: a->m->cfg->sleep_after_ms;
 	json_t *j = json_pack(
-		"{s:s, s:s, s:s, s:s, s:o, s:I, s:b}", "id", sb->id, "state",
-		sb->state == SB_STOPPED ? "stopped" : "running", "createdAt",
-		created, "lastActiveAt", active, "limits", limits_json(a, sb),
-		"sleepAfterMs", (json_int_t)sleep, "keepAlive", sb->keep_alive);
+	    "{s:s, s:s, s:s, s:s, s:o, s:I, s:b}", "id", sb->id, "state",
+	    sb->state == SB_STOPPED ? "stopped" : "running", "createdAt",
+	    created, "lastActiveAt", active, "limits", limits_json(a, sb),
+	    "sleepAfterMs", (json_int_t)sleep, "keepAlive", sb->keep_alive);
 	json_t *labels = sb->labels ? json_loads(sb->labels, 0, NULL) : NULL;
 	json_object_set_new(j, "labels", labels ? labels : json_object());
 	json_object_set_new(j, "network", v1_network_json(sb));
 	if (sb->image_id[0]) {
 		const char *names[1];
 		size_t n = sb->image ? images_names_of(a->m->images, sb->image,
-						       names, 1)
-				     : 0;
-		json_object_set_new(
-			j, "image",
-			json_pack("{s:s?, s:s}", "name", n ? names[0] : NULL,
-				  "digest", sb->image_id));
+		                                       names, 1)
+		                     : 0;
+		json_object_set_new(j, "image",
+		                    json_pack("{s:s?, s:s}", "name",
+		                              n ? names[0] : NULL, "digest",
+		                              sb->image_id));
 		if (!sb->image || !sb->image->shell ||
 		    strcmp(sb->image->shell, "/bin/bash"))
 			json_object_set_new(
-				j, "note",
-				json_string(
-					sb->image && sb->image->shell
-						? "no bash in its image: shell "
-						  "commands run with /bin/sh "
-						  "and sessions do not carry "
-						  "cwd and exported variables"
-						: "no shell in its image: "
-						  "commands run as argv only"));
+			    j, "note",
+			    json_string(sb->image && sb->image->shell
+			                    ? "no bash in its image: shell "
+			                      "commands run with /bin/sh "
+			                      "and sessions do not carry "
+			                      "cwd and exported variables"
+			                    : "no shell in its image: "
+			                      "commands run as argv only"));
 	}
 	if (usage) {
 		struct cgroup_stats st = {0};
 		if (sb->proc.cg)
 			cgroup_sandbox_stats(sb->proc.cg, &st);
 		json_t *u = json_pack("{s:I, s:I, s:i, s:I}", "memoryBytes",
-				      (json_int_t)st.memory_bytes, "cpuMs",
-				      (json_int_t)(st.cpu_usec / 1000), "pids",
-				      (int)st.pids, "oomKills",
-				      (json_int_t)st.oom_kills);
+		                      (json_int_t)st.memory_bytes, "cpuMs",
+		                      (json_int_t)(st.cpu_usec / 1000), "pids",
+		                      (int)st.pids, "oomKills",
+		                      (json_int_t)st.oom_kills);
 		uint64_t disk, tx, rx;
 		sandbox_net_usage(sb, &tx, &rx);
-		json_object_set_new(u, "netTxBytes", json_integer((json_int_t)tx));
-		json_object_set_new(u, "netRxBytes", json_integer((json_int_t)rx));
+		json_object_set_new(u, "netTxBytes",
+		                    json_integer((json_int_t)tx));
+		json_object_set_new(u, "netRxBytes",
+		                    json_integer((json_int_t)rx));
 		if (sandbox_disk_usage(sb, &disk) == 0)
 			json_object_set_new(u, "diskBytes",
-					    json_integer((json_int_t)disk));
+			                    json_integer((json_int_t)disk));
 		json_object_set_new(j, "usage", u);
 	}
 	return j;
@@ -223,8 +224,8 @@ static int parse_sleep(json_t *v, uint64_t *ms)
 		*ms = (uint64_t)json_integer_value(v) * 1000;
 		return 0;
 	}
-	if (json_is_string(v) && parse_duration_ms(json_string_value(v), ms) == 0 &&
-	    *ms > 0)
+	if (json_is_string(v) &&
+	    parse_duration_ms(json_string_value(v), ms) == 0 && *ms > 0)
 		return 0;
 	return -1;
 }
@@ -233,8 +234,8 @@ static int parse_sleep(json_t *v, uint64_t *ms)
  * below the minimum, 400 limit_exceeds_ceiling (naming the flag) above
  * the operator's ceiling: never clamped. -1 with code and why filled. */
 static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
-			uint64_t *disk_bytes, const char **code, char *why,
-			size_t whylen)
+                        uint64_t *disk_bytes, const char **code, char *why,
+                        size_t whylen)
 {
 	const struct config *cfg = a->m->cfg;
 	*code = "invalid_request";
@@ -266,35 +267,36 @@ static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
 	}
 	*code = "limit_exceeds_ceiling";
 	uint64_t cmem = cfg->max_limits.memory_bytes >> 20,
-		 cdisk = cfg->max_disk >> 20;
+	         cdisk = cfg->max_disk >> 20;
 	if (mem && (uint64_t)json_integer_value(mem) > cmem) {
 		snprintf(why, whylen,
-			 "limits.memoryMB: %" JSON_INTEGER_FORMAT " is above "
-			 "this daemon's ceiling of %" PRIu64 " (--max-memory)",
-			 json_integer_value(mem), cmem);
+		         "limits.memoryMB: %" JSON_INTEGER_FORMAT " is above "
+		         "this daemon's ceiling of %" PRIu64 " (--max-memory)",
+		         json_integer_value(mem), cmem);
 		return -1;
 	}
 	if (pids && (uint64_t)json_integer_value(pids) > cfg->max_limits.pids) {
 		snprintf(why, whylen,
-			 "limits.pids: %" JSON_INTEGER_FORMAT " is above this "
-			 "daemon's ceiling of %u (--max-pids)",
-			 json_integer_value(pids), cfg->max_limits.pids);
+		         "limits.pids: %" JSON_INTEGER_FORMAT " is above this "
+		         "daemon's ceiling of %u (--max-pids)",
+		         json_integer_value(pids), cfg->max_limits.pids);
 		return -1;
 	}
-	if (cpus && json_number_value(cpus) * 1000 >
-			    cfg->max_limits.cpu_millis + 0.5) {
+	if (cpus &&
+	    json_number_value(cpus) * 1000 > cfg->max_limits.cpu_millis + 0.5) {
 		snprintf(why, whylen,
-			 "limits.cpus: %g is above this daemon's ceiling of "
-			 "%g (--max-cpus)",
-			 json_number_value(cpus),
-			 cfg->max_limits.cpu_millis / 1000.0);
+		         "limits.cpus: %g is above this daemon's ceiling of "
+		         "%g (--max-cpus)",
+		         json_number_value(cpus),
+		         cfg->max_limits.cpu_millis / 1000.0);
 		return -1;
 	}
 	if (disk && (uint64_t)json_integer_value(disk) > cdisk) {
 		snprintf(why, whylen,
-			 "limits.diskMB: %" JSON_INTEGER_FORMAT " is above this "
-			 "daemon's ceiling of %" PRIu64 " (--max-disk)",
-			 json_integer_value(disk), cdisk);
+		         "limits.diskMB: %" JSON_INTEGER_FORMAT
+		         " is above this "
+		         "daemon's ceiling of %" PRIu64 " (--max-disk)",
+		         json_integer_value(disk), cdisk);
 		return -1;
 	}
 	if (mem)
@@ -302,7 +304,8 @@ static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
 	if (pids)
 		out->pids = (uint32_t)json_integer_value(pids);
 	if (cpus)
-		out->cpu_millis = (uint32_t)(json_number_value(cpus) * 1000 + 0.5);
+		out->cpu_millis =
+		    (uint32_t)(json_number_value(cpus) * 1000 + 0.5);
 	if (disk)
 		*disk_bytes = (uint64_t)json_integer_value(disk) << 20;
 	return 0;
@@ -317,11 +320,11 @@ int v1_cwd(struct http_req *r, json_t *cwd, const char *from, char **out)
 		v1_error(r, 400, "invalid_request", "cwd must be a string");
 		return -1;
 	}
-	int v = path_join_beneath("/workspace", from, json_string_value(cwd),
-				  out);
+	int v =
+	    path_join_beneath("/workspace", from, json_string_value(cwd), out);
 	if (v == PATH_OUTSIDE)
 		v1_error(r, 403, "path_outside_workspace",
-			 "cwd must be inside /workspace");
+		         "cwd must be inside /workspace");
 	else if (v == -ENOMEM)
 		v1_error(r, 500, "internal", "out of memory");
 	else if (v)
@@ -337,12 +340,12 @@ int v1_env(struct http_req *r, json_t *env, char ***out, size_t *n)
 		v1_error(r, 500, "internal", "out of memory");
 	else if (e < 0 && !bad)
 		v1_error(r, 400, "invalid_request",
-			 "env must be an object of strings");
+		         "env must be an object of strings");
 	else if (e < 0)
 		v1_error(r, 400, "invalid_request",
-			 "env.%.100s: a string value and a name of letters, "
-			 "digits and _ (not a digit first)",
-			 bad);
+		         "env.%.100s: a string value and a name of letters, "
+		         "digits and _ (not a digit first)",
+		         bad);
 	return e < 0 ? -1 : 0;
 }
 
@@ -363,49 +366,52 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	char *labels_txt = NULL;
 	struct net_policy net = {0};
 	json_t *netj = json_object_get(body, "network");
-	if (id && (!json_is_string(id) || !sandbox_id_valid(json_string_value(id)))) {
+	if (id &&
+	    (!json_is_string(id) || !sandbox_id_valid(json_string_value(id)))) {
 		v1_error(r, 400, "invalid_request",
-			 "id must be 1-63 characters of [a-z0-9-]");
+		         "id must be 1-63 characters of [a-z0-9-]");
 		goto out;
 	}
-	if (parse_sleep(json_object_get(body, "sleepAfter"), &o.sleep_after_ms)) {
+	if (parse_sleep(json_object_get(body, "sleepAfter"),
+	                &o.sleep_after_ms)) {
 		v1_error(r, 400, "invalid_request",
-			 "sleepAfter: a duration like \"10m\" or seconds");
+		         "sleepAfter: a duration like \"10m\" or seconds");
 		goto out;
 	}
 	json_t *image = json_object_get(body, "image");
 	if (image && !json_is_null(image)) {
 		if (!json_is_string(image)) {
 			v1_error(r, 400, "invalid_request",
-				 "image: an image name or digest string");
+			         "image: an image name or digest string");
 			goto out;
 		}
 		o.image = images_find(a->m->images, json_string_value(image));
 		if (!o.image) {
 			v1_error(r, 404, "image_not_found", "no image %s",
-				 json_string_value(image));
+			         json_string_value(image));
 			goto out;
 		}
 		if (from) {
 			v1_error(r, 400, "invalid_request",
-				 "image and fromSnapshot: a sandbox from a "
-				 "snapshot has its snapshot's image");
+			         "image and fromSnapshot: a sandbox from a "
+			         "snapshot has its snapshot's image");
 			goto out;
 		}
 	}
 	if (ka && !json_is_boolean(ka)) {
-		v1_error(r, 400, "invalid_request", "keepAlive must be a boolean");
+		v1_error(r, 400, "invalid_request",
+		         "keepAlive must be a boolean");
 		goto out;
 	}
 	o.keep_alive = ka && json_is_true(ka);
 	if (from && !json_is_string(from)) {
 		v1_error(r, 400, "invalid_request",
-			 "fromSnapshot: a snapshot id string");
+		         "fromSnapshot: a snapshot id string");
 		goto out;
 	}
 	const char *code;
 	if (parse_limits(a, json_object_get(body, "limits"), &o.limits,
-			 &o.disk_bytes, &code, why, sizeof(why))) {
+	                 &o.disk_bytes, &code, why, sizeof(why))) {
 		v1_error(r, 400, code, "%s", why);
 		goto out;
 	}
@@ -414,7 +420,7 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	if (labels) {
 		if (!json_is_object(labels)) {
 			v1_error(r, 400, "invalid_request",
-				 "labels must be an object");
+			         "labels must be an object");
 			goto out;
 		}
 		labels_txt = json_dumps(labels, JSON_COMPACT);
@@ -434,12 +440,14 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	struct sandbox *sb;
 	if (from) {
-		v1_sandbox_create_from(a, r, m, sid, json_string_value(from), &o);
+		v1_sandbox_create_from(a, r, m, sid, json_string_value(from),
+		                       &o);
 		goto out;
 	}
 	if (manager_create(a->m, m->tenant, sid, &o, &sb, &err) < 0) {
 		if (err.code == EEXIST)
-			v1_error(r, 409, "sandbox_exists", "sandbox %s exists", sid);
+			v1_error(r, 409, "sandbox_exists", "sandbox %s exists",
+			         sid);
 		else
 			v1_create_error(r, &err);
 		goto out;
@@ -480,15 +488,16 @@ void v1_sandbox_info(struct api *a, struct http_req *r, struct route_match *m)
 }
 
 void v1_sandbox_running(struct api *a, struct http_req *r,
-			struct route_match *m)
+                        struct route_match *m)
 {
 	if (!sandbox_id_valid(m->params[0])) {
 		v1_sandbox(a, r, m, false); /* answers the 400 */
 		return;
 	}
 	struct sandbox *sb = manager_find(a->m, m->tenant, m->params[0]);
-	http_respond_json(r, 200, json_pack("{s:b}", "running",
-					    sb && sb->state != SB_STOPPED));
+	http_respond_json(
+	    r, 200,
+	    json_pack("{s:b}", "running", sb && sb->state != SB_STOPPED));
 }
 
 void v1_sandbox_stop(struct api *a, struct http_req *r, struct route_match *m)
@@ -500,12 +509,11 @@ void v1_sandbox_stop(struct api *a, struct http_req *r, struct route_match *m)
 	struct sandbox *sb = manager_find(a->m, m->tenant, m->params[0]);
 	if (sb)
 		sandbox_stop(sb, "stopped by request");
-	http_respond_json(r, 200, json_pack("{s:b, s:s}", "stopped", 1, "id",
-					    m->params[0]));
+	http_respond_json(
+	    r, 200, json_pack("{s:b, s:s}", "stopped", 1, "id", m->params[0]));
 }
 
-void v1_sandbox_delete(struct api *a, struct http_req *r,
-		       struct route_match *m)
+void v1_sandbox_delete(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
 	if (!sandbox_id_valid(m->params[0])) {
@@ -536,8 +544,8 @@ void v1_exec_params_free(struct v1_hold *h)
 }
 
 int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
-		   struct session *sess, struct exec_params *p,
-		   struct v1_hold *h)
+                   struct session *sess, struct exec_params *p,
+                   struct v1_hold *h)
 {
 	json_t *argv = json_object_get(body, "argv"),
 	       *cmd = json_object_get(body, "command"),
@@ -549,14 +557,15 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 	memset(p, 0, sizeof(*p));
 	memset(h, 0, sizeof(*h));
 	if (!argv == !cmd) {
-		v1_error(r, 400, "invalid_request",
-			 "give exactly one of argv (array) or command (string)");
+		v1_error(
+		    r, 400, "invalid_request",
+		    "give exactly one of argv (array) or command (string)");
 		return -1;
 	}
 	if (cmd) {
 		if (!json_is_string(cmd) || !json_string_length(cmd)) {
 			v1_error(r, 400, "invalid_request",
-				 "command must be a non-empty string");
+			         "command must be a non-empty string");
 			return -1;
 		}
 		p->command = json_string_value(cmd);
@@ -564,15 +573,16 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		size_t n = json_is_array(argv) ? json_array_size(argv) : 0;
 		if (!n) {
 			v1_error(r, 400, "invalid_request",
-				 "argv must be a non-empty array of strings");
+			         "argv must be a non-empty array of strings");
 			return -1;
 		}
 		h->argv = calloc(n + 1, sizeof(char *));
 		for (size_t i = 0; h->argv && i < n; i++) {
 			json_t *s = json_array_get(argv, i);
-			if (!json_is_string(s) || (i == 0 && !json_string_length(s))) {
+			if (!json_is_string(s) ||
+			    (i == 0 && !json_string_length(s))) {
 				v1_error(r, 400, "invalid_request",
-					 "argv[%zu] must be a string", i);
+				         "argv[%zu] must be a string", i);
 				v1_exec_params_free(h);
 				return -1;
 			}
@@ -589,12 +599,13 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 	p->envc = envc;
 	if (in && in64) {
 		v1_error(r, 400, "invalid_request",
-			 "give stdin or stdinBase64, not both");
+		         "give stdin or stdinBase64, not both");
 		goto bad;
 	}
 	if (in) {
 		if (!json_is_string(in)) {
-			v1_error(r, 400, "invalid_request", "stdin must be a string");
+			v1_error(r, 400, "invalid_request",
+			         "stdin must be a string");
 			goto bad;
 		}
 		p->stdin_data = json_string_value(in);
@@ -603,12 +614,12 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 		size_t l = json_is_string(in64) ? json_string_length(in64) : 1;
 		h->stdin_buf = malloc(l / 4 * 3 + 1);
 		ssize_t n = h->stdin_buf && json_is_string(in64)
-				    ? base64_decode(json_string_value(in64), l,
-						    h->stdin_buf)
-				    : -1;
+		                ? base64_decode(json_string_value(in64), l,
+		                                h->stdin_buf)
+		                : -1;
 		if (n < 0) {
 			v1_error(r, 400, "invalid_request",
-				 "stdinBase64 must be padded base64");
+			         "stdinBase64 must be padded base64");
 			goto bad;
 		}
 		p->stdin_data = h->stdin_buf;
@@ -622,7 +633,7 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 	if (to) {
 		if (!json_is_integer(to) || json_integer_value(to) <= 0) {
 			v1_error(r, 400, "invalid_request",
-				 "timeoutMs must be a positive integer");
+			         "timeoutMs must be a positive integer");
 			goto bad;
 		}
 		p->timeout_ms = (uint64_t)json_integer_value(to);
@@ -630,7 +641,7 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 	if (maxo) {
 		if (!json_is_integer(maxo) || json_integer_value(maxo) <= 0) {
 			v1_error(r, 400, "invalid_request",
-				 "maxOutputBytes must be a positive integer");
+			         "maxOutputBytes must be a positive integer");
 			goto bad;
 		}
 		p->max_output = (uint64_t)json_integer_value(maxo);
@@ -639,10 +650,10 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 			/* the daemon keeps up to this much per stream: the
 			 * operator's bound, never silently lowered */
 			v1_error(r, 400, "limit_exceeds_ceiling",
-				 "maxOutputBytes %llu is above this daemon's "
-				 "ceiling of %llu bytes (--max-output)",
-				 (unsigned long long)p->max_output,
-				 (unsigned long long)ceiling);
+			         "maxOutputBytes %llu is above this daemon's "
+			         "ceiling of %llu bytes (--max-output)",
+			         (unsigned long long)p->max_output,
+			         (unsigned long long)ceiling);
 			goto bad;
 		}
 	}
@@ -664,16 +675,16 @@ static int exec_output(void *ctx, int fd, const char *data, size_t len)
 {
 	struct v1_exec *e = ctx;
 	if (e->sent[fd] + len > e->max_output) { /* maxOutputBytes per stream */
-		len = e->sent[fd] < e->max_output ? e->max_output - e->sent[fd] : 0;
+		len = e->sent[fd] < e->max_output ? e->max_output - e->sent[fd]
+		                                  : 0;
 		e->truncated[fd] = true;
 	}
 	e->sent[fd] += len;
 	e->a->metrics.bytes_streamed += len;
 	return len ? relay_event_b64(e->x.rl, fd == 1 ? "stdout" : "stderr",
-				     UINT64_MAX, data, len)
-		   : 0;
+	                             UINT64_MAX, data, len)
+	           : 0;
 }
-
 
 static void exec_done(const struct exec_result *res, void *ctx)
 {
@@ -682,12 +693,12 @@ static void exec_done(const struct exec_result *res, void *ctx)
 	int code = timed_out ? 124 : res->exit_code;
 	e->x.job = NULL;
 	metrics_exec_done(e->a, res->duration_ms,
-			  res->failure != EXEC_OK && !timed_out);
-	bool failed = res->failure == EXEC_NOT_STARTED ||
-		      res->failure == EXEC_STOPPED;
+	                  res->failure != EXEC_OK && !timed_out);
+	bool failed =
+	    res->failure == EXEC_NOT_STARTED || res->failure == EXEC_STOPPED;
 	json_t *sig = res->signo && !timed_out
-			      ? json_string(sigabbrev_np(res->signo))
-			      : json_null();
+	                  ? json_string(sigabbrev_np(res->signo))
+	                  : json_null();
 	if (!e->x.rl) {
 		if (failed) {
 			json_decref(sig);
@@ -697,16 +708,17 @@ static void exec_done(const struct exec_result *res, void *ctx)
 			 * client reads (no second copy, jsonout.h) */
 			struct buf out, err;
 			exec_result_take(res, &out, &err);
-			bool cut_out = out.dropped > 0, cut_err = err.dropped > 0;
+			bool cut_out = out.dropped > 0,
+			     cut_err = err.dropped > 0;
 			struct jsonout *o = jsonout_new();
 			json_t *jo = jsonout_string(o, &out);
 			json_t *je = jsonout_string(o, &err);
 			json_t *j = json_pack(
-				"{s:i, s:o, s:o, s:b, s:{s:b, s:b}, s:I, s:o}",
-				"exitCode", code, "stdout", jo, "stderr", je,
-				"timedOut", timed_out, "truncated", "stdout", cut_out,
-				"stderr", cut_err, "durationMs",
-				(json_int_t)res->duration_ms, "signal", sig);
+			    "{s:i, s:o, s:o, s:b, s:{s:b, s:b}, s:I, s:o}",
+			    "exitCode", code, "stdout", jo, "stderr", je,
+			    "timedOut", timed_out, "truncated", "stdout",
+			    cut_out, "stderr", cut_err, "durationMs",
+			    (json_int_t)res->duration_ms, "signal", sig);
 			buf_free(&out);
 			buf_free(&err);
 			jsonout_respond(o, e->r, 200, j);
@@ -715,15 +727,16 @@ static void exec_done(const struct exec_result *res, void *ctx)
 		if (failed) {
 			json_decref(sig);
 			relay_event_json(e->x.rl, "error",
-					 json_pack("{s:s, s:s}", "error", res->msg,
-						   "code", "exec_failed"));
+			                 json_pack("{s:s, s:s}", "error",
+			                           res->msg, "code",
+			                           "exec_failed"));
 		} else {
 			relay_event_json(
-				e->x.rl, "exit",
-				json_pack("{s:i, s:b, s:b, s:o}", "exit_code", code,
-					  "timed_out", timed_out, "truncated",
-					  e->truncated[1] || e->truncated[2],
-					  "signal", sig));
+			    e->x.rl, "exit",
+			    json_pack("{s:i, s:b, s:b, s:o}", "exit_code", code,
+			              "timed_out", timed_out, "truncated",
+			              e->truncated[1] || e->truncated[2],
+			              "signal", sig));
 		}
 		relay_end(e->x.rl);
 	}
@@ -738,7 +751,7 @@ bool v1_wants_json(struct http_req *r)
 }
 
 int v1_exec_request(struct api *a, struct http_req *r, struct route_match *m,
-		    struct v1_exec_req *q)
+                    struct v1_exec_req *q)
 {
 	q->body = v1_body(r);
 	if (!q->body)
@@ -784,8 +797,8 @@ void v1_exec(struct api *a, struct http_req *r, struct route_match *m)
 	} else {
 		http_suspend(r);
 	}
-	if (exec_submit(q.sb, q.sess, &q.p, exec_done, e, &e->x.job,
-			&err) < 0) {
+	if (exec_submit(q.sb, q.sess, &q.p, exec_done, e, &e->x.job, &err) <
+	    0) {
 		struct exec_result res = {.failure = EXEC_NOT_STARTED};
 		snprintf(res.msg, sizeof(res.msg), "%s", err.msg);
 		exec_done(&res, e);
@@ -820,11 +833,12 @@ void v1_session_create(struct api *a, struct http_req *r, struct route_match *m)
 	id_random(id, sizeof(id), "sess_");
 	struct session *s;
 	if (sandbox_session_new(sb, id, cwd, (const char *const *)env, envc,
-				&s) < 0) {
+	                        &s) < 0) {
 		v1_error(r, 500, "internal", "out of memory");
 		goto out;
 	}
-	http_respond_json(r, 201, json_pack("{s:s, s:s}", "id", id, "cwd", cwd));
+	http_respond_json(r, 201,
+	                  json_pack("{s:s, s:s}", "id", id, "cwd", cwd));
 out:
 	free(cwd);
 	env_free(env);
@@ -839,10 +853,10 @@ void v1_session_delete(struct api *a, struct http_req *r, struct route_match *m)
 	int rc = sandbox_session_delete(sb, m->params[1]);
 	if (rc == -ENOENT)
 		v1_error(r, 404, "session_not_found", "no session %s",
-			 m->params[1]);
+		         m->params[1]);
 	else if (rc == -EBUSY)
 		v1_error(r, 409, "session_busy",
-			 "session %s is running a command", m->params[1]);
+		         "session %s is running a command", m->params[1]);
 	else
 		http_respond_empty(r, 204);
 }

@@ -27,11 +27,11 @@ static json_t *info_json(struct api *a, const struct backup_info *in)
 	json_t *ex = json_array();
 	for (size_t i = 0; i < in->nexcludes; i++)
 		json_array_append_new(ex, json_string(in->excludes[i]));
-	json_t *j = json_pack("{s:s, s:s, s:s, s:o, s:I, s:s, s:s, s:s}", "id",
-			      in->id, "sandboxId", in->sandbox, "dir", in->dir,
-			      "excludes", ex, "sizeBytes", (json_int_t)in->size_bytes,
-			      "sha256", in->sha256, "createdAt", created, "store",
-			      backups_store_name(a->m->backups));
+	json_t *j = json_pack(
+	    "{s:s, s:s, s:s, s:o, s:I, s:s, s:s, s:s}", "id", in->id,
+	    "sandboxId", in->sandbox, "dir", in->dir, "excludes", ex,
+	    "sizeBytes", (json_int_t)in->size_bytes, "sha256", in->sha256,
+	    "createdAt", created, "store", backups_store_name(a->m->backups));
 	if (in->expires_ms) {
 		iso8601_ms(in->expires_ms, expires, sizeof(expires));
 		json_object_set_new(j, "expiresAt", json_string(expires));
@@ -94,13 +94,14 @@ static void answer_error(struct http_req *r, const struct sbx_err *err)
 	v1_error(r, st, code, "%s", err->msg);
 }
 
-/* ---- create and restore: one request per operation --------------------------- */
+/* ---- create and restore: one request per operation
+ * --------------------------- */
 
 struct v1_bop {
 	struct api *a;
-	struct http_held held;  /* JSON answer */
-	struct relay *rl;       /* SSE answer */
-	struct backup_op *op;   /* NULL once done */
+	struct http_held held; /* JSON answer */
+	struct relay *rl;      /* SSE answer */
+	struct backup_op *op;  /* NULL once done */
 	bool restore;
 	char sandbox[64];
 };
@@ -110,12 +111,13 @@ static void bop_progress(void *ctx, uint64_t bytes, uint64_t total)
 	struct v1_bop *q = ctx;
 	if (q->rl)
 		relay_event_json(q->rl, "progress",
-				 json_pack("{s:I, s:I}", "bytes", (json_int_t)bytes,
-					   "totalBytes", (json_int_t)total));
+		                 json_pack("{s:I, s:I}", "bytes",
+		                           (json_int_t)bytes, "totalBytes",
+		                           (json_int_t)total));
 }
 
 static void bop_done(void *ctx, const struct backup_info *info,
-		     const struct sbx_err *err)
+                     const struct sbx_err *err)
 {
 	struct v1_bop *q = ctx;
 	struct http_req *r = http_take(&q->held);
@@ -124,8 +126,9 @@ static void bop_done(void *ctx, const struct backup_info *info,
 	if (info) {
 		j = info_json(q->a, info);
 		if (q->restore) {
-			json_t *k = json_pack("{s:s, s:s, s:o}", "id", q->sandbox,
-					      "restoredFrom", info->id, "backup", j);
+			json_t *k =
+			    json_pack("{s:s, s:s, s:o}", "id", q->sandbox,
+			              "restoredFrom", info->id, "backup", j);
 			j = k;
 		}
 	}
@@ -136,8 +139,8 @@ static void bop_done(void *ctx, const struct backup_info *info,
 			const char *code;
 			err_status(err, &code);
 			relay_event_json(q->rl, "error",
-					 json_pack("{s:s, s:s}", "error", err->msg,
-						   "code", code));
+			                 json_pack("{s:s, s:s}", "error",
+			                           err->msg, "code", code));
 		}
 		relay_end(q->rl);
 	} else if (r) {
@@ -194,7 +197,7 @@ static struct v1_bop *bop_new(struct api *a, struct http_req *r, bool restore)
 /* dir from the body: absolute, normalized, not / and not the kernel's
  * own trees; into out ("/..."). NULL body value: def. */
 static int parse_dir(struct http_req *r, json_t *v, const char *def, char *out,
-		     size_t cap)
+                     size_t cap)
 {
 	char rel[4096];
 	if (!v || json_is_null(v)) {
@@ -207,17 +210,18 @@ static int parse_dir(struct http_req *r, json_t *v, const char *def, char *out,
 	}
 	if (!json_is_string(v) || json_string_value(v)[0] != '/' ||
 	    strlen(json_string_value(v)) != json_string_length(v) ||
-	    path_beneath("/", json_string_value(v), rel, sizeof(rel)) != PATH_OK) {
+	    path_beneath("/", json_string_value(v), rel, sizeof(rel)) !=
+	        PATH_OK) {
 		v1_error(r, 400, "invalid_request",
-			 "dir: an absolute path inside the sandbox");
+		         "dir: an absolute path inside the sandbox");
 		return -1;
 	}
 	if (!rel[0] || !strcmp(rel, "proc") || !strncmp(rel, "proc/", 5) ||
 	    !strcmp(rel, "dev") || !strncmp(rel, "dev/", 4) ||
 	    !strcmp(rel, "sys") || !strncmp(rel, "sys/", 4)) {
 		v1_error(r, 400, "invalid_request",
-			 "dir: not /, /proc, /dev or /sys (a snapshot keeps "
-			 "the whole filesystem)");
+		         "dir: not /, /proc, /dev or /sys (a snapshot keeps "
+		         "the whole filesystem)");
 		return -1;
 	}
 	snprintf(out, cap, "/%s", rel);
@@ -236,14 +240,14 @@ void v1_backup_create(struct api *a, struct http_req *r, struct route_match *m)
 	json_t *excludes = json_object_get(body, "excludes"),
 	       *tv = json_object_get(body, "ttlSeconds");
 	if (parse_dir(r, json_object_get(body, "dir"), "/workspace", dir,
-		      sizeof(dir)) < 0)
+	              sizeof(dir)) < 0)
 		goto out;
 	if (excludes && !json_is_null(excludes)) {
 		if (!json_is_array(excludes) ||
 		    json_array_size(excludes) > MAX_EXCLUDES) {
 			v1_error(r, 400, "invalid_request",
-				 "excludes: an array of at most %d patterns",
-				 MAX_EXCLUDES);
+			         "excludes: an array of at most %d patterns",
+			         MAX_EXCLUDES);
 			goto out;
 		}
 		size_t i;
@@ -254,8 +258,8 @@ void v1_backup_create(struct api *a, struct http_req *r, struct route_match *m)
 			if (!p || !*p || strlen(p) != json_string_length(e) ||
 			    strlen(p) > MAX_PATTERN) {
 				v1_error(r, 400, "invalid_request",
-					 "excludes: patterns of 1 to %d bytes",
-					 MAX_PATTERN);
+				         "excludes: patterns of 1 to %d bytes",
+				         MAX_PATTERN);
 				goto out;
 			}
 			ex[nex++] = p;
@@ -265,7 +269,8 @@ void v1_backup_create(struct api *a, struct http_req *r, struct route_match *m)
 		if (!json_is_integer(tv) || json_integer_value(tv) < 1 ||
 		    (uint64_t)json_integer_value(tv) > MAX_TTL_S) {
 			v1_error(r, 400, "invalid_request",
-				 "ttlSeconds: a positive integer (at most 10 years)");
+			         "ttlSeconds: a positive integer (at most 10 "
+			         "years)");
 			goto out;
 		}
 		ttl = (uint64_t)json_integer_value(tv);
@@ -277,14 +282,14 @@ void v1_backup_create(struct api *a, struct http_req *r, struct route_match *m)
 	if (q) {
 		snprintf(q->sandbox, sizeof(q->sandbox), "%s", sb->id);
 		backup_create(a->m->backups, sb, dir, ex, nex, ttl, &bop_cbs, q,
-			      &q->op);
+		              &q->op);
 	}
 out:
 	json_decref(body);
 }
 
 void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
-		       json_t *body)
+                       json_t *body)
 {
 	char dir[4200];
 	json_t *id = json_object_get(body, "backup");
@@ -292,7 +297,8 @@ void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
 		v1_error(r, 400, "invalid_request", "backup: an id string");
 		return;
 	}
-	if (parse_dir(r, json_object_get(body, "dir"), NULL, dir, sizeof(dir)) < 0)
+	if (parse_dir(r, json_object_get(body, "dir"), NULL, dir, sizeof(dir)) <
+	    0)
 		return;
 	struct sandbox *sb = v1_sandbox(a, r, m, true);
 	if (!sb)
@@ -301,14 +307,15 @@ void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
 	if (q) {
 		snprintf(q->sandbox, sizeof(q->sandbox), "%s", sb->id);
 		backup_restore(a->m->backups, sb, json_string_value(id),
-			       dir[0] ? dir : NULL, &bop_cbs, q, &q->op);
+		               dir[0] ? dir : NULL, &bop_cbs, q, &q->op);
 	}
 }
 
-/* ---- list, info, delete: answered when the store has -------------------------- */
+/* ---- list, info, delete: answered when the store has
+ * -------------------------- */
 
 static void listed(void *ctx, struct backup_info *const *v, size_t n,
-		   const struct sbx_err *err)
+                   const struct sbx_err *err)
 {
 	struct v1_held *q = ctx;
 	struct http_req *r = http_take(&q->held);
@@ -331,7 +338,7 @@ void v1_backup_list(struct api *a, struct http_req *r, struct route_match *m)
 }
 
 static void got(void *ctx, const struct backup_info *info,
-		const struct sbx_err *err)
+                const struct sbx_err *err)
 {
 	struct v1_held *q = ctx;
 	struct http_req *r = http_take(&q->held);
@@ -364,16 +371,18 @@ void v1_backup_delete(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct v1_held *q = v1_held_new(a, r, sizeof(*q));
 	if (q)
-		backup_delete(a->m->backups, m->tenant, m->params[0], removed, q);
+		backup_delete(a->m->backups, m->tenant, m->params[0], removed,
+		              q);
 }
 
-/* ---- the archive, streamed ------------------------------------------------------ */
+/* ---- the archive, streamed
+ * ------------------------------------------------------ */
 
 struct v1_barch {
 	struct api *a;
-	struct http_held held;    /* until the stream is open */
+	struct http_held held; /* until the stream is open */
 	struct relay *rl;
-	struct backup_read *rd;   /* NULL once done */
+	struct backup_read *rd; /* NULL once done */
 };
 
 /* the client left before the stream began */
@@ -410,11 +419,12 @@ static void arch_head(void *ctx, const struct backup_info *info)
 	struct http_req *r = http_take(&q->held);
 	char disp[128];
 	snprintf(disp, sizeof(disp), "attachment; filename=\"%s.tar.zst\"",
-		 info->id);
+	         info->id);
 	const char *headers[] = {"Content-Disposition", disp, "X-Backup-Sha256",
-				 info->sha256, NULL};
+	                         info->sha256, NULL};
 	struct relay_opts o = {.content_type = "application/zstd",
-			       .size = info->size_bytes, .headers = headers};
+	                       .size = info->size_bytes,
+	                       .headers = headers};
 	q->rl = relay_open(r, q->a->m->loop, &o, &arch_relay, q);
 	if (!q->rl && q->rd) {
 		/* could not answer: the read stops at its first bytes */
@@ -443,7 +453,7 @@ static void arch_done(void *ctx, const struct sbx_err *err)
 }
 
 static const struct backup_read_cbs arch_cbs = {arch_head, arch_data,
-						arch_done};
+                                                arch_done};
 
 void v1_backup_archive(struct api *a, struct http_req *r, struct route_match *m)
 {
@@ -454,5 +464,6 @@ void v1_backup_archive(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	q->a = a;
 	http_hold(&q->held, r, arch_gone, q);
-	backup_read(a->m->backups, m->tenant, m->params[0], &arch_cbs, q, &q->rd);
+	backup_read(a->m->backups, m->tenant, m->params[0], &arch_cbs, q,
+	            &q->rd);
 }

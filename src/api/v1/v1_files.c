@@ -20,18 +20,18 @@
 #include "lib/util.h"
 
 struct v1_file {
-	struct api_fileop x;      /* first: the relay's context */
+	struct api_fileop x; /* first: the relay's context */
 	struct api *a;
-	struct http_req *r;       /* NULL once the request is gone */
+	struct http_req *r; /* NULL once the request is gone */
 	const char *content_type;
-	size_t entries;           /* listing: sent so far */
-	bool done;                /* the operation has ended */
-	bool answering;           /* the streamed answer was begun */
+	size_t entries; /* listing: sent so far */
+	bool done;      /* the operation has ended */
+	bool answering; /* the streamed answer was begun */
 	bool dir, raw;
-	bool upload;               /* stdin is the request's body */
-	bool reader;               /* it only reads: nobody wants it
-				      once the client is gone */
-	int status_ok;            /* raw mode: the status to answer with */
+	bool upload;   /* stdin is the request's body */
+	bool reader;   /* it only reads: nobody wants it
+	                  once the client is gone */
+	int status_ok; /* raw mode: the status to answer with */
 };
 
 static void file_release(struct v1_file *f)
@@ -41,7 +41,7 @@ static void file_release(struct v1_file *f)
 }
 
 static void errno_answer(struct http_req *r, int e, const char *what,
-			 const char *path)
+                         const char *path)
 {
 	switch (e) {
 	case ENOENT:
@@ -51,12 +51,12 @@ static void errno_answer(struct http_req *r, int e, const char *what,
 	case EXDEV:
 	case ELOOP:
 		v1_error(r, 403, "path_outside_workspace",
-			 "%s: resolves outside /workspace", path);
+		         "%s: resolves outside /workspace", path);
 		break;
 	case EACCES:
 	case EPERM:
 		v1_error(r, 403, "permission_denied", "%s: permission denied",
-			 path);
+		         path);
 		break;
 	case EFBIG:
 	case ENOSPC:
@@ -66,19 +66,20 @@ static void errno_answer(struct http_req *r, int e, const char *what,
 	case ENOTEMPTY:
 	case EEXIST:
 		v1_error(r, 409, "conflict", "%s: %s%s", path, strerror(e),
-			 e == ENOTEMPTY ? " (use ?recursive=1)" : "");
+		         e == ENOTEMPTY ? " (use ?recursive=1)" : "");
 		break;
 	case EISDIR:
 	case EINVAL:
-		v1_error(r, 400, "invalid_request", "%s: %s", path, strerror(e));
+		v1_error(r, 400, "invalid_request", "%s: %s", path,
+		         strerror(e));
 		break;
 	case EPIPE:
 		v1_error(r, 400, "invalid_request",
-			 "%s: the body ended before Content-Length", path);
+		         "%s: the body ended before Content-Length", path);
 		break;
 	default:
 		v1_error(r, 500, "filesystem_error", "%s: %s: %s", path, what,
-			 strerror(e));
+		         strerror(e));
 	}
 }
 
@@ -139,11 +140,10 @@ static int on_entry(void *ctx, const struct file_entry *e)
 	if (!f->x.rl)
 		return 0;
 	iso8601_ms(e->mtime_ms, ts, sizeof(ts));
-	json_t *j = json_pack("{s:o, s:s, s:I, s:i, s:s}", "name",
-			      json_bytes(e->path, e->path_len), "type",
-			      file_type_name(e->type), "size",
-			      (json_int_t)e->size, "mode", (int)e->mode, "mtime",
-			      ts);
+	json_t *j = json_pack(
+	    "{s:o, s:s, s:I, s:i, s:s}", "name",
+	    json_bytes(e->path, e->path_len), "type", file_type_name(e->type),
+	    "size", (json_int_t)e->size, "mode", (int)e->mode, "mtime", ts);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!text)
@@ -170,20 +170,20 @@ static void answer(struct v1_file *f, const struct fileop_result *res)
 	case FILEOP_CANCELLED:
 		if (f->raw && *res->stderr_text)
 			v1_error(r, 400, "invalid_request", "tar failed: %s",
-				 res->stderr_text);
+			         res->stderr_text);
 		else
 			v1_error(r, 500, "internal", "%s", res->what);
 		break;
 	case FILEOP_OK:
 		if (f->raw)
 			http_respond_json(r, f->status_ok,
-					  json_pack("{s:b}", "ok", 1));
+			                  json_pack("{s:b}", "ok", 1));
 		else if (!strncmp(res->answer, "OK", 2))
-			http_respond_empty(r, strstr(res->answer, "created")
-						      ? 201 : 204);
+			http_respond_empty(
+			    r, strstr(res->answer, "created") ? 201 : 204);
 		else
 			v1_error(r, 500, "internal",
-				 "file operation ended without an answer");
+			         "file operation ended without an answer");
 		break;
 	}
 }
@@ -217,23 +217,23 @@ static void stdin_drained(void *ctx)
 }
 
 static const struct fileop_ops file_ops = {
-	.on_file = on_file,
-	.on_dir = on_dir,
-	.on_data = on_data,
-	.on_entry = on_entry,
-	.on_done = on_done,
-	.on_stdin_drain = stdin_drained,
+    .on_file = on_file,
+    .on_dir = on_dir,
+    .on_data = on_data,
+    .on_entry = on_entry,
+    .on_done = on_done,
+    .on_stdin_drain = stdin_drained,
 };
 
 /* Check the path of the route and build the builtin's argv; NULL after
  * answering the error. */
 static struct sandbox *file_target(struct api *a, struct http_req *r,
-				   struct route_match *m, char *rel, size_t cap)
+                                   struct route_match *m, char *rel, size_t cap)
 {
 	int v = path_beneath("/workspace", m->params[1], rel, cap);
 	if (v == PATH_OUTSIDE) {
 		v1_error(r, 403, "path_outside_workspace",
-			 "paths must stay inside /workspace");
+		         "paths must stay inside /workspace");
 		return NULL;
 	}
 	if (v) {
@@ -259,7 +259,7 @@ static struct v1_file *file_new(struct api *a, struct http_req *r)
 }
 
 static void run(struct v1_file *f, struct sandbox *sb,
-		const struct fileop_params *p, bool suspend)
+                const struct fileop_params *p, bool suspend)
 {
 	if (suspend)
 		http_suspend(f->r);
@@ -289,7 +289,7 @@ void v1_file_delete(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	if (!*rel) {
 		v1_error(r, 403, "path_outside_workspace",
-			 "/workspace itself cannot be deleted");
+		         "/workspace itself cannot be deleted");
 		return;
 	}
 	const char *rec = http_query(r, "recursive");
@@ -298,7 +298,7 @@ void v1_file_delete(struct api *a, struct http_req *r, struct route_match *m)
 	if (!f)
 		return;
 	const char *argv[] = {"delete", "/workspace", rel,
-			      recursive ? "-r" : NULL, NULL};
+	                      recursive ? "-r" : NULL, NULL};
 	struct fileop_params p = {.argv = argv};
 	run(f, sb, &p, true);
 }
@@ -320,7 +320,7 @@ static void body_ended(struct http_req *r)
 
 /* The request's body is the builtin's stdin, fed as it comes. */
 static void run_upload(struct v1_file *f, struct sandbox *sb,
-		       struct fileop_params *p)
+                       struct fileop_params *p)
 {
 	p->stdin_stream = true;
 	f->upload = true;
@@ -335,8 +335,8 @@ void v1_file_put(struct api *a, struct http_req *r, struct route_match *m)
 	const char *cl = http_header(r, "Content-Length");
 	if (!cl) {
 		v1_error(r, 411, "invalid_request",
-			 "PUT needs a Content-Length (chunked uploads are not "
-			 "taken)");
+		         "PUT needs a Content-Length (chunked uploads are not "
+		         "taken)");
 		return;
 	}
 	struct sandbox *sb = file_target(a, r, m, rel, sizeof(rel));

@@ -22,27 +22,26 @@
 #include "lib/log.h"
 #include "lib/util.h"
 
-
 static json_t *context_json(struct interp_ctx *c)
 {
 	struct interp_info i;
 	char created[32];
 	interp_get_info(c, &i);
 	iso8601_ms(i.created_ms, created, sizeof(created));
-	const char *status = i.busy ? "busy"
-			     : i.running ? "ready"
-			     : i.starting ? "starting"
-					  : "stopped";
+	const char *status = i.busy       ? "busy"
+	                     : i.running  ? "ready"
+	                     : i.starting ? "starting"
+	                                  : "stopped";
 	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "id", i.id,
-			 "language", interp_lang_name(i.lang), "cwd", i.cwd,
-			 "status", status, "executionCount",
-			 (int)i.execution_count, "queued", (int)i.queued,
-			 "createdAt", created);
+	                 "language", interp_lang_name(i.lang), "cwd", i.cwd,
+	                 "status", status, "executionCount",
+	                 (int)i.execution_count, "queued", (int)i.queued,
+	                 "createdAt", created);
 }
 
 /* The context named by the route, or NULL after answering. */
 static struct interp_ctx *find(struct api *a, struct http_req *r,
-			       struct route_match *m, struct sandbox **sbp)
+                               struct route_match *m, struct sandbox **sbp)
 {
 	struct sandbox *sb = v1_sandbox(a, r, m, true);
 	if (!sb)
@@ -50,7 +49,7 @@ static struct interp_ctx *find(struct api *a, struct http_req *r,
 	struct interp_ctx *c = interp_find(sb, m->params[1]);
 	if (!c)
 		v1_error(r, 404, "context_not_found", "no context %s",
-			 m->params[1]);
+		         m->params[1]);
 	if (sbp)
 		*sbp = sb;
 	return c;
@@ -58,8 +57,8 @@ static struct interp_ctx *find(struct api *a, struct http_req *r,
 
 /* ---- create, list, delete ------------------------------------------------ */
 
-static void created(struct interp_ctx *c, enum interp_start st,
-		    const char *msg, void *arg)
+static void created(struct interp_ctx *c, enum interp_start st, const char *msg,
+                    void *arg)
 {
 	struct http_req *r = arg;
 	switch (st) {
@@ -74,13 +73,12 @@ static void created(struct interp_ctx *c, enum interp_start st,
 		break;
 	case INTERP_DELETED:
 		v1_error(r, 409, "conflict",
-			 "the context was deleted before it was ready");
+		         "the context was deleted before it was ready");
 		break;
 	default:
 		v1_error(r, 500, "exec_failed", "%s", msg);
 	}
 }
-
 
 void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 {
@@ -102,8 +100,8 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 	    (!json_is_string(lang) ||
 	     interp_lang_parse(json_string_value(lang), &o.lang) < 0)) {
 		v1_error(r, 400, "invalid_request",
-			 "language must be \"python\", \"javascript\" or "
-			 "\"typescript\"");
+		         "language must be \"python\", \"javascript\" or "
+		         "\"typescript\"");
 		goto out;
 	}
 	/* as exec's: relative to the session's cwd, and inside /workspace */
@@ -159,10 +157,11 @@ void v1_context_delete(struct api *a, struct http_req *r, struct route_match *m)
 	http_respond_empty(r, 204);
 }
 
-/* ---- run ------------------------------------------------------------------ */
+/* ---- run ------------------------------------------------------------------
+ */
 
 struct v1_run {
-	struct api_cell c;         /* first; c.rl NULL: one JSON answer */
+	struct api_cell c; /* first; c.rl NULL: one JSON answer */
 	struct http_req *r;
 	uint64_t cap, logged[3];
 	json_t *doc; /* the JSON answer, while it is built */
@@ -196,15 +195,16 @@ static int run_output(struct v1_run *e, int fd, const char *text, size_t len)
 	/* JSON: the logs keep up to the daemon's output cap per stream */
 	if (e->logged[fd] + len > e->cap) {
 		json_object_set_new(e->doc, "truncated", json_true());
-		len = e->logged[fd] < e->cap ? (size_t)(e->cap - e->logged[fd]) : 0;
+		len = e->logged[fd] < e->cap ? (size_t)(e->cap - e->logged[fd])
+		                             : 0;
 		while (len && (text[len] & 0xc0) == 0x80) /* whole characters */
 			len--;
 	}
 	if (len) {
 		e->logged[fd] += len;
 		json_array_append_new(
-			json_object_get(json_object_get(e->doc, "logs"), name),
-			json_stringn(text, len));
+		    json_object_get(json_object_get(e->doc, "logs"), name),
+		    json_stringn(text, len));
 	}
 	return 0;
 }
@@ -220,7 +220,7 @@ static int run_result(struct v1_run *e, json_t *bundle)
 static void run_error(struct v1_run *e, const struct interp_error *er)
 {
 	json_t *j = json_pack("{s:s, s:s, s:O}", "name", er->name, "value",
-			      er->value, "traceback", er->traceback);
+	                      er->value, "traceback", er->traceback);
 	if (e->c.rl)
 		event(e, "error", j);
 	else
@@ -230,10 +230,10 @@ static void run_error(struct v1_run *e, const struct interp_error *er)
 static void run_done(struct v1_run *e, const struct interp_done *d)
 {
 	e->c.cell = NULL;
-	json_t *j = json_pack("{s:i, s:b, s:b, s:b}", "executionCount",
-			      (int)d->execution_count, "timedOut", d->timed_out,
-			      "restarted", d->restarted, "stateLost",
-			      d->state_lost);
+	json_t *j =
+	    json_pack("{s:i, s:b, s:b, s:b}", "executionCount",
+	              (int)d->execution_count, "timedOut", d->timed_out,
+	              "restarted", d->restarted, "stateLost", d->state_lost);
 	if (e->c.rl) {
 		json_object_set_new(j, "error", json_boolean(d->error));
 		event(e, "done", j);
@@ -258,7 +258,7 @@ static int run_event(void *arg, const struct interp_event *ev)
 	case INTERP_EV_STDOUT:
 	case INTERP_EV_STDERR:
 		return run_output(e, ev->type == INTERP_EV_STDOUT ? 1 : 2,
-				  ev->text, ev->len);
+		                  ev->text, ev->len);
 	case INTERP_EV_RESULT:
 		return run_result(e, ev->bundle);
 	case INTERP_EV_ERROR:
@@ -270,8 +270,6 @@ static int run_event(void *arg, const struct interp_event *ev)
 	}
 	return 0;
 }
-
-
 
 void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 {
@@ -292,7 +290,7 @@ void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 	if (to && !json_is_null(to)) {
 		if (!json_is_integer(to) || json_integer_value(to) <= 0) {
 			v1_error(r, 400, "invalid_request",
-				 "timeoutMs must be a positive integer");
+			         "timeoutMs must be a positive integer");
 			goto out;
 		}
 		timeout = (uint64_t)json_integer_value(to);
@@ -311,26 +309,27 @@ void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 			goto out;
 		}
 	} else {
-		e->doc = json_pack("{s:[], s:{s:[], s:[]}, s:n, s:i, s:b, s:b, "
-				   "s:b, s:n, s:b}",
-				   "results", "logs", "stdout", "stderr", "error",
-				   "executionCount", 0, "timedOut", 0,
-				   "restarted", 0, "stateLost", 0, "notice",
-				   "truncated", 0);
+		e->doc =
+		    json_pack("{s:[], s:{s:[], s:[]}, s:n, s:i, s:b, s:b, "
+		              "s:b, s:n, s:b}",
+		              "results", "logs", "stdout", "stderr", "error",
+		              "executionCount", 0, "timedOut", 0, "restarted",
+		              0, "stateLost", 0, "notice", "truncated", 0);
 		http_suspend(r);
 	}
 	if (interp_run(c, json_string_value(code), json_string_length(code),
-		       timeout, run_event, e, &e->c.cell, &err) < 0) {
+	               timeout, run_event, e, &e->c.cell, &err) < 0) {
 		if (e->c.rl) {
 			event(e, "error",
 			      json_pack("{s:s, s:s, s:[]}", "name",
-					"InvalidRequest", "value", err.msg,
-					"traceback"));
+			                "InvalidRequest", "value", err.msg,
+			                "traceback"));
 			relay_end(e->c.rl);
 		} else {
 			v1_error(r, err.code == EINVAL ? 400 : 500,
-				 err.code == EINVAL ? "invalid_request" : "internal",
-				 "%s", err.msg);
+			         err.code == EINVAL ? "invalid_request"
+			                            : "internal",
+			         "%s", err.msg);
 		}
 		run_free(e);
 	}

@@ -11,23 +11,25 @@ int v1_network_parse(struct http_req *r, json_t *j, struct net_policy *p)
 	memset(p, 0, sizeof(*p));
 	if (!json_is_object(j)) {
 		v1_error(r, 400, "invalid_request",
-			 "network must be an object {mode, allow?, deny?}");
+		         "network must be an object {mode, allow?, deny?}");
 		return -1;
 	}
 	json_t *mode = json_object_get(j, "mode");
 	if (!json_is_string(mode) ||
 	    net_mode_parse(json_string_value(mode), &p->mode)) {
-		v1_error(r, 400, "invalid_request",
-			 "network.mode must be \"none\", \"allowlist\" or \"full\"");
+		v1_error(
+		    r, 400, "invalid_request",
+		    "network.mode must be \"none\", \"allowlist\" or \"full\"");
 		return -1;
 	}
 	const char *key;
 	json_t *v;
-	json_object_foreach(j, key, v) {
+	json_object_foreach(j, key, v)
+	{
 		if (strcmp(key, "mode") && strcmp(key, "allow") &&
 		    strcmp(key, "deny")) {
 			v1_error(r, 400, "invalid_request",
-				 "network: unknown member \"%.64s\"", key);
+			         "network: unknown member \"%.64s\"", key);
 			goto bad;
 		}
 	}
@@ -39,24 +41,26 @@ int v1_network_parse(struct http_req *r, json_t *j, struct net_policy *p)
 			continue;
 		if (!json_is_array(arr)) {
 			v1_error(r, 400, "invalid_request",
-				 "network.%s must be an array of rules", lists[l]);
+			         "network.%s must be an array of rules",
+			         lists[l]);
 			goto bad;
 		}
-		json_array_foreach(arr, i, e) {
+		json_array_foreach(arr, i, e)
+		{
 			int rc = json_is_string(e)
-					 ? net_policy_add(p, l == 1,
-							  json_string_value(e), why,
-							  sizeof(why))
-					 : (snprintf(why, sizeof(why),
-						     "a rule is a string"),
-					    -EINVAL);
+			             ? net_policy_add(p, l == 1,
+			                              json_string_value(e), why,
+			                              sizeof(why))
+			             : (snprintf(why, sizeof(why),
+			                         "a rule is a string"),
+			                -EINVAL);
 			if (rc == -ENOMEM) {
 				v1_error(r, 500, "internal", "out of memory");
 				goto bad;
 			}
 			if (rc < 0) {
-				v1_error(r, 400, "invalid_request", "network.%s: %s",
-					 lists[l], why);
+				v1_error(r, 400, "invalid_request",
+				         "network.%s: %s", lists[l], why);
 				goto bad;
 			}
 		}
@@ -77,7 +81,7 @@ json_t *v1_network_json(const struct sandbox *sb)
 	for (size_t i = 0; i < p->ndeny; i++)
 		json_array_append_new(deny, json_string(p->deny[i].text));
 	return json_pack("{s:s, s:o, s:o}", "mode", net_mode_name(p->mode),
-			 "allow", allow, "deny", deny);
+	                 "allow", allow, "deny", deny);
 }
 
 void v1_network_get(struct api *a, struct http_req *r, struct route_match *m)

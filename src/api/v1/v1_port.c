@@ -35,16 +35,16 @@
 
 struct portreq {
 	struct api *a;
-	struct http_req *r;      /* NULL once the request ended */
-	struct http_stream *st;  /* NULL before the head, or once freed */
+	struct http_req *r;     /* NULL once the request ended */
+	struct http_stream *st; /* NULL before the head, or once freed */
 	int refs;
 	int fd;
 	struct loop_watch w;
 	uint32_t events;
 	bool connected, streaming, paused, upgrade;
-	struct buf out;          /* the request, to send */
+	struct buf out; /* the request, to send */
 	size_t out_off;
-	char *head;              /* the answer's head, as read */
+	char *head; /* the answer's head, as read */
 	size_t hlen;
 };
 
@@ -110,7 +110,7 @@ static void pr_close_fd(struct portreq *p)
 }
 
 static void pr_fail(struct portreq *p, unsigned status, const char *code,
-		    const char *msg)
+                    const char *msg)
 {
 	pr_close_fd(p);
 	if (p->r && !p->streaming)
@@ -134,10 +134,16 @@ static void pr_rearm(struct portreq *p)
 
 static bool hop_by_hop(const char *name, bool upgrade)
 {
-	static const char *const hop[] = {
-		"connection", "keep-alive", "proxy-authenticate",
-		"proxy-authorization", "te", "trailer", "trailers",
-		"transfer-encoding", "upgrade", "content-length"};
+	static const char *const hop[] = {"connection",
+	                                  "keep-alive",
+	                                  "proxy-authenticate",
+	                                  "proxy-authorization",
+	                                  "te",
+	                                  "trailer",
+	                                  "trailers",
+	                                  "transfer-encoding",
+	                                  "upgrade",
+	                                  "content-length"};
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
 		if (!strcasecmp(name, hop[i]))
 			return !(upgrade && !strcasecmp(name, "upgrade"));
@@ -167,7 +173,7 @@ static void on_upgraded_done(void *ctx, uint64_t a, uint64_t b)
 }
 
 static void on_upgraded(void *ctx, int fd, const char *extra, size_t nextra,
-			struct http_upgraded *u)
+                        struct http_upgraded *u)
 {
 	struct portreq *p = ctx;
 	int up = p->fd;
@@ -181,7 +187,7 @@ static void on_upgraded(void *ctx, int fd, const char *extra, size_t nextra,
 		close(up);
 		http_upgraded_close(u);
 	} else if (!fdpipe_new(p->a->m->loop, up, mine, p->head, p->hlen,
-			       on_upgraded_done, u)) {
+	                       on_upgraded_done, u)) {
 		/* the pipe ended at once and closed it */
 	}
 	/* the request is over for us: its on_close does not run after an
@@ -200,7 +206,7 @@ static void pr_head(struct portreq *p, size_t end)
 	if (sscanf(h, "HTTP/1.%*1[01] %3u", &status) != 1 || status < 100 ||
 	    status > 599) {
 		pr_fail(p, 502, "bad_gateway",
-			"the server in the sandbox did not answer HTTP");
+		        "the server in the sandbox did not answer HTTP");
 		return;
 	}
 	const char *headers[2 * 64 + 1];
@@ -220,11 +226,13 @@ static void pr_head(struct portreq *p, size_t end)
 				v++;
 			if (!strcasecmp(line, "content-type"))
 				ctype = v;
-			else if (!strcasecmp(line, "content-length") && !p->upgrade)
+			else if (!strcasecmp(line, "content-length") &&
+			         !p->upgrade)
 				size = strtoull(v, NULL, 10);
-			else if (!hop_by_hop(line, p->upgrade && status == 101) ||
-				 (p->upgrade && status == 101 &&
-				  !strcasecmp(line, "connection")))
+			else if (!hop_by_hop(line,
+			                     p->upgrade && status == 101) ||
+			         (p->upgrade && status == 101 &&
+			          !strcasecmp(line, "connection")))
 				headers[nh++] = line, headers[nh++] = v;
 		}
 		line = eol;
@@ -268,18 +276,20 @@ static void pr_io(struct loop_watch *w, uint32_t events)
 			return;
 		if (e) {
 			pr_fail(p, 502, "port_not_listening",
-				"nothing listens on that port in the sandbox");
+			        "nothing listens on that port in the sandbox");
 			return;
 		}
 		p->connected = true;
 	}
 	while (p->out_off < p->out.len) {
-		ssize_t n = send(p->fd, p->out.data + p->out_off,
-				 p->out.len - p->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n =
+		    send(p->fd, p->out.data + p->out_off,
+		         p->out.len - p->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EAGAIN)
 				break;
-			pr_fail(p, 502, "bad_gateway", "the server closed the connection");
+			pr_fail(p, 502, "bad_gateway",
+			        "the server closed the connection");
 			return;
 		}
 		p->out_off += (size_t)n;
@@ -287,14 +297,14 @@ static void pr_io(struct loop_watch *w, uint32_t events)
 	while (!p->paused && p->fd >= 0) {
 		char buf[65536];
 		if (!p->streaming) {
-			ssize_t n = recv(p->fd, p->head + p->hlen, HEAD_MAX - p->hlen,
-					 MSG_DONTWAIT);
+			ssize_t n = recv(p->fd, p->head + p->hlen,
+			                 HEAD_MAX - p->hlen, MSG_DONTWAIT);
 			if (n < 0 && errno == EAGAIN)
 				break;
 			if (n <= 0) {
 				pr_fail(p, 502, "bad_gateway",
-					"the server in the sandbox closed the "
-					"connection without an answer");
+				        "the server in the sandbox closed the "
+				        "connection without an answer");
 				return;
 			}
 			p->hlen += (size_t)n;
@@ -305,7 +315,7 @@ static void pr_io(struct loop_watch *w, uint32_t events)
 					return;
 			} else if (p->hlen == HEAD_MAX) {
 				pr_fail(p, 502, "bad_gateway",
-					"the answer's head is over 64 KiB");
+				        "the answer's head is over 64 KiB");
 				return;
 			}
 			continue;
@@ -345,9 +355,11 @@ static void enc(struct buf *b, const char *s, bool query)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-			  (*c >= '0' && *c <= '9') || strchr("-._~!$'()*,;:@", *c) ||
-			  (!query && (*c == '/' || *c == '=' || *c == '&' || *c == '+'));
+		bool ok =
+		    (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+		    (*c >= '0' && *c <= '9') || strchr("-._~!$'()*,;:@", *c) ||
+		    (!query &&
+		     (*c == '/' || *c == '=' || *c == '&' || *c == '+'));
 		if (ok) {
 			buf_append(b, c, 1);
 		} else {
@@ -394,7 +406,7 @@ static int add_header(void *ctx, const char *k, const char *v)
 }
 
 void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
-		   const char *id, const char *port_s, const char *path)
+                   const char *id, const char *port_s, const char *path)
 {
 	char *end;
 	unsigned long port = strtoul(port_s, &end, 10);
@@ -404,7 +416,7 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 	}
 	if (!sandbox_id_valid(id)) {
 		v1_error(r, 400, "invalid_request",
-			 "sandbox id must be 1-63 characters of [a-z0-9-]");
+		         "sandbox id must be 1-63 characters of [a-z0-9-]");
 		return;
 	}
 	struct sandbox *sb = manager_find(a->m, tenant, id);
@@ -414,9 +426,9 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 	}
 	if (sb->state == SB_STOPPED) {
 		v1_error(r, 502, "port_not_listening",
-			 "the sandbox is not running, so nothing listens on "
-			 "port %lu",
-			 port);
+		         "the sandbox is not running, so nothing listens on "
+		         "port %lu",
+		         port);
 		return;
 	}
 	sandbox_touch(sb);
@@ -425,17 +437,18 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 	int fd = sandbox_net_socket(sb, SOCK_STREAM | SOCK_NONBLOCK);
 	if (fd < 0) {
 		v1_error(r, 502, "port_not_listening",
-			 "cannot reach the sandbox's network: %s", strerror(-fd));
+		         "cannot reach the sandbox's network: %s",
+		         strerror(-fd));
 		return;
 	}
 	struct sockaddr_in sa = {.sin_family = AF_INET,
-				 .sin_port = htons((uint16_t)port),
-				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	                         .sin_port = htons((uint16_t)port),
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 &&
 	    errno != EINPROGRESS) {
 		close(fd);
 		v1_error(r, 502, "port_not_listening",
-			 "nothing listens on port %lu in the sandbox", port);
+		         "nothing listens on port %lu in the sandbox", port);
 		return;
 	}
 	const char *failed = "out of memory";
@@ -455,14 +468,15 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 	struct qctx q = {&p->out, true};
 	http_foreach(r, true, add_query, &q);
 	buf_printf(&p->out, " HTTP/%s\r\nHost: 127.0.0.1:%lu\r\n",
-		   upgrade ? "1.1" : "1.0", port);
+	           upgrade ? "1.1" : "1.0", port);
 	struct hctx h = {&p->out, upgrade};
 	http_foreach(r, false, add_header, &h);
 	if (upgrade)
 		buf_printf(&p->out, "Connection: Upgrade\r\n");
 	else
 		buf_printf(&p->out, "Connection: close\r\n");
-	if (r->body.len || (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")))
+	if (r->body.len ||
+	    (strcmp(r->method, "GET") && strcmp(r->method, "HEAD")))
 		buf_printf(&p->out, "Content-Length: %zu\r\n", r->body.len);
 	buf_printf(&p->out, "X-Forwarded-Proto: http\r\n\r\n");
 	if (r->body.len)
@@ -513,7 +527,8 @@ void v1_port_expose(struct api *a, struct http_req *r, struct route_match *m)
 				pp = &l->next;
 			}
 		}
-		http_respond_json(r, 200, json_pack("{s:I}", "revoked", (json_int_t)n));
+		http_respond_json(r, 200,
+		                  json_pack("{s:I}", "revoked", (json_int_t)n));
 		return;
 	}
 	json_t *body = v1_body(r);
@@ -522,17 +537,18 @@ void v1_port_expose(struct api *a, struct http_req *r, struct route_match *m)
 	json_t *ttl = json_object_get(body, "ttlSeconds");
 	json_int_t secs = 3600;
 	if (ttl && (!json_is_integer(ttl) || json_integer_value(ttl) < 1 ||
-		    json_integer_value(ttl) > 7 * 86400)) {
+	            json_integer_value(ttl) > 7 * 86400)) {
 		json_decref(body);
 		v1_error(r, 400, "invalid_request",
-			 "ttlSeconds must be an integer from 1 to 604800");
+		         "ttlSeconds must be an integer from 1 to 604800");
 		return;
 	}
 	if (ttl)
 		secs = json_integer_value(ttl);
 	json_decref(body);
 	struct link *l = calloc(1, sizeof(*l));
-	if (!l || !(l->tenant = strdup(sb->tenant)) || !(l->id = strdup(sb->id))) {
+	if (!l || !(l->tenant = strdup(sb->tenant)) ||
+	    !(l->id = strdup(sb->id))) {
 		if (l)
 			link_free(l);
 		v1_error(r, 500, "internal", "out of memory");
@@ -554,19 +570,21 @@ void v1_port_expose(struct api *a, struct http_req *r, struct route_match *m)
 	const char *host = http_header(r, "Host");
 	char url[600], exp[32];
 	snprintf(url, sizeof(url), "http://%s/v1/preview/%s/",
-		 host && !strpbrk(host, "/\r\n \"") ? host : "127.0.0.1", l->token);
+	         host && !strpbrk(host, "/\r\n \"") ? host : "127.0.0.1",
+	         l->token);
 	iso8601_ms(l->expires_ms, exp, sizeof(exp));
-	http_respond_json(r, 201, json_pack("{s:s, s:s, s:s}", "url", url, "token",
-					    l->token, "expiresAt", exp));
+	http_respond_json(r, 201,
+	                  json_pack("{s:s, s:s, s:s}", "url", url, "token",
+	                            l->token, "expiresAt", exp));
 }
 
 void v1_port_preview(struct api *a, struct http_req *r, const char *token,
-		     const char *path)
+                     const char *path)
 {
 	struct link *l = link_find(token);
 	if (!l || l->expires_ms <= now_wall_ms()) {
 		v1_error(r, 403, l ? "link_expired" : "forbidden",
-			 l ? "this link has expired" : "no such link");
+		         l ? "this link has expired" : "no such link");
 		return;
 	}
 	char port[8];

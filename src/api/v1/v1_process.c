@@ -44,7 +44,7 @@ void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
 			     id[i] == '_' || id[i] == '.';
 		if (!ok) {
 			v1_error(r, 400, "invalid_request",
-				 "processId: 1-128 of [A-Za-z0-9._-]");
+			         "processId: 1-128 of [A-Za-z0-9._-]");
 			goto out;
 		}
 	}
@@ -58,7 +58,7 @@ void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
 	struct process *proc;
 	http_suspend(r);
 	int rc = process_start(q.sb, q.sess, id, &q.p, buf_cstr(&disp), started,
-			       r, &proc, &err);
+	                       r, &proc, &err);
 	buf_free(&disp);
 	if (rc < 0) {
 		if (err.code == EEXIST)
@@ -83,7 +83,7 @@ void v1_process_list(struct api *a, struct http_req *r, struct route_match *m)
 }
 
 static struct process *find(struct api *a, struct http_req *r,
-			    struct route_match *m)
+                            struct route_match *m)
 {
 	struct sandbox *sb = v1_sandbox(a, r, m, true);
 	if (!sb)
@@ -91,7 +91,7 @@ static struct process *find(struct api *a, struct http_req *r,
 	struct process *p = process_find(sb, m->params[1]);
 	if (!p)
 		v1_error(r, 404, "process_not_found", "no process %s",
-			 m->params[1]);
+		         m->params[1]);
 	return p;
 }
 
@@ -125,10 +125,10 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 	jsonout_respond(o, r, 200,
-			json_pack("{s:o, s:o, s:b, s:I, s:I}", "stdout", jo,
-				  "stderr", je, "truncated", p->log_dropped,
-				  "cursorStart", (json_int_t)p->log_start,
-				  "cursorEnd", (json_int_t)p->log_end));
+	                json_pack("{s:o, s:o, s:b, s:I, s:I}", "stdout", jo,
+	                          "stderr", je, "truncated", p->log_dropped,
+	                          "cursorStart", (json_int_t)p->log_start,
+	                          "cursorEnd", (json_int_t)p->log_end));
 	buf_free(&out);
 	buf_free(&err);
 }
@@ -136,11 +136,11 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 /* ---- following a process's output as SSE ------------------------------- */
 
 static int follow_output(void *ctx, int fd, uint64_t end, const char *data,
-			 size_t len)
+                         size_t len)
 {
 	struct api_follow *fw = ctx;
 	return relay_event_b64(fw->rl, fd == 1 ? "stdout" : "stderr", end, data,
-			       len);
+	                       len);
 }
 
 static void follow_dropped(void *ctx)
@@ -154,13 +154,14 @@ static void follow_ended(void *ctx, const struct process *p, bool gone)
 	struct api_follow *fw = ctx;
 	if (!gone)
 		relay_event_json(fw->rl, "exit",
-				 json_pack("{s:i, s:s}", "exit_code", p->exit_code,
-					   "status", process_status_name(p->status)));
+		                 json_pack("{s:i, s:s}", "exit_code",
+		                           p->exit_code, "status",
+		                           process_status_name(p->status)));
 	api_follow_end(fw);
 }
 
 static const struct process_follow_ops follow_ops = {
-	follow_output, follow_dropped, follow_ended};
+    follow_output, follow_dropped, follow_ended};
 
 void v1_process_stream(struct api *a, struct http_req *r, struct route_match *m)
 {
@@ -196,7 +197,7 @@ static void stdin_answer(struct http_req *r, int err)
 		v1_error(r, 409, "busy", "a stdin write is in progress");
 	else if (err == -EPIPE)
 		v1_error(r, 409, "process_ended",
-			 "the process no longer reads its stdin");
+		         "the process no longer reads its stdin");
 	else if (err == -ESRCH)
 		v1_error(r, 409, "process_ended", "the process has ended");
 	else
@@ -222,7 +223,7 @@ void v1_process_stdin(struct api *a, struct http_req *r, struct route_match *m)
 	if (!p)
 		return;
 	int rc = process_stdin(p, r->body.data ? r->body.data : "", r->body.len,
-			       stdin_written, r);
+	                       stdin_written, r);
 	if (rc == 1) {
 		r->ctx = p;
 		r->on_close = stdin_client_gone;

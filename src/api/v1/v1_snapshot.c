@@ -15,7 +15,7 @@
 
 struct v1_snap_req {
 	struct v1_held h; /* first */
-	const char *from;   /* a fork: the origin's id (for the answer) */
+	const char *from; /* a fork: the origin's id (for the answer) */
 	char from_buf[64];
 	char restored[ID_RANDOM_MAX];
 };
@@ -31,13 +31,10 @@ static const struct {
 	unsigned status;
 	const char *code;
 } snap_errors[] = {
-	{EBUSY, 409, "sandbox_busy"},
-	{EEXIST, 409, "sandbox_exists"},
-	{ENOENT, 404, "not_found"},
-	{ECANCELED, 409, "cancelled"},
-	{ETIMEDOUT, 503, "freeze_timeout"},
-	{ENOSPC, 507, "disk_full"},
-	{EDQUOT, 507, "disk_full"},
+    {EBUSY, 409, "sandbox_busy"},       {EEXIST, 409, "sandbox_exists"},
+    {ENOENT, 404, "not_found"},         {ECANCELED, 409, "cancelled"},
+    {ETIMEDOUT, 503, "freeze_timeout"}, {ENOSPC, 507, "disk_full"},
+    {EDQUOT, 507, "disk_full"},
 };
 
 void v1_snapshot_error(struct http_req *r, const struct sbx_err *err)
@@ -57,24 +54,25 @@ json_t *v1_snapshot_json(const struct snapshot *s)
 {
 	char created[32];
 	iso8601_ms(s->created_ms, created, sizeof(created));
-	json_t *j = json_pack("{s:s, s:s, s:s, s:I, s:b, s:s}", "id", s->id,
-			      "sandboxId", s->sandbox, "createdAt", created,
-			      "sizeBytes", (json_int_t)s->size_bytes,
-			      "copyOnWrite", !s->copied, "method",
-			      s->copied ? "copy" : "snapshot");
-	json_object_set_new(j, "name", s->name ? json_string(s->name) : json_null());
+	json_t *j =
+	    json_pack("{s:s, s:s, s:s, s:I, s:b, s:s}", "id", s->id,
+	              "sandboxId", s->sandbox, "createdAt", created,
+	              "sizeBytes", (json_int_t)s->size_bytes, "copyOnWrite",
+	              !s->copied, "method", s->copied ? "copy" : "snapshot");
+	json_object_set_new(j, "name",
+	                    s->name ? json_string(s->name) : json_null());
 	if (s->copied)
 		json_object_set_new(
-			j, "note",
-			json_string("the store is not btrfs: this snapshot is a "
-				    "full copy of the sandbox's files"));
+		    j, "note",
+		    json_string("the store is not btrfs: this snapshot is a "
+		                "full copy of the sandbox's files"));
 	return j;
 }
 
 /* ---- take ---------------------------------------------------------------- */
 
 static void taken(void *ctx, const struct snapshot *snap, struct sandbox *sb,
-		  const struct sbx_err *err)
+                  const struct sbx_err *err)
 {
 	struct v1_snap_req *q = ctx;
 	struct http_req *r = http_take(&q->h.held);
@@ -87,7 +85,7 @@ static void taken(void *ctx, const struct snapshot *snap, struct sandbox *sb,
 }
 
 void v1_snapshot_create(struct api *a, struct http_req *r,
-			struct route_match *m)
+                        struct route_match *m)
 {
 	json_t *body = v1_body(r);
 	if (!body)
@@ -97,16 +95,16 @@ void v1_snapshot_create(struct api *a, struct http_req *r,
 	    (!json_is_string(name) || !json_string_length(name) ||
 	     json_string_length(name) > NAME_MAX_LEN)) {
 		v1_error(r, 400, "invalid_request",
-			 "name: a string of 1 to %d bytes", NAME_MAX_LEN);
+		         "name: a string of 1 to %d bytes", NAME_MAX_LEN);
 		json_decref(body);
 		return;
 	}
 	struct sandbox *sb = v1_sandbox(a, r, m, false);
 	struct v1_snap_req *q = sb ? req_new(a, r) : NULL;
 	if (q)
-		snapshot_take(sb, json_is_string(name) ? json_string_value(name)
-						       : NULL,
-			      taken, q);
+		snapshot_take(
+		    sb, json_is_string(name) ? json_string_value(name) : NULL,
+		    taken, q);
 	json_decref(body);
 }
 
@@ -126,8 +124,9 @@ void v1_snapshot_list(struct api *a, struct http_req *r, struct route_match *m)
 		size_t i = 0;
 		while (i < json_array_size(arr)) {
 			json_t *s = json_array_get(arr, i);
-			if (strcmp(json_string_value(json_object_get(s, "sandboxId")),
-				   of))
+			if (strcmp(json_string_value(
+			               json_object_get(s, "sandboxId")),
+			           of))
 				json_array_remove(arr, i);
 			else
 				i++;
@@ -139,19 +138,21 @@ void v1_snapshot_list(struct api *a, struct http_req *r, struct route_match *m)
 		json_t *u = json_pack("{s:I}", "diskBytes", (json_int_t)bytes);
 		if (a->m->cfg->tenant_disk_bytes)
 			json_object_set_new(
-				u, "limitBytes",
-				json_integer((json_int_t)a->m->cfg->tenant_disk_bytes));
+			    u, "limitBytes",
+			    json_integer(
+			        (json_int_t)a->m->cfg->tenant_disk_bytes));
 		json_object_set_new(j, "tenantUsage", u);
 	}
 	http_respond_json(r, 200, j);
 }
 
 static struct snapshot *find(struct api *a, struct http_req *r,
-			     struct route_match *m, const char *id)
+                             struct route_match *m, const char *id)
 {
 	struct snapshot *s = snapshot_find(a->m, m->tenant, id);
 	if (!s)
-		v1_error(r, 404, "snapshot_not_found", "no snapshot %.100s", id);
+		v1_error(r, 404, "snapshot_not_found", "no snapshot %.100s",
+		         id);
 	return s;
 }
 
@@ -163,7 +164,7 @@ void v1_snapshot_info(struct api *a, struct http_req *r, struct route_match *m)
 }
 
 void v1_snapshot_delete(struct api *a, struct http_req *r,
-			struct route_match *m)
+                        struct route_match *m)
 {
 	struct sbx_err err = {0};
 	struct snapshot *s = find(a, r, m, m->params[0]);
@@ -180,7 +181,7 @@ void v1_snapshot_delete(struct api *a, struct http_req *r,
 /* A sandbox made from a snapshot or forked (201), or restored in place
  * (200, q->restored set). */
 static void sandbox_done(void *ctx, const struct snapshot *snap,
-			 struct sandbox *sb, const struct sbx_err *err)
+                         struct sandbox *sb, const struct sbx_err *err)
 {
 	struct v1_snap_req *q = ctx;
 	struct http_req *r = http_take(&q->h.held);
@@ -191,29 +192,31 @@ static void sandbox_done(void *ctx, const struct snapshot *snap,
 	} else if (r) {
 		json_t *j = v1_sandbox_json(q->h.a, sb, false);
 		if (q->from)
-			json_object_set_new(j, "forkedFrom", json_string(q->from));
+			json_object_set_new(j, "forkedFrom",
+			                    json_string(q->from));
 		if (restore)
 			json_object_set_new(j, "restoredFrom",
-					    json_string(q->restored));
+			                    json_string(q->restored));
 		else if (!q->h.a->m->rt->store->quotas)
 			json_object_set_new(
-				j, "note",
-				json_string("the store is not btrfs: the files "
-					    "were copied"));
+			    j, "note",
+			    json_string("the store is not btrfs: the files "
+			                "were copied"));
 		http_respond_json(r, restore ? 200 : 201, j);
 	}
 	free(q);
 }
 
 void v1_sandbox_create_from(struct api *a, struct http_req *r,
-			    struct route_match *m, const char *id,
-			    const char *snap_id,
-			    const struct sandbox_opts *opts)
+                            struct route_match *m, const char *id,
+                            const char *snap_id,
+                            const struct sandbox_opts *opts)
 {
 	struct snapshot *s = find(a, r, m, snap_id);
 	struct v1_snap_req *q = s ? req_new(a, r) : NULL;
 	if (q)
-		snapshot_clone(a->m, m->tenant, id, opts, s, NULL, sandbox_done, q);
+		snapshot_clone(a->m, m->tenant, id, opts, s, NULL, sandbox_done,
+		               q);
 }
 
 void v1_sandbox_fork(struct api *a, struct http_req *r, struct route_match *m)
@@ -223,10 +226,10 @@ void v1_sandbox_fork(struct api *a, struct http_req *r, struct route_match *m)
 	if (!body)
 		return;
 	json_t *id = json_object_get(body, "id");
-	if (id && (!json_is_string(id) ||
-		   !sandbox_id_valid(json_string_value(id)))) {
+	if (id &&
+	    (!json_is_string(id) || !sandbox_id_valid(json_string_value(id)))) {
 		v1_error(r, 400, "invalid_request",
-			 "id must be 1-63 characters of [a-z0-9-]");
+		         "id must be 1-63 characters of [a-z0-9-]");
 		json_decref(body);
 		return;
 	}
@@ -242,27 +245,29 @@ void v1_sandbox_fork(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	/* the fork starts as its origin is: limits, environment, labels */
 	struct sandbox_opts o = {
-		.limits = from->limits,
-		.disk_bytes = from->disk_bytes,
-		.sleep_after_ms = from->sleep_after_ms,
-		.keep_alive = from->keep_alive,
-		.env = (const char *const *)from->env,
-		.envc = from->envc,
-		.labels = from->labels,
+	    .limits = from->limits,
+	    .disk_bytes = from->disk_bytes,
+	    .sleep_after_ms = from->sleep_after_ms,
+	    .keep_alive = from->keep_alive,
+	    .env = (const char *const *)from->env,
+	    .envc = from->envc,
+	    .labels = from->labels,
 	};
 	struct v1_snap_req *q = req_new(a, r);
 	if (q) {
 		snprintf(q->from_buf, sizeof(q->from_buf), "%s", from->id);
 		q->from = q->from_buf;
-		snapshot_clone(a->m, m->tenant, nid, &o, NULL, from, sandbox_done, q);
+		snapshot_clone(a->m, m->tenant, nid, &o, NULL, from,
+		               sandbox_done, q);
 	}
 	json_decref(body);
 }
 
-/* ---- restore in place ------------------------------------------------------ */
+/* ---- restore in place ------------------------------------------------------
+ */
 
 void v1_sandbox_restore(struct api *a, struct http_req *r,
-			struct route_match *m)
+                        struct route_match *m)
 {
 	json_t *body = v1_body(r);
 	if (!body)
@@ -271,7 +276,7 @@ void v1_sandbox_restore(struct api *a, struct http_req *r,
 	       *bkp = json_object_get(body, "backup");
 	if (!snap == !bkp) {
 		v1_error(r, 400, "invalid_request",
-			 "give exactly one of snapshot or backup (an id)");
+		         "give exactly one of snapshot or backup (an id)");
 		goto out;
 	}
 	if (bkp) {
