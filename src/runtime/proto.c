@@ -226,7 +226,12 @@ struct init_fixed {
 	uint64_t disk_bytes;
 	uint32_t insns[SECCOMP_NFILTERS];
 	uint32_t nlayers;
+	/* explicit, and zero: an initializer need not clear padding (clang's
+	 * does not), and uninitialized bytes would go over the socket */
+	uint32_t pad;
 };
+_Static_assert(sizeof(struct init_fixed) == 24 + 4 * SECCOMP_NFILTERS,
+               "struct init_fixed has no implicit padding");
 
 ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap)
 {
@@ -270,6 +275,8 @@ int proto_init_decode(const char *buf, size_t len, struct init_params *p,
 	if (len < sizeof(f))
 		return sbx_err_set(err, EPROTO, "init: short packet");
 	memcpy(&f, buf, sizeof(f));
+	if (f.pad)
+		return sbx_err_set(err, EPROTO, "init: bad header");
 	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
 		if (f.insns[i] == 0 || f.insns[i] > BPF_MAXINSNS) {
 			seccomp_prog_free(&p->seccomp);
