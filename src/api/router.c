@@ -405,6 +405,15 @@ static void gate_body_end(struct http_req *r)
 		d->gate->body_ended = true;
 }
 
+/* the manager is gone: the daemon is stopping */
+static void shutting_down(struct http_req *r)
+{
+	http_respond_json(r, 503,
+	                  json_pack("{s:s, s:s}", "error",
+	                            "sandboxd is shutting down", "code",
+	                            "unavailable"));
+}
+
 static void claimed(void *ctx, enum fleet_where w, const char *url,
                     const struct sbx_err *err)
 {
@@ -442,10 +451,7 @@ static void claimed(void *ctx, enum fleet_where w, const char *url,
 	}
 	d->claimed = true;
 	if (!a->m) {
-		http_respond_json(r, 503,
-		                  json_pack("{s:s, s:s}", "error",
-		                            "sandboxd is shutting down", "code",
-		                            "unavailable"));
+		shutting_down(r);
 		return;
 	}
 	if (at_begin) {
@@ -591,10 +597,7 @@ void router_handle(struct http_req *r, void *data)
 	struct routed *d = r->route;
 
 	if (!a->m) {
-		http_respond_json(r, 503,
-		                  json_pack("{s:s, s:s}", "error",
-		                            "sandboxd is shutting down", "code",
-		                            "unavailable"));
+		shutting_down(r);
 		return;
 	}
 	if (!d) {
