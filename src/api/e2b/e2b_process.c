@@ -388,6 +388,23 @@ static json_t *process_config(const struct process *p)
 	                 p->command ? p->command : "", "envs");
 }
 
+/* What List shows of a process it started: its config and tag. ("o"
+ * takes a reference: the body's own values get one.) */
+static json_t *config_note(struct e2b_req *q, json_t *proc, json_t *args,
+                           const char *cmd, const char *cwd)
+{
+	json_t *envs = json_object_get(proc, "envs");
+	json_t *note =
+	    json_pack("{s:{s:s, s:o, s:o, s:s}}", "config", "cmd", cmd, "args",
+	              args ? json_incref(args) : json_array(), "envs",
+	              json_is_object(envs) ? json_incref(envs) : json_object(),
+	              "cwd", cwd);
+	const char *tag = json_string_value(json_object_get(q->body, "tag"));
+	if (note && tag)
+		json_object_set_new(note, "tag", json_string(tag));
+	return note;
+}
+
 static void start(struct e2b_req *q)
 {
 	struct http_req *r = q->r;
@@ -435,17 +452,7 @@ static void start(struct e2b_req *q)
 		goto out;
 	}
 	if (pty) {
-		/* "o" takes a reference: the body's own values get one */
-		json_t *envs = json_object_get(proc, "envs");
-		json_t *note = json_pack(
-		    "{s:{s:s, s:o, s:o, s:s}}", "config", "cmd", cmd, "args",
-		    args ? json_incref(args) : json_array(), "envs",
-		    json_is_object(envs) ? json_incref(envs) : json_object(),
-		    "cwd", cwd);
-		const char *tag =
-		    json_string_value(json_object_get(q->body, "tag"));
-		if (tag)
-			json_object_set_new(note, "tag", json_string(tag));
+		json_t *note = config_note(q, proc, args, cmd, cwd);
 		start_pty(q, argv, all, allc, cwd, note);
 		json_decref(note);
 		goto out;
@@ -483,17 +490,8 @@ static void start(struct e2b_req *q)
 		connect_stream_error(r, "internal", "%s", err.msg);
 		goto out;
 	}
-	json_t *note =
-	    json_pack("{s:{s:s, s:O, s:O, s:s}}", "config", "cmd", cmd, "args",
-	              args ? args : json_array(), "envs",
-	              json_is_object(json_object_get(proc, "envs"))
-	                  ? json_object_get(proc, "envs")
-	                  : json_object(),
-	              "cwd", cwd);
-	const char *tag = json_string_value(json_object_get(q->body, "tag"));
-	if (tag)
-		json_object_set_new(note, "tag", json_string(tag));
-	pr->note = json_dumps(note, JSON_COMPACT);
+	json_t *note = config_note(q, proc, args, cmd, cwd);
+	pr->note = note ? json_dumps(note, JSON_COMPACT) : NULL;
 	json_decref(note);
 	if (!keep_stdin)
 		process_stdin_close(pr);
