@@ -529,6 +529,27 @@ static void close_pair(int p[2])
 			close(p[i]);
 }
 
+/* After runtime_spawn (r): the job is the sandbox's, and either fails
+ * now or runs under its time limit and stall watch. */
+static bool launched(struct exec_job *j, int r, const struct sbx_err *err)
+{
+	struct sandbox *sb = j->sb;
+	j->next = sb->jobs;
+	sb->jobs = j;
+	if (r < 0) {
+		j->cg_idx = -1;
+		fail(j, EXEC_NOT_STARTED, "%s", err->msg);
+		return false;
+	}
+	j->timer.cb = on_timeout;
+	j->timer.data = j;
+	if (j->p.timeout_ms != EXEC_NO_TIMEOUT)
+		loop_timer_start(sb->m->loop, &j->timer, j->p.timeout_ms);
+	j->stall.cb = on_stall;
+	j->stall.data = j;
+	return true;
+}
+
 /* Who a command runs as: the image's User (a terminal's shell too), but
  * the daemon's builtins as root; E2B's "user" for everything it starts,
  * builtins included (their file rights are that user's). */
@@ -572,19 +593,7 @@ static void start_pty_job(struct exec_job *j)
 	free(env);
 	close(j->p.pty_slave);
 	j->p.pty_slave = -1;
-	j->next = sb->jobs;
-	sb->jobs = j;
-	if (r < 0) {
-		j->cg_idx = -1;
-		fail(j, EXEC_NOT_STARTED, "%s", err.msg);
-		return;
-	}
-	j->timer.cb = on_timeout;
-	j->timer.data = j;
-	if (j->p.timeout_ms != EXEC_NO_TIMEOUT)
-		loop_timer_start(sb->m->loop, &j->timer, j->p.timeout_ms);
-	j->stall.cb = on_stall;
-	j->stall.data = j;
+	launched(j, r, &err);
 }
 
 static void start_job(struct exec_job *j)
@@ -676,19 +685,8 @@ static void start_job(struct exec_job *j)
 		watch_pipe(j, &j->st_w, p_st[0], on_output, EPOLLIN);
 	if (has_stdin)
 		watch_pipe(j, &j->in_w, p_in[1], on_stdin_ready, 0);
-	j->next = sb->jobs;
-	sb->jobs = j;
-	if (r < 0) {
-		j->cg_idx = -1;
-		fail(j, EXEC_NOT_STARTED, "%s", err.msg);
+	if (!launched(j, r, &err))
 		return;
-	}
-	j->timer.cb = on_timeout;
-	j->timer.data = j;
-	if (j->p.timeout_ms != EXEC_NO_TIMEOUT)
-		loop_timer_start(sb->m->loop, &j->timer, j->p.timeout_ms);
-	j->stall.cb = on_stall;
-	j->stall.data = j;
 	stall_check(j);
 	if (j->stdin_copy)
 		pump_stdin(j);

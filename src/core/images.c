@@ -834,6 +834,18 @@ out:
 	return r;
 }
 
+/* The import's own scratch dir in the store, made and opened as its root. */
+static int open_tmp(struct job *j, int store, struct sbx_err *err)
+{
+	if (mkdirat(store, j->tmpname, 0700) < 0)
+		return sbx_err_sys(err, errno, "mkdir %s", j->tmpname);
+	j->root = openat(store, j->tmpname,
+	                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j->root < 0)
+		return sbx_err_sys(err, errno, "open %s", j->tmpname);
+	return 0;
+}
+
 static int child_import(int store, int in_fd, const char *kind,
                         const char *path, const char *tag, struct job *j,
                         struct sbx_err *err)
@@ -846,13 +858,8 @@ static int child_import(int store, int in_fd, const char *kind,
 	snprintf(j->tmpname, sizeof(j->tmpname), "tmp/imp-%d", (int)getpid());
 	bool dir = !strcmp(kind, "dir");
 	if (dir) {
-		if (mkdirat(store, j->tmpname, 0700) < 0)
-			return sbx_err_sys(err, errno, "mkdir %s", j->tmpname);
-		j->root =
-		    openat(store, j->tmpname,
-		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (j->root < 0)
-			return sbx_err_sys(err, errno, "open %s", j->tmpname);
+		if ((r = open_tmp(j, store, err)))
+			return r;
 		if ((r = read_dir(j, path, err)))
 			return r;
 	} else if (!strcmp(kind, "oci-layout")) {
@@ -864,13 +871,8 @@ static int child_import(int store, int in_fd, const char *kind,
 		    in_fd >= 0 ? in_fd : open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return sbx_err_sys(err, errno, "%s", path);
-		if (mkdirat(store, j->tmpname, 0700) < 0)
-			return sbx_err_sys(err, errno, "mkdir %s", j->tmpname);
-		j->root =
-		    openat(store, j->tmpname,
-		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (j->root < 0)
-			return sbx_err_sys(err, errno, "open %s", j->tmpname);
+		if ((r = open_tmp(j, store, err)))
+			return r;
 		struct layer_limits lim = {.max_bytes = IMAGE_MAX_BYTES,
 		                           .max_entries = 1000000};
 		struct layer_stats st;
