@@ -16,14 +16,18 @@
 #include "runtime/usrmask.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/cleanup.h"
@@ -209,39 +213,69 @@ out:
 	return r;
 }
 
+/* The build runs in a child process, not a thread: the daemon forks
+ * (cleaners, helpers) while it starts, and a fork taken while another
+ * thread holds an allocator lock leaves the child stuck on that lock
+ * (ASan's allocator does not guard fork as glibc's does). The child is a
+ * fork of a daemon still single-threaded; it keeps only stdio and the pipe
+ * that carries its result back, and dies with the daemon. */
 struct usrmask_job {
-	char *src, *dst;
-	pthread_t thread;
-	bool joined;
-	int r;
-	size_t count;
-	struct sbx_err err;
+	pid_t pid;
+	int fd; /* the result's read end, -1 once read */
+	bool done;
+	struct usrmask_result {
+		int r;
+		size_t count;
+		struct sbx_err err;
+	} res;
 };
 
-static void *build_thread(void *arg)
+static void build_child(const char *src, const char *dst, int out)
 {
-	struct usrmask_job *j = arg;
-	j->r = usrmask_build(j->src, j->dst, &j->count, &j->err);
-	return NULL;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (dup2(out, 3) != 3)
+		_exit(1);
+	syscall(SYS_close_range, 4, ~0U, 0);
+	struct usrmask_result res = {0};
+	res.r = usrmask_build(src, dst, &res.count, &res.err);
+	const char *p = (const char *)&res;
+	for (size_t off = 0; off < sizeof(res);) {
+		ssize_t n = write(3, p + off, sizeof(res) - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(1);
+		off += (size_t)n;
+	}
+	_exit(0);
 }
 
 int usrmask_build_start(const char *src, const char *dst,
                         struct usrmask_job **out, struct sbx_err *err)
 {
 	struct usrmask_job *j = calloc(1, sizeof(*j));
-	if (!j || !(j->src = strdup(src)) || !(j->dst = strdup(dst))) {
-		if (j)
-			free(j->src);
-		free(j);
+	int p[2];
+	if (!j)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	}
-	int e = pthread_create(&j->thread, NULL, build_thread, j);
-	if (e) {
-		free(j->src);
-		free(j->dst);
+	if (pipe2(p, O_CLOEXEC) < 0) {
 		free(j);
-		return sbx_err_sys(err, e, "usr mask: thread");
+		return sbx_err_sys(err, errno, "usr mask: pipe");
 	}
+	pid_t ppid = getpid();
+	j->pid = fork();
+	if (j->pid == 0) {
+		if (getppid() != ppid) /* the daemon died before PDEATHSIG */
+			_exit(1);
+		build_child(src, dst, p[1]);
+	}
+	close(p[1]);
+	if (j->pid < 0) {
+		int e = errno;
+		close(p[0]);
+		free(j);
+		return sbx_err_sys(err, e, "usr mask: fork");
+	}
+	j->fd = p[0];
 	*out = j;
 	return 0;
 }
@@ -249,15 +283,34 @@ int usrmask_build_start(const char *src, const char *dst,
 int usrmask_build_wait(struct usrmask_job *j, size_t *count,
                        struct sbx_err *err)
 {
-	if (!j->joined) {
-		pthread_join(j->thread, NULL);
-		j->joined = true;
+	if (!j->done) {
+		char *p = (char *)&j->res;
+		size_t off = 0;
+		while (off < sizeof(j->res)) {
+			ssize_t n = read(j->fd, p + off, sizeof(j->res) - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			off += (size_t)n;
+		}
+		int st = 0;
+		while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
+			;
+		if (off < sizeof(j->res))
+			j->res.r = sbx_err_set(&j->res.err, EIO,
+			                       "usr mask: the builder died "
+			                       "(wait status %d)",
+			                       st);
+		close(j->fd);
+		j->fd = -1;
+		j->done = true;
 	}
-	*count = j->count;
-	if (j->r < 0) {
+	*count = j->res.count;
+	if (j->res.r < 0) {
 		if (err)
-			*err = j->err;
-		return j->r;
+			*err = j->res.err;
+		return j->res.r;
 	}
 	return 0;
 }
@@ -266,9 +319,13 @@ void usrmask_job_free(struct usrmask_job *j)
 {
 	if (!j)
 		return;
-	if (!j->joined)
-		pthread_join(j->thread, NULL);
-	free(j->src);
-	free(j->dst);
+	if (!j->done) {
+		/* nobody waited: the daemon stops before any sandbox ran;
+		 * the next start removes the half-built layer */
+		kill(j->pid, SIGKILL);
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(j->fd);
+	}
 	free(j);
 }

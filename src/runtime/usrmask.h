@@ -13,7 +13,7 @@
 int usrmask_build(const char *src, const char *dst, size_t *count,
                   struct sbx_err *err);
 
-/* The same, in a thread of its own: the walk reads every entry of /usr
+/* The same, in a child process of its own: the walk reads every entry of /usr
  * (about 185,000 here, 0.5-5 s depending on the load), which the daemon's
  * start need not wait for; only a sandbox's start does. */
 struct usrmask_job;
@@ -23,7 +23,7 @@ int usrmask_build_start(const char *src, const char *dst,
  * its result: 0 and *count, or its error. */
 int usrmask_build_wait(struct usrmask_job *j, size_t *count,
                        struct sbx_err *err);
-/* Waits for it if it still runs. */
+/* Stops it if it still runs. */
 void usrmask_job_free(struct usrmask_job *j);
 
 #endif
