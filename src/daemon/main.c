@@ -167,28 +167,17 @@ int main(int argc, char **argv)
 
 	struct loop *loop = loop_new();
 	struct manager *m = NULL;
-	if (!loop || manager_new(&cfg, loop, &m, &err) < 0) {
-		log_error("event=fatal %s",
-		          err.msg[0] ? err.msg : "out of memory");
-		return 1;
-	}
-	struct api api = {.m = m};
-	if (cfg.tokens_path &&
-	    auth_load(cfg.tokens_path, &api.auth, &err) < 0) {
-		log_error("event=fatal %s", err.msg);
-		manager_free(m);
-		return 1;
-	}
-	if (cfg.llm_url && llm_new(loop, &cfg, &m->llm, &err) < 0) {
-		log_error("event=fatal %s", err.msg);
-		manager_free(m);
-		return 1;
-	}
-	if (cfg.etcd_url && fleet_new(m, &m->fleet, &err) < 0) {
-		log_error("event=fatal %s", err.msg);
-		manager_free(m);
-		return 1;
-	}
+	struct api api = {0};
+	struct http_server *http = NULL;
+	if (!loop || manager_new(&cfg, loop, &m, &err) < 0)
+		goto fatal;
+	api.m = m;
+	if (cfg.tokens_path && auth_load(cfg.tokens_path, &api.auth, &err) < 0)
+		goto fatal;
+	if (cfg.llm_url && llm_new(loop, &cfg, &m->llm, &err) < 0)
+		goto fatal;
+	if (cfg.etcd_url && fleet_new(m, &m->fleet, &err) < 0)
+		goto fatal;
 	if (api.auth) {
 		m->quota_of = tenant_quota;
 		m->quota_data = api.auth;
@@ -196,11 +185,10 @@ int main(int argc, char **argv)
 	/* without tokens anyone who can connect owns every sandbox: only
 	 * this machine's users may */
 	if (!api.auth && !is_loopback(cfg.listen_addr)) {
-		log_error(
-		    "event=fatal refusing to listen on %s without --tokens",
-		    cfg.listen_addr);
-		manager_free(m);
-		return 1;
+		sbx_err_set(&err, EPERM,
+		            "refusing to listen on %s without --tokens",
+		            cfg.listen_addr);
+		goto fatal;
 	}
 	/* a fleet's node names itself in every answer (a copy: the answers
 	 * given at shutdown come after fleet_free) */
@@ -216,19 +204,16 @@ int main(int argc, char **argv)
 	                         .begin = router_begin,
 	                         .handler = router_handle,
 	                         .handler_data = &api};
-	struct http_server *http;
-	struct sbx_err herr = {0};
-	if (http_start(loop, &hc, &http, &herr) < 0) {
-		log_error("event=fatal %s", herr.msg);
-		manager_free(m);
-		return 1;
-	}
+	if (http_start(loop, &hc, &http, &err) < 0)
+		goto fatal;
 	struct loop_watch sigw = {.fd = signalfd(-1, &mask, SFD_CLOEXEC),
 	                          .cb = on_signal,
 	                          .data = loop};
 	if (sigw.fd < 0 || loop_add(loop, &sigw, EPOLLIN) < 0) {
-		log_error("event=fatal signalfd: %s", strerror(errno));
-		return 1;
+		sbx_err_sys(&err, errno, "signalfd");
+		if (sigw.fd >= 0)
+			close(sigw.fd);
+		goto fatal;
 	}
 	api_e2b_start(&api);
 	loop_set_idle(loop, idle, http, idle_timeout);
@@ -254,4 +239,22 @@ int main(int argc, char **argv)
 	auth_free(api.auth);
 	log_info("event=stopped");
 	return r < 0 ? 1 : 0;
+
+fatal:
+	/* the same teardown as a stop, of whatever was made: a refused start
+	 * leaves no cgroup, child or helper behind */
+	log_error("event=fatal %s", err.msg[0] ? err.msg : "out of memory");
+	if (m) {
+		llm_free(m->llm);
+		m->llm = NULL;
+		struct fleet *f = m->fleet;
+		fleet_close(f);
+		manager_free(m);
+		fleet_free(f);
+	}
+	if (http)
+		http_stop(http);
+	loop_free(loop);
+	auth_free(api.auth);
+	return 1;
 }
