@@ -630,7 +630,7 @@ static void start_job(struct exec_job *j)
 	}
 	/* an image without bash runs sh: no session hook, so the session
 	 * keeps its cwd and environment as they were (docs/api-v1.md) */
-	const char *sh = sb->image ? sb->image->shell : "/bin/bash";
+	const char *sh = sandbox_shell(sb);
 	bool bash = sh && !strcmp(sh, "/bin/bash");
 	if (shell && !sh) {
 		close_pair(p_out);

@@ -861,6 +861,13 @@ static uint64_t min_nz(uint64_t v, uint64_t ceiling)
 	return ceiling && (!v || v > ceiling) ? ceiling : v;
 }
 
+const char *sandbox_shell(const struct sandbox *sb)
+{
+	if (!sb->image_id[0])
+		return "/bin/bash";
+	return sb->image ? sb->image->shell : NULL;
+}
+
 void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
                     uint64_t *disk_bytes)
 {

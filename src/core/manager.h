@@ -147,6 +147,10 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err);
  * tenant's own for its quota) where needed. -EDQUOT, with a message naming
  * the quota, when none is idle. 0 at once for a running one. */
 int manager_admit(struct sandbox *sb, struct sbx_err *err);
+/* The shell its shell commands run with: bash on the host's system, its
+ * image's (bash, else sh) otherwise; NULL when the image has none (or is
+ * gone). */
+const char *sandbox_shell(const struct sandbox *sb);
 /* The limits it runs with: its own, else the daemon's defaults, never
  * above the operator's ceilings. */
 void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,

@@ -349,9 +349,7 @@ static int start_shell(struct terminal *t, struct sbx_err *err)
 	if (!sess)
 		return sbx_err_set(err, ENOENT, "no session %s", t->session);
 	/* an image's own shell: bash may not be there (busybox) */
-	const char *shell = t->shell    ? t->shell
-	                    : sb->image ? sb->image->shell
-	                                : "/bin/bash";
+	const char *shell = t->shell ? t->shell : sandbox_shell(sb);
 	if (!shell && !t->argv)
 		return sbx_err_set(err, ENOENT, "image %s has no /bin/sh",
 		                   sb->image_id);

@@ -175,6 +175,25 @@ def test_terminal_runs_the_images_shell_as_its_user(daemon, v1, sid, work):
         t.close()
 
 
+def test_cloudflare_face_runs_the_images_shell(v1, sid, bb):
+    """The container protocol's sessionless commands, background processes
+    and command listing run the image's sh when it has no bash."""
+    v1.create(sid, image="busybox")
+    base = f"/v1/sandbox/{sid}/api"
+    r = v1.post(f"{base}/execute", json={"command": "echo $((6*7)) fresh",
+                                         "sessionId": "__DISABLE_SESSION__"})
+    assert r.status_code == 200, r.text
+    assert r.json()["stdout"] == "42 fresh\n" and r.json()["exitCode"] == 0
+    r = v1.post(f"{base}/process/start",
+                json={"command": "echo $((7*6)) > /workspace/bg.txt"})
+    assert r.status_code == 200, r.text
+    assert wait_until(lambda: v1.get(f"/v1/sandbox/{sid}/file/bg.txt").content == b"42\n",
+                      120)
+    r = v1.get(f"{base}/commands")
+    assert r.status_code == 200, r.text
+    assert "busybox" in r.json()["availableCommands"], r.text[:300]
+
+
 def test_a_snapshot_keeps_its_image(daemon, v1, new_sid, work):
     # an image of its own (no other name may keep it)
     path = os.path.join(work, "snap-image")

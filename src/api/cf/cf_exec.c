@@ -76,7 +76,10 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 		return -1;
 	c->p.timeout_ms = timeout; /* 0: the session's (core/exec.c) */
 	if (background || c->fresh) {
-		c->argv[0] = "/bin/bash";
+		/* an image's own shell: bash may not be there (busybox);
+		 * none at all fails the start with exec's own error */
+		const char *sh = sandbox_shell(q->sb);
+		c->argv[0] = sh ? sh : "/bin/sh";
 		c->argv[1] = "-c";
 		c->argv[2] = c->command;
 		c->p.argv = c->argv;
@@ -415,10 +418,17 @@ void cf_commands(struct cf_req *q)
 {
 	/* programs on PATH (and aliases/functions), not shell builtins or
 	 * keywords */
-	static const char list[] =
+	static const char bash_list[] =
 	    "export LC_ALL=C; comm -23 <(compgen -c | sort -u) "
 	    "<({ compgen -b; compgen -k; } | sort -u)";
-	const char *argv[] = {"/bin/bash", "-c", list, NULL};
+	/* without bash: the programs on PATH */
+	static const char sh_list[] =
+	    "export LC_ALL=C; IFS=:; for d in $PATH; do "
+	    "[ -d \"$d\" ] && ls -1 \"$d\"; done 2>/dev/null | sort -u";
+	const char *sh = sandbox_shell(q->sb);
+	bool bash = sh && !strcmp(sh, "/bin/bash");
+	const char *list = bash ? bash_list : sh_list;
+	const char *argv[] = {sh ? sh : "/bin/sh", "-c", list, NULL};
 	struct cf_cmd c = {
 	    .p = {.argv = argv, .detached = true, .timeout_ms = 30000}};
 	bool fresh;
@@ -532,7 +542,8 @@ void cf_git_checkout(struct cf_req *q)
 	buf_printf(&cmd, " && { git -C ");
 	cf_shell_quote(&cmd, target);
 	buf_printf(&cmd, " branch --show-current || true; }");
-	const char *argv[] = {"/bin/bash", "-c", buf_cstr(&cmd), NULL};
+	const char *sh = sandbox_shell(q->sb);
+	const char *argv[] = {sh ? sh : "/bin/sh", "-c", buf_cstr(&cmd), NULL};
 	struct cf_cmd c = {.sess = sess};
 	buf_init(&c.script, 0);
 	c.p.timeout_ms = timeout ? timeout : GIT_DEFAULT_TIMEOUT_MS;

@@ -180,17 +180,16 @@ json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 		                    json_pack("{s:s?, s:s}", "name",
 		                              n ? names[0] : NULL, "digest",
 		                              sb->image_id));
-		if (!sb->image || !sb->image->shell ||
-		    strcmp(sb->image->shell, "/bin/bash"))
+		const char *sh = sandbox_shell(sb);
+		if (!sh || strcmp(sh, "/bin/bash"))
 			json_object_set_new(
 			    j, "note",
-			    json_string(sb->image && sb->image->shell
-			                    ? "no bash in its image: shell "
-			                      "commands run with /bin/sh "
-			                      "and sessions do not carry "
-			                      "cwd and exported variables"
-			                    : "no shell in its image: "
-			                      "commands run as argv only"));
+			    json_string(sh ? "no bash in its image: shell "
+			                     "commands run with /bin/sh "
+			                     "and sessions do not carry "
+			                     "cwd and exported variables"
+			                   : "no shell in its image: "
+			                     "commands run as argv only"));
 	}
 	if (usage) {
 		struct cgroup_stats st = {0};
