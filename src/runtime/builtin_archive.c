@@ -12,7 +12,8 @@
  *       below dir; one file system (mount points are not crossed); regular
  *       files, directories, symlinks (never followed), hard links, FIFOs.
  *       stderr: "T <bytes>\n" (the regular files' total, from a first walk),
- *       "P <bytes>\n" as they are archived, "E <errno> <what>\n" on failure.
+ *       "P <bytes>\n" as they are archived, "E <errno> <what>\n" on failure
+ *       (on stdout with --out, which then carries only the answer).
  *       PATTERN without '/' matches an entry's name at any depth, with '/'
  *       its path below dir (fnmatch, FNM_PATHNAME); an excluded directory
  *       is not entered.
@@ -53,7 +54,8 @@
 #define RESTORE_MARK ".sbx-restore-"
 
 static unsigned long long confine = RESOLVE_BENEATH;
-static int msgfd = 1; /* where errors go: stdout, or stderr for create */
+static int msgfd = 1; /* where errors go: stdout, or stderr for a create
+                         that writes its archive there */
 
 __attribute__((noreturn)) static void fail(int e, const char *what)
 {
@@ -291,7 +293,6 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 {
 	const char *ex[256], *out = NULL;
 	int nex = 0;
-	msgfd = 2;
 	for (int i = 3; i < argc; i++) {
 		if (!strncmp(argv[i], "--exclude=", 10) && argv[i][10] &&
 		    nex < 256)
@@ -299,6 +300,8 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 		else if (!strncmp(argv[i], "--out=", 6) && argv[i][6])
 			out = argv[i] + 6;
 	}
+	/* stdout is the archive's, unless it goes to a file */
+	msgfd = out ? 1 : 2;
 	int dfd = open_in(base, dir, O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
 		fail(-dfd, dir);

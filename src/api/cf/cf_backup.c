@@ -14,126 +14,78 @@
 #include <string.h>
 
 #include "api/cf/cf.h"
+#include "core/fileop.h"
+#include "http/held.h"
 
 struct cf_bk {
-	struct http_req *r; /* NULL once the client is gone */
+	struct http_held held;
 	struct sandbox *sb;
-	struct exec_job *job;
+	struct fileop *op; /* the builtin at work, NULL between two */
 	bool restore, committing;
 	char dir[4200], archive[4200], tmp[300];
 };
 
-static void bk_closed(struct http_req *r)
-{
-	struct cf_bk *b = r->ctx;
-	b->r = NULL;
-	if (b->job)
-		exec_cancel(b->job); /* its done frees b */
-}
-
-static void bk_free(struct cf_bk *b)
-{
-	if (b->r) {
-		b->r->on_close = NULL;
-		b->r->ctx = NULL;
-	}
-	free(b);
-}
-
-/* The builtin's "E <errno> <what>" line in out, if any. */
-static bool bk_error(const struct buf *out, int *e, char *what, size_t cap)
-{
-	const char *s = out->data ? out->data : "";
-	for (const char *l = s; l && l < s + out->len; l = strchr(l, '\n')) {
-		if (*l == '\n')
-			l++;
-		char *end;
-		if (strncmp(l, "E ", 2))
-			continue;
-		*e = (int)strtol(l + 2, &end, 10);
-		snprintf(what, cap, "%.*s",
-		         (int)strcspn(end + (*end == ' '), "\n"),
-		         end + (*end == ' '));
-		return true;
-	}
-	return false;
-}
-
-static void bk_done(const struct exec_result *res, void *ctx);
-
-static int bk_run(struct cf_bk *b, const char *const *argv, struct sbx_err *err)
-{
-	struct exec_params p = {.argv = argv,
-	                        .builtin = true,
-	                        .detached = true,
-	                        .timeout_ms = EXEC_NO_TIMEOUT,
-	                        .max_output = 64u << 10};
-	return exec_submit(b->sb, NULL, &p, bk_done, b, &b->job, err);
-}
-
-static void bk_fail(struct cf_bk *b, const struct exec_result *res,
-                    const char *code)
-{
-	int e;
-	char what[300];
-	if (!b->r)
-		return;
-	if (bk_error(&res->err, &e, what, sizeof(what)) ||
-	    bk_error(&res->out, &e, what, sizeof(what)))
-		cf_error(b->r,
-		         e == ENOENT && !b->restore ? "FILE_NOT_FOUND" : code,
-		         json_pack("{s:s, s:s}", "dir", b->dir, "archivePath",
-		                   b->archive),
-		         "%s: %s", what, strerror(e));
-	else
-		cf_error(b->r, code,
-		         json_pack("{s:s, s:s}", "dir", b->dir, "archivePath",
-		                   b->archive),
-		         "%s", res->msg[0] ? res->msg : "the archiver failed");
-}
-
-static void bk_done(const struct exec_result *res, void *ctx)
+/* The client left: the builtin at work stops; its end frees b. */
+static void bk_gone(void *ctx)
 {
 	struct cf_bk *b = ctx;
-	struct sbx_err err = {0};
-	b->job = NULL;
-	bool ok = res->failure == EXEC_OK && res->exit_code == 0;
-	if (!b->restore) {
-		unsigned long long size = 0;
-		if (ok && b->r &&
-		    sscanf(buf_cstr((struct buf *)&res->out), "OK %llu",
-		           &size) == 1)
-			cf_ok(b->r, json_pack("{s:I, s:s}", "sizeBytes",
-			                      (json_int_t)size, "archivePath",
-			                      b->archive));
-		else if (b->r)
-			bk_fail(b, res, "BACKUP_CREATE_FAILED");
-		bk_free(b);
+	if (b->op)
+		fileop_cancel(b->op);
+}
+
+static void bk_done(void *ctx, const struct fileop_result *res);
+static const struct fileop_ops bk_ops = {.on_done = bk_done};
+
+static void bk_run(struct cf_bk *b, const char *const *argv)
+{
+	struct fileop_params p = {.argv = argv};
+	fileop_start(b->sb, &p, &bk_ops, b, &b->op);
+}
+
+static void bk_fail(struct cf_bk *b, struct http_req *r,
+                    const struct fileop_result *res, const char *code)
+{
+	json_t *ctx =
+	    json_pack("{s:s, s:s}", "dir", b->dir, "archivePath", b->archive);
+	if (res->status == FILEOP_ERRNO)
+		cf_error(r,
+		         res->error == ENOENT && !b->restore ? "FILE_NOT_FOUND"
+		                                             : code,
+		         ctx, "%s: %s", res->what, strerror(res->error));
+	else
+		cf_error(r, code, ctx, "%s",
+		         res->what ? res->what : "the archiver failed");
+}
+
+static void bk_done(void *ctx, const struct fileop_result *res)
+{
+	struct cf_bk *b = ctx;
+	b->op = NULL;
+	bool ok = res->status == FILEOP_OK;
+	if (b->restore && !b->committing && ok &&
+	    sscanf(res->answer, "OK %255s", b->tmp) == 1) {
+		/* unpacked beside dir: swap it in, or (the client gone)
+		 * remove it */
+		const char *argv[] = {b->held.r ? "archive-commit"
+		                                : "archive-abort",
+		                      "/", b->dir, b->tmp, NULL};
+		b->committing = true;
+		bk_run(b, argv);
 		return;
 	}
-	if (!b->committing) {
-		/* unpacked beside dir: now swap it in */
-		if (ok && b->r &&
-		    sscanf(buf_cstr((struct buf *)&res->out), "OK %255s",
-		           b->tmp) == 1) {
-			const char *argv[] = {"archive-commit", "/", b->dir,
-			                      b->tmp, NULL};
-			b->committing = true;
-			if (bk_run(b, argv, &err) == 0)
-				return;
-			cf_error(b->r, "BACKUP_RESTORE_FAILED", NULL, "%s",
-			         err.msg);
-		} else if (b->r) {
-			bk_fail(b, res, "BACKUP_RESTORE_FAILED");
-		}
-		bk_free(b);
-		return;
-	}
-	if (ok && b->r)
-		cf_ok(b->r, json_pack("{s:s}", "dir", b->dir));
-	else if (b->r)
-		bk_fail(b, res, "BACKUP_RESTORE_FAILED");
-	bk_free(b);
+	struct http_req *r = http_take(&b->held);
+	unsigned long long size = 0;
+	if (r && !b->restore && ok &&
+	    sscanf(res->answer, "OK %llu", &size) == 1)
+		cf_ok(r, json_pack("{s:I, s:s}", "sizeBytes", (json_int_t)size,
+		                   "archivePath", b->archive));
+	else if (r && b->restore && ok && b->committing)
+		cf_ok(r, json_pack("{s:s}", "dir", b->dir));
+	else if (r)
+		bk_fail(b, r, res,
+		        b->restore ? "BACKUP_RESTORE_FAILED"
+		                   : "BACKUP_CREATE_FAILED");
+	free(b);
 }
 
 /* dir and archivePath, absolute (relative ones from the session's cwd). */
@@ -171,18 +123,14 @@ static struct cf_bk *bk_new(struct cf_req *q, bool restore)
 		free(b);
 		return NULL;
 	}
-	b->r = q->r;
 	b->sb = q->sb;
 	b->restore = restore;
-	q->r->ctx = b;
-	q->r->on_close = bk_closed;
-	http_suspend(q->r);
+	http_hold(&b->held, q->r, bk_gone, b);
 	return b;
 }
 
 void cf_backup_create(struct cf_req *q)
 {
-	struct sbx_err err = {0};
 	json_t *ex = json_object_get(q->body, "excludes");
 	if (ex && !json_is_null(ex) &&
 	    (!json_is_array(ex) || json_array_size(ex) > 64)) {
@@ -221,28 +169,20 @@ void cf_backup_create(struct cf_req *q)
 			argv[n++] = pats[i];
 	}
 	argv[n] = NULL;
-	int r = bk_run(b, argv, &err);
+	bk_run(b, argv);
 	for (size_t k = 0; k < 64; k++)
 		free(pats[k]);
-	if (r < 0) {
-		cf_error(b->r, "BACKUP_CREATE_FAILED", NULL, "%s", err.msg);
-		bk_free(b);
-	}
 }
 
 void cf_backup_restore(struct cf_req *q)
 {
-	struct sbx_err err = {0};
 	struct cf_bk *b = bk_new(q, true);
 	if (!b)
 		return;
 	char in[4300];
 	snprintf(in, sizeof(in), "--in=%s", b->archive);
 	const char *argv[] = {"archive-unpack", "/", b->dir, in, NULL};
-	if (bk_run(b, argv, &err) < 0) {
-		cf_error(b->r, "BACKUP_RESTORE_FAILED", NULL, "%s", err.msg);
-		bk_free(b);
-	}
+	bk_run(b, argv);
 }
 
 void cf_backup_upload_parts(struct cf_req *q)
