@@ -110,15 +110,16 @@ struct count {
 static void count_one(struct sandbox *sb, void *data)
 {
 	struct count *c = data;
-	if (sb->state == SB_STOPPED) {
+	if (!sandbox_running(sb)) {
 		c->stopped++;
 	} else {
 		c->running++;
 		struct cgroup_stats st;
-		if (sb->proc.cg && cgroup_sandbox_stats(sb->proc.cg, &st) == 0)
+		if (sandbox_stats(sb, &st) == 0)
 			c->oom += st.oom_kills;
 	}
-	for (struct process *p = sb->procs; p; p = p->next)
+	for (struct process *p = process_next(sb, NULL); p;
+	     p = process_next(sb, p))
 		c->procs += !p->ended;
 }
 
@@ -126,8 +127,7 @@ static void net_one(struct sandbox *sb, void *data)
 {
 	struct buf *b = data;
 	uint64_t tx, rx;
-	sandbox_net_usage(sb, &tx, &rx);
-	if (!tx && !rx && !sb->net)
+	if (!sandbox_net_usage(sb, &tx, &rx))
 		return; /* never had a link: nothing to say */
 	/* ids are [a-z0-9-]; tenants come from the operator's tokens file */
 	buf_printf(
@@ -135,8 +135,8 @@ static void net_one(struct sandbox *sb, void *data)
 	    "sandboxd_sandbox_net_tx_bytes{tenant=\"%s\",sandbox=\"%s\"} %llu\n"
 	    "sandboxd_sandbox_net_rx_bytes{tenant=\"%s\",sandbox=\"%s\"} "
 	    "%llu\n",
-	    sb->tenant, sb->id, (unsigned long long)tx, sb->tenant, sb->id,
-	    (unsigned long long)rx);
+	    sandbox_tenant(sb), sandbox_id(sb), (unsigned long long)tx,
+	    sandbox_tenant(sb), sandbox_id(sb), (unsigned long long)rx);
 }
 
 void api_metrics(struct api *a, struct http_req *r, struct route_match *m)

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/exec.h"
+#include "core/sandbox_internal.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/sha256.h"

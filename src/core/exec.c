@@ -8,6 +8,7 @@
  * a paused stream is simply not read, so the command blocks in write(). */
 #include "core/exec.h"
 #include "core/images.h"
+#include "core/sandbox_internal.h"
 
 #include <fcntl.h>
 #include <signal.h>

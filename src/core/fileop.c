@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/exec.h"
+#include "core/sandbox_internal.h"
 #include "lib/log.h"
 
 #define HEAD_MAX                                                               \

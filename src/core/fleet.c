@@ -12,6 +12,7 @@
 #include "core/curl_loop.h"
 #include "core/manager.h"
 #include "core/registry.h"
+#include "core/sandbox_internal.h"
 #include "lib/base64.h"
 #include "lib/buf.h"
 #include "lib/log.h"

@@ -46,6 +46,7 @@
 #include <strings.h>
 
 #include "core/exec.h"
+#include "core/sandbox_internal.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"

@@ -30,6 +30,7 @@
 #include "core/registry.h"
 #include "core/backup.h"
 #include "core/snapshot.h"
+#include "core/sandbox_internal.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -859,6 +860,76 @@ static void on_exits(struct loop_watch *w, uint32_t events)
 static uint64_t min_nz(uint64_t v, uint64_t ceiling)
 {
 	return ceiling && (!v || v > ceiling) ? ceiling : v;
+}
+
+const char *sandbox_id(const struct sandbox *sb)
+{
+	return sb->id;
+}
+
+const char *sandbox_tenant(const struct sandbox *sb)
+{
+	return sb->tenant;
+}
+
+const char *sandbox_labels(const struct sandbox *sb)
+{
+	return sb->labels;
+}
+
+bool sandbox_running(const struct sandbox *sb)
+{
+	return sb->state != SB_STOPPED;
+}
+
+void sandbox_info(const struct sandbox *sb, struct sandbox_info *out)
+{
+	*out = (struct sandbox_info){
+	    .created_ms = sb->created_ms,
+	    .last_active_ms = sb->last_active_ms,
+	    .sleep_after_ms = sb->sleep_after_ms ? sb->sleep_after_ms
+	                                         : sb->m->cfg->sleep_after_ms,
+	    .keep_alive = sb->keep_alive,
+	    .running = sb->state != SB_STOPPED,
+	    .image_id = sb->image_id,
+	    .image = sb->image,
+	};
+}
+
+int sandbox_stats(const struct sandbox *sb, struct cgroup_stats *st)
+{
+	if (!sb->proc.cg)
+		return -ESRCH;
+	return cgroup_sandbox_stats(sb->proc.cg, st);
+}
+
+const struct config *sandbox_config(const struct sandbox *sb)
+{
+	return sb->m->cfg;
+}
+
+void sandbox_opts_of(const struct sandbox *sb, struct sandbox_opts *o)
+{
+	*o = (struct sandbox_opts){
+	    .limits = sb->limits,
+	    .disk_bytes = sb->disk_bytes,
+	    .sleep_after_ms = sb->sleep_after_ms,
+	    .keep_alive = sb->keep_alive,
+	    .env = (const char *const *)sb->env,
+	    .envc = sb->envc,
+	    .labels = sb->labels,
+	};
+}
+
+size_t sandbox_env(const struct sandbox *sb, const char *const **env)
+{
+	*env = (const char *const *)sb->env;
+	return sb->envc;
+}
+
+struct session *sandbox_session_next(struct sandbox *sb, struct session *prev)
+{
+	return prev ? prev->next : sb->sessions;
 }
 
 const char *sandbox_shell(const struct sandbox *sb)

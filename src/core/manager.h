@@ -39,44 +39,9 @@ struct sandbox_opts {
 
 enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
 
-struct sandbox {
-	struct manager *m;
-	char *tenant, *id;
-	char name[16]; /* "s<slot>": its dir and cgroup name */
-	uint32_t slot;
-	uid_t base;      /* host uid of its root */
-	bool range_held; /* its uid range is reserved host-wide by us */
-	enum sandbox_state state;
-	struct sandbox_proc proc;
-	struct loop_watch sock_w;    /* init's messages, and its end */
-	struct cgroup_limits limits; /* 0: the daemon's default */
-	uint64_t sleep_after_ms;     /* 0: the daemon's default */
-	uint64_t disk_bytes;         /* 0: the daemon's default */
-	bool keep_alive;             /* never stopped for idleness */
-	char **env;                  /* "K=V" for every command */
-	size_t envc;
-	char *labels; /* JSON text, or NULL */
-	/* its image (kept with its files, runtime_files_image): the id, and
-	 * the image while the store has it; "" and NULL: the host's system */
-	char image_id[72];
-	struct image *image;
-	struct process *procs;       /* background processes */
-	struct interp_group *interp; /* its interpreter contexts */
-	struct terminal *terms;      /* its terminals (terminal.h) */
-	unsigned nprocs;
-	uint64_t created_ms, last_active_ms; /* wall clock */
-	struct session *sessions;            /* first: the default session */
-	struct exec_job *jobs;               /* sent to init, not yet ended */
-	unsigned busy;                       /* jobs queued or running */
-	struct snapshot_op *snap_op;         /* a snapshot, fork or restore
-	                                        of it in flight */
-	struct net_policy *net_policy;       /* NULL: --network-default */
-	struct sandbox_net *net;             /* its link, while it has one */
-	uint64_t net_tx, net_rx;             /* bytes of earlier links */
-	uint64_t fleet_saved_ms;             /* last_active_ms its latest
-	                                        checkpoint has (core/fleet.h) */
-	struct sandbox *hnext;
-};
+/* A sandbox: opaque outside the core (core/sandbox_internal.h); the
+ * faces read it through the functions below. */
+struct sandbox;
 
 struct manager {
 	struct config *cfg;
@@ -147,6 +112,31 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err);
  * tenant's own for its quota) where needed. -EDQUOT, with a message naming
  * the quota, when none is idle. 0 at once for a running one. */
 int manager_admit(struct sandbox *sb, struct sbx_err *err);
+/* What the faces may read of a sandbox. */
+const char *sandbox_id(const struct sandbox *sb);
+const char *sandbox_tenant(const struct sandbox *sb);
+const char *sandbox_labels(const struct sandbox *sb); /* JSON text, or NULL */
+bool sandbox_running(const struct sandbox *sb);       /* not stopped */
+struct sandbox_info {
+	uint64_t created_ms, last_active_ms; /* wall clock */
+	uint64_t sleep_after_ms;             /* its own, else the default */
+	bool keep_alive, running;
+	const char *image_id;      /* "": the host's system */
+	const struct image *image; /* NULL: none, or no longer stored */
+};
+void sandbox_info(const struct sandbox *sb, struct sandbox_info *out);
+/* Its cgroup's figures; -ESRCH when it has none (stopped). */
+int sandbox_stats(const struct sandbox *sb, struct cgroup_stats *st);
+/* The daemon's configuration it runs under. */
+const struct config *sandbox_config(const struct sandbox *sb);
+/* What it was created with, as options for another (a fork): limits,
+ * disk, idleness, environment, labels; network and image are NULL. The
+ * pointers are its own: valid while it lives. */
+void sandbox_opts_of(const struct sandbox *sb, struct sandbox_opts *o);
+/* The variables it was created with ("K=V"); returns how many. */
+size_t sandbox_env(const struct sandbox *sb, const char *const **env);
+/* Its sessions, the default one first: NULL starts, NULL ends. */
+struct session *sandbox_session_next(struct sandbox *sb, struct session *prev);
 /* The shell its shell commands run with: bash on the host's system, its
  * image's (bash, else sh) otherwise; NULL when the image has none (or is
  * gone). */

@@ -37,6 +37,7 @@
 #include "lib/fdpipe.h"
 #include "core/manager.h"
 #include "core/registry.h"
+#include "core/sandbox_internal.h"
 #include "lib/log.h"
 #include "lib/util.h"
 #include "runtime/net.h"
@@ -599,7 +600,7 @@ int network_sandbox_set(struct sandbox *sb, struct net_policy *p,
 	return 0;
 }
 
-void sandbox_net_usage(const struct sandbox *sb, uint64_t *tx, uint64_t *rx)
+bool sandbox_net_usage(const struct sandbox *sb, uint64_t *tx, uint64_t *rx)
 {
 	*tx = sb->net_tx;
 	*rx = sb->net_rx;
@@ -608,6 +609,7 @@ void sandbox_net_usage(const struct sandbox *sb, uint64_t *tx, uint64_t *rx)
 		*tx += a - sb->net->rx_base;
 		*rx += b - sb->net->tx_base;
 	}
+	return sb->net || *tx || *rx;
 }
 
 int sandbox_net_socket(struct sandbox *sb, int type)

@@ -94,7 +94,8 @@ int network_sandbox_set(struct sandbox *sb, struct net_policy *p,
 const struct net_policy *sandbox_net_policy(const struct sandbox *sb,
                                             struct net_policy *dflt);
 /* Bytes the sandbox sent and received over its links, all runs. */
-void sandbox_net_usage(const struct sandbox *sb, uint64_t *tx, uint64_t *rx);
+/* Returns whether it ever had a link (one now, or bytes of earlier). */
+bool sandbox_net_usage(const struct sandbox *sb, uint64_t *tx, uint64_t *rx);
 /* A socket inside the running sandbox's network namespace (the port
  * proxy); -errno. */
 int sandbox_net_socket(struct sandbox *sb, int type);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "core/sandbox_internal.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -289,6 +290,11 @@ int process_start(struct sandbox *sb, struct session *sess, const char *id,
 	}
 	*out = p;
 	return 0;
+}
+
+struct process *process_next(struct sandbox *sb, struct process *prev)
+{
+	return prev ? prev->next : sb->procs;
 }
 
 struct process *process_find(struct sandbox *sb, const char *id)

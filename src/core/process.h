@@ -80,6 +80,8 @@ int process_start(struct sandbox *sb, struct session *sess, const char *id,
                   void (*on_started)(struct process *p, void *ctx), void *ctx,
                   struct process **out, struct sbx_err *err);
 struct process *process_find(struct sandbox *sb, const char *id_or_pid);
+/* Its background processes, newest first: NULL starts, NULL ends. */
+struct process *process_next(struct sandbox *sb, struct process *prev);
 const char *process_status_name(enum process_status s);
 /* TERM the tree now, KILL it after grace_ms. */
 int process_kill(struct process *p, uint64_t grace_ms);

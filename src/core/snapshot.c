@@ -15,6 +15,7 @@
 #include <sys/epoll.h>
 
 #include "core/registry.h"
+#include "core/sandbox_internal.h"
 #include "lib/log.h"
 #include "runtime/task.h"
 

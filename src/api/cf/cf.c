@@ -405,7 +405,8 @@ static bool valid_sid(const char *sid)
 static unsigned count_sessions(struct sandbox *sb)
 {
 	unsigned n = 0;
-	for (struct session *s = sb->sessions; s; s = s->next)
+	for (struct session *s = sandbox_session_next(sb, NULL); s;
+	     s = sandbox_session_next(sb, s))
 		n++;
 	return n;
 }
@@ -506,7 +507,8 @@ out:
 static void session_list(struct cf_req *q)
 {
 	json_t *ids = json_array();
-	for (struct session *s = q->sb->sessions; s; s = s->next)
+	for (struct session *s = sandbox_session_next(q->sb, NULL); s;
+	     s = sandbox_session_next(q->sb, s))
 		if (strcmp(s->id, CF_NO_SESSION))
 			json_array_append_new(ids, json_string(s->id));
 	cf_ok(q->r, json_pack("{s:o}", "data", ids));
@@ -540,7 +542,7 @@ static void session_delete(struct cf_req *q)
 		return;
 	}
 	s = sandbox_session(q->sb, sid);
-	if (!s || s == q->sb->sessions) {
+	if (!s || s == sandbox_session(q->sb, NULL)) {
 		/* the container's answer for a session it does not know */
 		cf_error(q->r, "INTERNAL_ERROR",
 		         json_pack("{s:s, s:s}", "sessionId", sid,

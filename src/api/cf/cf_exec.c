@@ -387,7 +387,7 @@ static void execute(struct cf_req *q, bool stream)
 	if (!e)
 		goto out;
 	/* a session the client named is echoed (the default is not) */
-	if (!c.fresh && c.sess != q->sb->sessions)
+	if (!c.fresh && c.sess != sandbox_session(q->sb, NULL))
 		e->sid = strdup(c.sess->id);
 	if (stream) {
 		c.p.on_output = exec_output;
@@ -625,7 +625,8 @@ void cf_process_list(struct cf_req *q)
 {
 	json_t *arr = json_array();
 	/* oldest first, as the container lists them */
-	for (struct process *p = q->sb->procs; p; p = p->next)
+	for (struct process *p = process_next(q->sb, NULL); p;
+	     p = process_next(q->sb, p))
 		if (p->id[0])
 			json_array_insert_new(arr, 0, api_process_json(p, 0));
 	cf_ok(q->r, json_pack("{s:o}", "processes", arr));
@@ -748,7 +749,8 @@ void cf_process_kill(struct cf_req *q, const char *id)
 void cf_process_kill_all(struct cf_req *q)
 {
 	size_t n = 0;
-	for (struct process *p = q->sb->procs; p; p = p->next)
+	for (struct process *p = process_next(q->sb, NULL); p;
+	     p = process_next(q->sb, p))
 		n += !p->ended;
 	struct process **procs = calloc(n + 1, sizeof(*procs));
 	if (!procs) {
@@ -756,7 +758,8 @@ void cf_process_kill_all(struct cf_req *q)
 		return;
 	}
 	n = 0;
-	for (struct process *p = q->sb->procs; p; p = p->next)
+	for (struct process *p = process_next(q->sb, NULL); p;
+	     p = process_next(q->sb, p))
 		if (!p->ended)
 			procs[n++] = p;
 	kill_and_answer(q, procs, n, "");

@@ -79,7 +79,8 @@ struct e2b_state {
 
 static json_t *labels_of(const struct sandbox *sb)
 {
-	json_t *j = sb->labels ? json_loads(sb->labels, 0, NULL) : NULL;
+	json_t *j =
+	    sandbox_labels(sb) ? json_loads(sandbox_labels(sb), 0, NULL) : NULL;
 	if (!json_is_object(j)) {
 		json_decref(j);
 		j = json_object();
@@ -91,8 +92,11 @@ static void state_of(const struct sandbox *sb, struct e2b_state *st)
 {
 	memset(st, 0, sizeof(*st));
 	snprintf(st->template, sizeof(st->template), "base");
-	st->start_ms = sb->created_ms;
-	if (!sb->labels || !strstr(sb->labels, "\"" E2B_LABEL "\""))
+	struct sandbox_info in;
+	sandbox_info(sb, &in);
+	st->start_ms = in.created_ms;
+	if (!sandbox_labels(sb) ||
+	    !strstr(sandbox_labels(sb), "\"" E2B_LABEL "\""))
 		return;
 	json_t *l = labels_of(sb);
 	json_t *e = json_object_get(l, E2B_LABEL);
@@ -177,8 +181,8 @@ static void envd_token(const struct sandbox *sb, char out[SHA256_HEX_LEN + 1])
 	sha256_update(&s, "sandboxd-e2b-envd\n", 18);
 	sha256_update(&s, secret, 64);
 	sha256_update(&s, "\n", 1);
-	sha256_update(&s, sb->tenant, strlen(sb->tenant) + 1);
-	sha256_update(&s, sb->id, strlen(sb->id));
+	sha256_update(&s, sandbox_tenant(sb), strlen(sandbox_tenant(sb)) + 1);
+	sha256_update(&s, sandbox_id(sb), strlen(sandbox_id(sb)));
 	sha256_final_hex(&s, out);
 }
 
@@ -222,7 +226,7 @@ static void find_one(struct sandbox *sb, void *data)
 {
 	struct find_ctx *c = data;
 	char tok[SHA256_HEX_LEN + 1];
-	if (c->found || strcmp(sb->id, c->id))
+	if (c->found || strcmp(sandbox_id(sb), c->id))
 		return;
 	envd_token(sb, tok);
 	if (c->token && same(tok, c->token))
@@ -252,7 +256,7 @@ static json_t *sandbox_json(struct api *a, struct sandbox *sb, bool detail,
 	char tok[SHA256_HEX_LEN + 1];
 	envd_token(sb, tok);
 	json_t *j =
-	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sb->id,
+	    json_pack("{s:s, s:s, s:s, s:s, s:s}", "sandboxID", sandbox_id(sb),
 	              "templateID", st.template, "alias", st.template,
 	              "clientID", "sandboxd", "envdVersion", E2B_ENVD_VERSION);
 	if (!listed) {
@@ -493,8 +497,11 @@ static void set_end(struct api *a, struct http_req *r, const char *tenant,
 		st.end_ms = end;
 	if (connect) {
 		st.paused = false;
-		if (!st.ours)
-			st.start_ms = sb->created_ms;
+		if (!st.ours) {
+			struct sandbox_info in;
+			sandbox_info(sb, &in);
+			st.start_ms = in.created_ms;
+		}
 	}
 	if (state_save(sb, &st, &err) < 0) {
 		e2b_error(r, 500, "%s", err.msg);
@@ -558,15 +565,16 @@ static void metrics(struct api *a, struct http_req *r, const char *tenant,
 	uint64_t disk, used = 0;
 	sandbox_limits(sb, &lim, &disk);
 	struct cgroup_stats cs = {0};
-	if (sb->proc.cg)
-		cgroup_sandbox_stats(sb->proc.cg, &cs);
+	struct sandbox_info in;
+	sandbox_stats(sb, &cs);
+	sandbox_info(sb, &in);
 	sandbox_disk_usage(sb, &used);
 	uint64_t now = now_wall_ms();
 	char ts[32];
 	iso8601_ms(now, ts, sizeof(ts));
 	unsigned cpus = (lim.cpu_millis + 999) / 1000;
 	/* the average since it started: one sample, no history is kept */
-	uint64_t up_ms = now > sb->created_ms ? now - sb->created_ms : 1;
+	uint64_t up_ms = now > in.created_ms ? now - in.created_ms : 1;
 	double pct =
 	    (double)cs.cpu_usec / 10.0 / (double)up_ms / (cpus ? cpus : 1);
 	json_t *m = json_pack(
@@ -626,7 +634,7 @@ struct list_ctx {
 static void list_one(struct sandbox *sb, void *data)
 {
 	struct list_ctx *c = data;
-	if (strcmp(sb->tenant, c->tenant))
+	if (strcmp(sandbox_tenant(sb), c->tenant))
 		return;
 	struct e2b_state st;
 	state_of(sb, &st);
@@ -659,10 +667,13 @@ static int by_start(const void *x, const void *y)
 {
 	const struct sandbox *a = *(struct sandbox *const *)x,
 	                     *b = *(struct sandbox *const *)y;
-	if (a->created_ms != b->created_ms)
-		return a->created_ms < b->created_ms ? 1
+	struct sandbox_info ia, ib;
+	sandbox_info(a, &ia);
+	sandbox_info(b, &ib);
+	if (ia.created_ms != ib.created_ms)
+		return ia.created_ms < ib.created_ms ? 1
 		                                     : -1; /* newest first */
-	return strcmp(a->id, b->id);
+	return strcmp(sandbox_id(a), sandbox_id(b));
 }
 
 static int by_start_asc(const void *x, const void *y)
@@ -899,7 +910,7 @@ static void create_from_snapshot(struct api *a, struct http_req *r,
 	struct e2b_state st = {0};
 	if (from)
 		state_of(from, &st);
-	q->labels = clone_labels(from ? from->labels : NULL,
+	q->labels = clone_labels(from ? sandbox_labels(from) : NULL,
 	                         from ? st.template : "base", secs);
 	char id[40];
 	id_random(id, sizeof(id), "i");
@@ -946,12 +957,11 @@ static void fork_next(struct snap_req *q)
 	char id[40];
 	id_random(id, sizeof(id), "i");
 	/* forks run one after another: one snapshot operation per sandbox */
-	struct sandbox_opts o = {.limits = from->limits,
-	                         .disk_bytes = from->disk_bytes,
-	                         .keep_alive = true,
-	                         .env = (const char *const *)from->env,
-	                         .envc = from->envc,
-	                         .labels = q->labels};
+	struct sandbox_opts o;
+	sandbox_opts_of(from, &o);
+	o.sleep_after_ms = 0;
+	o.keep_alive = true;
+	o.labels = q->labels;
 	snapshot_clone(q->a->m, q->tenant, id, &o, NULL, from, forked, q);
 }
 
@@ -977,8 +987,8 @@ static void fork_sb(struct api *a, struct http_req *r, const char *tenant,
 		return;
 	struct e2b_state st;
 	state_of(sb, &st);
-	snprintf(q->from, sizeof(q->from), "%s", sb->id);
-	q->labels = clone_labels(sb->labels, st.template, secs);
+	snprintf(q->from, sizeof(q->from), "%s", sandbox_id(sb));
+	q->labels = clone_labels(sandbox_labels(sb), st.template, secs);
 	q->left = (unsigned)count;
 	q->made = json_array();
 	fork_next(q);
@@ -999,7 +1009,8 @@ static void unsupported(struct http_req *r, const char *what)
 static void expire_one(struct sandbox *sb, void *data)
 {
 	uint64_t now = *(uint64_t *)data;
-	if (!sb->labels || !strstr(sb->labels, "\"" E2B_LABEL "\""))
+	if (!sandbox_labels(sb) ||
+	    !strstr(sandbox_labels(sb), "\"" E2B_LABEL "\""))
 		return;
 	struct e2b_state st;
 	state_of(sb, &st);
@@ -1010,10 +1021,11 @@ static void expire_one(struct sandbox *sb, void *data)
 		st.paused = true;
 		if (state_save(sb, &st, &err) == 0)
 			sandbox_stop(sb, "timeout");
-		log_info("sandbox=%s event=e2b-timeout action=pause", sb->id);
+		log_info("sandbox=%s event=e2b-timeout action=pause",
+		         sandbox_id(sb));
 		return;
 	}
-	log_info("sandbox=%s event=e2b-timeout action=kill", sb->id);
+	log_info("sandbox=%s event=e2b-timeout action=kill", sandbox_id(sb));
 	/* from the list on_deadline collected, never inside manager_foreach */
 	sandbox_destroy(sb, &err);
 }
@@ -1027,7 +1039,8 @@ struct expired {
 static void collect(struct sandbox *sb, void *data)
 {
 	struct expired *x = data;
-	if (!sb->labels || !strstr(sb->labels, "\"" E2B_LABEL "\""))
+	if (!sandbox_labels(sb) ||
+	    !strstr(sandbox_labels(sb), "\"" E2B_LABEL "\""))
 		return;
 	struct e2b_state st;
 	state_of(sb, &st);
@@ -1238,7 +1251,8 @@ static void plane(struct api *a, struct http_req *r)
 		return;
 	}
 	if (manager_admit(sb, &(struct sbx_err){0}) < 0) {
-		e2b_error(r, 429, "no room to run sandbox %s now", sb->id);
+		e2b_error(r, 429, "no room to run sandbox %s now",
+		          sandbox_id(sb));
 		return;
 	}
 	sandbox_touch(sb);
@@ -1257,13 +1271,15 @@ static void plane(struct api *a, struct http_req *r)
 	}
 	if (!strcmp(r->url, "/envs") && !strcmp(r->method, "GET")) {
 		json_t *env = json_object();
-		for (size_t i = 0; i < sb->envc; i++) {
-			const char *eq = strchr(sb->env[i], '=');
-			if (!eq || (size_t)(eq - sb->env[i]) >= 256)
+		const char *const *ev;
+		size_t evc = sandbox_env(sb, &ev);
+		for (size_t i = 0; i < evc; i++) {
+			const char *eq = strchr(ev[i], '=');
+			if (!eq || (size_t)(eq - ev[i]) >= 256)
 				continue;
 			char name[256];
-			memcpy(name, sb->env[i], (size_t)(eq - sb->env[i]));
-			name[eq - sb->env[i]] = '\0';
+			memcpy(name, ev[i], (size_t)(eq - ev[i]));
+			name[eq - ev[i]] = '\0';
 			json_object_set_new(env, name, json_string(eq + 1));
 		}
 		http_respond_json(r, 200, env);
@@ -1429,7 +1445,8 @@ void api_e2b_begin(struct api *a, struct http_req *r)
 		return;
 	}
 	if (manager_admit(sb, &(struct sbx_err){0}) < 0) {
-		e2b_error(r, 429, "no room to run sandbox %s now", sb->id);
+		e2b_error(r, 429, "no room to run sandbox %s now",
+		          sandbox_id(sb));
 		return;
 	}
 	sandbox_touch(sb);

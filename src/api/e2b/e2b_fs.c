@@ -612,8 +612,9 @@ static struct poller *poller_find(struct e2b_req *q)
 	const char *id =
 	    json_string_value(json_object_get(q->body, "watcherId"));
 	for (struct poller *pl = pollers; id && pl; pl = pl->next)
-		if (!strcmp(pl->id, id) && !strcmp(pl->tenant, q->sb->tenant) &&
-		    !strcmp(pl->sandbox, q->sb->id) && pl->ready)
+		if (!strcmp(pl->id, id) &&
+		    !strcmp(pl->tenant, sandbox_tenant(q->sb)) &&
+		    !strcmp(pl->sandbox, sandbox_id(q->sb)) && pl->ready)
 			return pl;
 	return NULL;
 }
@@ -622,8 +623,8 @@ static void create_watcher(struct e2b_req *q)
 {
 	unsigned n = 0;
 	for (struct poller *pl = pollers; pl; pl = pl->next)
-		n += !strcmp(pl->sandbox, q->sb->id) &&
-		     !strcmp(pl->tenant, q->sb->tenant);
+		n += !strcmp(pl->sandbox, sandbox_id(q->sb)) &&
+		     !strcmp(pl->tenant, sandbox_tenant(q->sb));
 	if (n >= MAX_WATCHERS) {
 		connect_error(q->r, "resource_exhausted",
 		              "at most %d watchers per sandbox", MAX_WATCHERS);
@@ -636,8 +637,8 @@ static void create_watcher(struct e2b_req *q)
 		return;
 	}
 	struct poller *pl = calloc(1, sizeof(*pl));
-	if (!pl || !(pl->tenant = strdup(q->sb->tenant)) ||
-	    !(pl->sandbox = strdup(q->sb->id)) ||
+	if (!pl || !(pl->tenant = strdup(sandbox_tenant(q->sb))) ||
+	    !(pl->sandbox = strdup(sandbox_id(q->sb))) ||
 	    !(pl->events = json_array())) {
 		if (pl) {
 			free(pl->tenant);

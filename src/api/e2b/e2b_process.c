@@ -518,7 +518,8 @@ static struct process *selected(struct e2b_req *q)
 	} else if (json_is_string(pid)) {
 		snprintf(buf, sizeof(buf), "%s", json_string_value(pid));
 	} else if (tag) {
-		for (struct process *p = q->sb->procs; p; p = p->next) {
+		for (struct process *p = process_next(q->sb, NULL); p;
+		     p = process_next(q->sb, p)) {
 			json_t *n =
 			    p->note ? json_loads(p->note, 0, NULL) : NULL;
 			const char *t =
@@ -535,7 +536,8 @@ static struct process *selected(struct e2b_req *q)
 	struct process *p = process_find(q->sb, buf);
 	/* a pid names a live process; an ended record of an old pid does not
 	 * shadow a newer one of the same number */
-	for (struct process *o = q->sb->procs; o && p && p->ended; o = o->next)
+	for (struct process *o = process_next(q->sb, NULL); o && p && p->ended;
+	     o = process_next(q->sb, o))
 		if (o->pid == p->pid && !o->ended)
 			p = o;
 	return p;
@@ -572,7 +574,8 @@ static void connect_rpc(struct e2b_req *q)
 static void list(struct e2b_req *q)
 {
 	json_t *arr = json_array();
-	for (struct process *p = q->sb->procs; p; p = p->next) {
+	for (struct process *p = process_next(q->sb, NULL); p;
+	     p = process_next(q->sb, p)) {
 		if (p->ended || !p->pid)
 			continue;
 		json_t *j = process_config(p);

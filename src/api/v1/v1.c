@@ -117,8 +117,7 @@ struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
 	int rc = manager_admit(sb, &err);
 	/* a sandbox with a network starts here, so that a network that
 	 * cannot be set up is a 503 that says why */
-	if (rc == 0 && sb->state == SB_STOPPED &&
-	    sandbox_net_mode(sb) != NET_NONE)
+	if (rc == 0 && !sandbox_running(sb) && sandbox_net_mode(sb) != NET_NONE)
 		rc = sandbox_ensure_started(sb, &err);
 	if (rc == 0)
 		return sb;
@@ -160,26 +159,29 @@ static json_t *limits_json(struct api *a, const struct sandbox *sb)
 json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 {
 	char created[32], active[32];
-	iso8601_ms(sb->created_ms, created, sizeof(created));
-	iso8601_ms(sb->last_active_ms, active, sizeof(active));
-	uint64_t sleep = sb->sleep_after_ms ?: a->m->cfg->sleep_after_ms;
+	struct sandbox_info in;
+	sandbox_info(sb, &in);
+	iso8601_ms(in.created_ms, created, sizeof(created));
+	iso8601_ms(in.last_active_ms, active, sizeof(active));
 	json_t *j = json_pack(
-	    "{s:s, s:s, s:s, s:s, s:o, s:I, s:b}", "id", sb->id, "state",
-	    sb->state == SB_STOPPED ? "stopped" : "running", "createdAt",
-	    created, "lastActiveAt", active, "limits", limits_json(a, sb),
-	    "sleepAfterMs", (json_int_t)sleep, "keepAlive", sb->keep_alive);
-	json_t *labels = sb->labels ? json_loads(sb->labels, 0, NULL) : NULL;
+	    "{s:s, s:s, s:s, s:s, s:o, s:I, s:b}", "id", sandbox_id(sb),
+	    "state", in.running ? "running" : "stopped", "createdAt", created,
+	    "lastActiveAt", active, "limits", limits_json(a, sb),
+	    "sleepAfterMs", (json_int_t)in.sleep_after_ms, "keepAlive",
+	    in.keep_alive);
+	json_t *labels =
+	    sandbox_labels(sb) ? json_loads(sandbox_labels(sb), 0, NULL) : NULL;
 	json_object_set_new(j, "labels", labels ? labels : json_object());
 	json_object_set_new(j, "network", v1_network_json(sb));
-	if (sb->image_id[0]) {
+	if (in.image_id[0]) {
 		const char *names[1];
-		size_t n = sb->image ? images_names_of(a->m->images, sb->image,
-		                                       names, 1)
-		                     : 0;
+		size_t n =
+		    in.image ? images_names_of(a->m->images, in.image, names, 1)
+		             : 0;
 		json_object_set_new(j, "image",
 		                    json_pack("{s:s?, s:s}", "name",
 		                              n ? names[0] : NULL, "digest",
-		                              sb->image_id));
+		                              in.image_id));
 		const char *sh = sandbox_shell(sb);
 		if (!sh || strcmp(sh, "/bin/bash"))
 			json_object_set_new(
@@ -193,8 +195,7 @@ json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 	}
 	if (usage) {
 		struct cgroup_stats st = {0};
-		if (sb->proc.cg)
-			cgroup_sandbox_stats(sb->proc.cg, &st);
+		sandbox_stats(sb, &st);
 		json_t *u = json_pack("{s:I, s:I, s:i, s:I}", "memoryBytes",
 		                      (json_int_t)st.memory_bytes, "cpuMs",
 		                      (json_int_t)(st.cpu_usec / 1000), "pids",
@@ -468,7 +469,7 @@ struct list_ctx {
 static void list_one(struct sandbox *sb, void *data)
 {
 	struct list_ctx *c = data;
-	if (!strcmp(sb->tenant, c->tenant))
+	if (!strcmp(sandbox_tenant(sb), c->tenant))
 		json_array_append_new(c->arr, v1_sandbox_json(c->a, sb, false));
 }
 
@@ -495,8 +496,7 @@ void v1_sandbox_running(struct api *a, struct http_req *r,
 	}
 	struct sandbox *sb = manager_find(a->m, m->tenant, m->params[0]);
 	http_respond_json(
-	    r, 200,
-	    json_pack("{s:b}", "running", sb && sb->state != SB_STOPPED));
+	    r, 200, json_pack("{s:b}", "running", sb && sandbox_running(sb)));
 }
 
 void v1_sandbox_stop(struct api *a, struct http_req *r, struct route_match *m)
@@ -644,7 +644,7 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 			goto bad;
 		}
 		p->max_output = (uint64_t)json_integer_value(maxo);
-		uint64_t ceiling = sb->m->cfg->max_output;
+		uint64_t ceiling = sandbox_config(sb)->max_output;
 		if (p->max_output > ceiling) {
 			/* the daemon keeps up to this much per stream: the
 			 * operator's bound, never silently lowered */

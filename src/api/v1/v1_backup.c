@@ -280,7 +280,7 @@ void v1_backup_create(struct api *a, struct http_req *r, struct route_match *m)
 		goto out;
 	struct v1_bop *q = bop_new(a, r, false);
 	if (q) {
-		snprintf(q->sandbox, sizeof(q->sandbox), "%s", sb->id);
+		snprintf(q->sandbox, sizeof(q->sandbox), "%s", sandbox_id(sb));
 		backup_create(a->m->backups, sb, dir, ex, nex, ttl, &bop_cbs, q,
 		              &q->op);
 	}
@@ -305,7 +305,7 @@ void v1_backup_restore(struct api *a, struct http_req *r, struct route_match *m,
 		return;
 	struct v1_bop *q = bop_new(a, r, true);
 	if (q) {
-		snprintf(q->sandbox, sizeof(q->sandbox), "%s", sb->id);
+		snprintf(q->sandbox, sizeof(q->sandbox), "%s", sandbox_id(sb));
 		backup_restore(a->m->backups, sb, json_string_value(id),
 		               dir[0] ? dir : NULL, &bop_cbs, q, &q->op);
 	}

@@ -424,7 +424,7 @@ void v1_port_proxy(struct api *a, struct http_req *r, const char *tenant,
 		v1_error(r, 404, "sandbox_not_found", "no sandbox %s", id);
 		return;
 	}
-	if (sb->state == SB_STOPPED) {
+	if (!sandbox_running(sb)) {
 		v1_error(r, 502, "port_not_listening",
 		         "the sandbox is not running, so nothing listens on "
 		         "port %lu",
@@ -518,8 +518,8 @@ void v1_port_expose(struct api *a, struct http_req *r, struct route_match *m)
 		unsigned n = 0;
 		for (struct link **pp = &links; *pp;) {
 			struct link *l = *pp;
-			if (l->port == port && !strcmp(l->id, sb->id) &&
-			    !strcmp(l->tenant, sb->tenant)) {
+			if (l->port == port && !strcmp(l->id, sandbox_id(sb)) &&
+			    !strcmp(l->tenant, sandbox_tenant(sb))) {
 				*pp = l->next;
 				link_free(l);
 				n++;
@@ -547,8 +547,8 @@ void v1_port_expose(struct api *a, struct http_req *r, struct route_match *m)
 		secs = json_integer_value(ttl);
 	json_decref(body);
 	struct link *l = calloc(1, sizeof(*l));
-	if (!l || !(l->tenant = strdup(sb->tenant)) ||
-	    !(l->id = strdup(sb->id))) {
+	if (!l || !(l->tenant = strdup(sandbox_tenant(sb))) ||
+	    !(l->id = strdup(sandbox_id(sb)))) {
 		if (l)
 			link_free(l);
 		v1_error(r, 500, "internal", "out of memory");

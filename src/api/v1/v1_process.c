@@ -76,7 +76,8 @@ void v1_process_list(struct api *a, struct http_req *r, struct route_match *m)
 	if (!sb)
 		return;
 	json_t *arr = json_array();
-	for (struct process *p = sb->procs; p; p = p->next)
+	for (struct process *p = process_next(sb, NULL); p;
+	     p = process_next(sb, p))
 		if (p->id[0])
 			json_array_append_new(arr, process_json(p));
 	http_respond_json(r, 200, json_pack("{s:o}", "processes", arr));

@@ -242,7 +242,7 @@ void v1_pty(struct api *a, struct http_req *r, struct route_match *m)
 		v1_error(r, 500, "internal", "out of memory");
 		return;
 	}
-	snprintf(c->sandbox, sizeof(c->sandbox), "%s", sb->id);
+	snprintf(c->sandbox, sizeof(c->sandbox), "%s", sandbox_id(sb));
 	if (!(c->ws = ws_accept(r, a->m->loop, &ws_ops, c))) {
 		free(c);
 		return;

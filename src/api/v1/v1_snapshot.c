@@ -244,18 +244,12 @@ void v1_sandbox_fork(struct api *a, struct http_req *r, struct route_match *m)
 		nid = idbuf;
 	}
 	/* the fork starts as its origin is: limits, environment, labels */
-	struct sandbox_opts o = {
-	    .limits = from->limits,
-	    .disk_bytes = from->disk_bytes,
-	    .sleep_after_ms = from->sleep_after_ms,
-	    .keep_alive = from->keep_alive,
-	    .env = (const char *const *)from->env,
-	    .envc = from->envc,
-	    .labels = from->labels,
-	};
+	struct sandbox_opts o;
+	sandbox_opts_of(from, &o);
 	struct v1_snap_req *q = req_new(a, r);
 	if (q) {
-		snprintf(q->from_buf, sizeof(q->from_buf), "%s", from->id);
+		snprintf(q->from_buf, sizeof(q->from_buf), "%s",
+		         sandbox_id(from));
 		q->from = q->from_buf;
 		snapshot_clone(a->m, m->tenant, nid, &o, NULL, from,
 		               sandbox_done, q);
