@@ -21,6 +21,7 @@
 
 #include "lib/log.h"
 #include "lib/util.h"
+#include "runtime/builtin.h"
 
 /* One session's state record at most: what one command's environment
  * may hold (execve takes about 2 MiB of argv and env together; the spawn
@@ -627,6 +628,13 @@ static void start_job(struct exec_job *j)
 		close_pair(p_in);
 		fail(j, EXEC_NOT_STARTED, "pipe: %s", strerror(e));
 		return;
+	}
+	/* a file operation moves its bytes in big steps (runtime/builtin.c):
+	 * fewer wakeups of the loop per MiB (at worst, the default size) */
+	if (j->p.builtin) {
+		fcntl(p_out[0], F_SETPIPE_SZ, BUILTIN_PIPE_SZ);
+		if (has_stdin)
+			fcntl(p_in[0], F_SETPIPE_SZ, BUILTIN_PIPE_SZ);
 	}
 	/* an image without bash runs sh: no session hook, so the session
 	 * keeps its cwd and environment as they were (docs/api-v1.md) */

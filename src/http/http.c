@@ -69,6 +69,13 @@ static void resume(struct http_req_priv *p);
 
 #define STREAM_HIGH (1u << 20)
 #define STREAM_LOW (256u << 10)
+#define STREAM_BLOCK (64u << 10)
+/* Each connection's buffer (MHD's default: 32 KiB): half of it is where an
+ * upload's body is read, a chunked answer framed; bigger, an upload of a
+ * MiB is a few reads and wakeups instead of 64. MHD zeroes it between
+ * requests, so it stays modest. */
+#define CONN_MEMORY (256u << 10)
+#define STREAM_BIG_BLOCK (1u << 20)
 
 struct http_stream {
 	struct http_req *r; /* NULL once the request is done */
@@ -311,8 +318,14 @@ struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
 	s->r = r;
 	((struct http_req_priv *)r)->stream = s;
 	buf_init(&s->q, 0);
+	/* a body of known size is sent from MHD's block of this size,
+	 * straight (no chunk framing): one big block, few sends per MiB */
+	size_t block = STREAM_BLOCK;
+	if (size != HTTP_SIZE_UNKNOWN && size > block)
+		block = size < STREAM_BIG_BLOCK ? (size_t)size
+		                                : STREAM_BIG_BLOCK;
 	struct MHD_Response *resp = MHD_create_response_from_callback(
-	    size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, 64 * 1024,
+	    size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, block,
 	    stream_read, s, stream_free);
 	if (!resp) {
 		free(s);
@@ -677,6 +690,7 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
 	    s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!s->mhd) {
 		/* MHD says why in the log (log_mhd); errno is its last call's
