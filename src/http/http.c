@@ -322,8 +322,8 @@ struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
 	 * straight (no chunk framing): one big block, few sends per MiB */
 	size_t block = STREAM_BLOCK;
 	if (size != HTTP_SIZE_UNKNOWN && size > block)
-		block = size < STREAM_BIG_BLOCK ? (size_t)size
-		                                : STREAM_BIG_BLOCK;
+		block =
+		    size < STREAM_BIG_BLOCK ? (size_t)size : STREAM_BIG_BLOCK;
 	struct MHD_Response *resp = MHD_create_response_from_callback(
 	    size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, block,
 	    stream_read, s, stream_free);
