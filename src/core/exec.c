@@ -42,6 +42,7 @@ struct exec_job {
 	struct buf state;
 	struct loop_watch out_w, err_w, st_w, in_w;
 	bool out_paused, err_paused, in_waiting;
+	bool pulling; /* stdout read by exec_output_pull */
 	struct loop_timer timer;
 	struct loop_timer stall; /* builtins: no progress for too long */
 	int cg_idx;
@@ -298,6 +299,14 @@ static void on_output(struct loop_watch *w, uint32_t events)
 	                : no == 2 ? &j->res.err
 	                          : &j->state;
 	(void)events;
+	if (no == 1 && j->pulling) {
+		/* stdout has bytes for the puller: it reads them itself */
+		loop_del(l, w);
+		j->out_paused = true;
+		stall_check(j);
+		j->p.on_output(j->ctx, 1, NULL, 0);
+		return;
+	}
 	int r = drain(j, w, b, no);
 	if (r == 1) {
 		close_watch(l, w);
@@ -323,6 +332,32 @@ void exec_resume_output(struct exec_job *j)
 		loop_add(l, &j->err_w, EPOLLIN);
 	}
 	stall_check(j);
+}
+
+ssize_t exec_output_pull(struct exec_job *j, char *buf, size_t max)
+{
+	struct loop *l = j->sb->m->loop;
+	if (j->out_w.fd < 0)
+		return -1;
+	j->pulling = true;
+	for (;;) {
+		ssize_t n = read(j->out_w.fd, buf, max);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (j->out_paused) {
+				j->out_paused = false;
+				loop_add(l, &j->out_w, EPOLLIN);
+			}
+			stall_check(j);
+			return 0;
+		}
+		close_watch(l, &j->out_w);
+		maybe_done(j);
+		return -1;
+	}
 }
 
 /* One kill round (it never waits: see cgroup_cmd_kill), repeated from

@@ -88,6 +88,8 @@ struct http_stream {
 	void (*on_drain)(void *ctx);
 	void (*on_close)(void *ctx);
 	void *ctx;
+	http_pull_fn pull; /* NULL: only what is written */
+	void *pull_ctx;
 };
 
 static void queue_pending(struct http_req *r)
@@ -258,6 +260,18 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 	size_t avail = s->q.len - s->off;
 	if (s->aborted)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (!avail && s->pull && !s->ended) {
+		/* straight into MHD's buffer, which it sends from */
+		ssize_t n = s->pull(s->pull_ctx, out, max);
+		if (n > 0)
+			return n;
+		if (n < 0)
+			s->pull = NULL;
+		/* the source may have ended within the pull */
+		if (s->aborted)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		avail = s->q.len - s->off;
+	}
 	if (avail) {
 		size_t n = avail < max ? avail : max;
 		memcpy(out, s->q.data + s->off, n);
@@ -367,6 +381,17 @@ size_t http_stream_pending(const struct http_stream *s)
 	return s->q.len - s->off;
 }
 
+void http_stream_set_pull(struct http_stream *s, http_pull_fn pull, void *ctx)
+{
+	s->pull = pull;
+	s->pull_ctx = ctx;
+}
+
+void http_stream_kick(struct http_stream *s)
+{
+	stream_wake(s);
+}
+
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
                          void (*on_close)(void *ctx), void *ctx)
 {
@@ -436,6 +461,7 @@ static void on_hangup(struct loop_watch *w, uint32_t events)
 		void (*cb)(void *) = st->on_close;
 		st->on_close = NULL;
 		st->on_drain = NULL;
+		st->pull = NULL;
 		cb(st->ctx);
 	}
 	/* an upload or a stream is woken so MHD closes it; a request still

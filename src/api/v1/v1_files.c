@@ -109,9 +109,27 @@ static void begin(struct v1_file *f, uint64_t size)
 		fileop_cancel(f->x.op);
 }
 
+/* A file's bytes go from the builtin's pipe straight into the buffer the
+ * HTTP server sends from (no copy through a queue of ours). */
+static ssize_t file_pull(void *ctx, char *out, size_t max)
+{
+	struct v1_file *f = ctx;
+	return f->x.op ? fileop_pull(f->x.op, out, max) : -1;
+}
+
+static void file_readable(void *ctx)
+{
+	struct v1_file *f = ctx;
+	if (f->x.rl)
+		relay_kick(f->x.rl);
+}
+
 static int on_file(void *ctx, uint64_t size)
 {
-	begin(ctx, size);
+	struct v1_file *f = ctx;
+	begin(f, size);
+	if (f->x.rl)
+		relay_set_pull(f->x.rl, file_pull, f);
 	return 0;
 }
 
@@ -223,6 +241,7 @@ static const struct fileop_ops file_ops = {
     .on_entry = on_entry,
     .on_done = on_done,
     .on_stdin_drain = stdin_drained,
+    .on_readable = file_readable,
 };
 
 /* Check the path of the route and build the builtin's argv; NULL after
