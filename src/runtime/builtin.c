@@ -61,9 +61,10 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* Big steps: the daemon gives stdout and stdin pipes of BUILTIN_PIPE_SZ.
- * The page cache goes into the pipe by reference (splice), and the pipe's
- * pages into the file the same way: no copy through this process. read and
- * write (a file system or an fd that cannot splice) are the fallback. */
+ * The page cache goes into the pipe by reference (splice), and the pipe
+ * into the file by the kernel's own copy: nothing passes through this
+ * process. read and write (a file system or an fd that cannot splice) are
+ * the fallback. */
 #define STEP ((size_t)BUILTIN_PIPE_SZ)
 
 static volatile sig_atomic_t write_cancelled;
