@@ -17,11 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "lib/log.h"
 #include "lib/util.h"
+#include "runtime/builtin.h"
 
 /* One session's state record at most: what one command's environment
  * may hold (execve takes about 2 MiB of argv and env together; the spawn
@@ -42,6 +44,7 @@ struct exec_job {
 	struct buf state;
 	struct loop_watch out_w, err_w, st_w, in_w;
 	bool out_paused, err_paused, in_waiting;
+	bool pulling; /* stdout read by exec_output_pull */
 	struct loop_timer timer;
 	struct loop_timer stall; /* builtins: no progress for too long */
 	int cg_idx;
@@ -298,6 +301,14 @@ static void on_output(struct loop_watch *w, uint32_t events)
 	                : no == 2 ? &j->res.err
 	                          : &j->state;
 	(void)events;
+	if (no == 1 && j->pulling) {
+		/* stdout has bytes for the puller: it reads them itself */
+		loop_del(l, w);
+		j->out_paused = true;
+		stall_check(j);
+		j->p.on_output(j->ctx, 1, NULL, 0);
+		return;
+	}
 	int r = drain(j, w, b, no);
 	if (r == 1) {
 		close_watch(l, w);
@@ -323,6 +334,67 @@ void exec_resume_output(struct exec_job *j)
 		loop_add(l, &j->err_w, EPOLLIN);
 	}
 	stall_check(j);
+}
+
+ssize_t exec_output_pull(struct exec_job *j, char *buf, size_t max)
+{
+	struct loop *l = j->sb->m->loop;
+	if (j->out_w.fd < 0)
+		return -1;
+	j->pulling = true;
+	for (;;) {
+		ssize_t n = read(j->out_w.fd, buf, max);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			if (j->out_paused) {
+				j->out_paused = false;
+				loop_add(l, &j->out_w, EPOLLIN);
+			}
+			stall_check(j);
+			return 0;
+		}
+		close_watch(l, &j->out_w);
+		maybe_done(j);
+		return -1;
+	}
+}
+
+ssize_t exec_output_splice(struct exec_job *j, int to, size_t max)
+{
+	struct loop *l = j->sb->m->loop;
+	if (j->out_w.fd < 0)
+		return -1;
+	j->pulling = true;
+	for (;;) {
+		ssize_t n = splice(j->out_w.fd, NULL, to, NULL, max,
+		                   SPLICE_F_NONBLOCK | SPLICE_F_MORE);
+		if (n > 0)
+			return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			/* which side is it: bytes in the pipe, a full `to` */
+			int in_pipe = 0;
+			if (ioctl(j->out_w.fd, FIONREAD, &in_pipe) == 0 &&
+			    in_pipe > 0)
+				return -2;
+			if (j->out_paused) {
+				j->out_paused = false;
+				loop_add(l, &j->out_w, EPOLLIN);
+			}
+			stall_check(j);
+			errno = 0;
+			return 0;
+		}
+		if (n < 0)
+			return -2; /* `to` is broken, or cannot splice */
+		close_watch(l, &j->out_w);
+		maybe_done(j);
+		return -1;
+	}
 }
 
 /* One kill round (it never waits: see cgroup_cmd_kill), repeated from
@@ -628,6 +700,13 @@ static void start_job(struct exec_job *j)
 		close_pair(p_in);
 		fail(j, EXEC_NOT_STARTED, "pipe: %s", strerror(e));
 		return;
+	}
+	/* a file operation moves its bytes in big steps (runtime/builtin.c):
+	 * fewer wakeups of the loop per MiB (at worst, the default size) */
+	if (j->p.builtin) {
+		fcntl(p_out[0], F_SETPIPE_SZ, BUILTIN_PIPE_SZ);
+		if (has_stdin)
+			fcntl(p_in[0], F_SETPIPE_SZ, BUILTIN_PIPE_SZ);
 	}
 	/* an image without bash runs sh: no session hook, so the session
 	 * keeps its cwd and environment as they were (docs/api-v1.md) */

@@ -73,6 +73,11 @@ static int on_output(void *ctx, int fd, const char *data, size_t len)
 		keep_stderr(op, data, len);
 		return 0;
 	}
+	if (!data) { /* pulled: stdout has bytes again */
+		if (op->ops->on_readable)
+			op->ops->on_readable(op->ctx);
+		return 0;
+	}
 	switch (op->state) {
 	case S_RAW:
 		op->began = true;
@@ -99,7 +104,9 @@ static int on_output(void *ctx, int fd, const char *data, size_t len)
 		uint64_t size = strtoull(h + 2, NULL, 10);
 		buf_reset(&op->head);
 		op->state = S_FILE;
-		return emit_file(op, size) | emit_data(op, data, len);
+		int full = emit_file(op, size) | emit_data(op, data, len);
+		/* the consumer pulls the rest: stdout is not read for it */
+		return op->ops->on_readable ? 1 : full;
 	}
 	if (!strcmp(h, "D\n")) {
 		buf_reset(&op->head);
@@ -238,6 +245,20 @@ void fileop_resume(struct fileop *op)
 {
 	if (op->job)
 		exec_resume_output(op->job);
+}
+
+ssize_t fileop_pull(struct fileop *op, char *buf, size_t max)
+{
+	return op->job && op->state == S_FILE
+	           ? exec_output_pull(op->job, buf, max)
+	           : -1;
+}
+
+ssize_t fileop_splice(struct fileop *op, int to, size_t max)
+{
+	return op->job && op->state == S_FILE
+	           ? exec_output_splice(op->job, to, max)
+	           : -1;
 }
 
 void fileop_cancel(struct fileop *op)

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/files.h"
 #include "core/manager.h"
@@ -55,6 +56,10 @@ struct fileop_ops {
 	int (*on_entry)(void *ctx, const struct file_entry *e);
 	void (*on_done)(void *ctx, const struct fileop_result *res);
 	void (*on_stdin_drain)(void *ctx); /* stdin can take more */
+	/* Set: a file's bytes are pulled (fileop_pull), not pushed through
+	 * on_data (those that came with the head still are, first); this
+	 * says that there are bytes to pull again after fileop_pull gave 0. */
+	void (*on_readable)(void *ctx);
 };
 
 struct fileop_params {
@@ -74,6 +79,13 @@ struct fileop;
 void fileop_start(struct sandbox *sb, const struct fileop_params *p,
                   const struct fileop_ops *ops, void *ctx, struct fileop **out);
 void fileop_resume(struct fileop *op);
+/* A file's next bytes (ops->on_readable set), read straight into buf:
+ * > 0 bytes, 0 none now (on_readable follows), -1 at the end (on_done may
+ * have run within this call: op is gone). */
+ssize_t fileop_pull(struct fileop *op, char *buf, size_t max);
+/* The same, spliced into the fd `to` (exec_output_splice): -2 with errno
+ * when `to` took nothing. */
+ssize_t fileop_splice(struct fileop *op, int to, size_t max);
 void fileop_cancel(struct fileop *op);
 /* SIGTERM to the builtin (one not started yet gets it as it starts): a
  * write of unknown length ("-") drops its temp file and answers

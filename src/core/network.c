@@ -374,6 +374,10 @@ static int ensure_fw(struct network *n, struct sbx_err *err)
 	}
 	if (listen(n->px_fd, 256) < 0)
 		return sbx_err_sys(err, errno, "name-checking proxy: listen");
+	/* watched from now on: a socket that does not listen yet reports
+	 * EPOLLHUP, always, and the loop would spin on it */
+	if (!n->px_w.active && loop_add(n->m->loop, &n->px_w, EPOLLIN) < 0)
+		return sbx_err_set(err, EIO, "name-checking proxy: watch");
 	r = fw_install(n->fw, cfg->net_pool, cfg->deny, cfg->ndeny, n->px_port,
 	               err);
 	if (r < 0)
@@ -1119,7 +1123,7 @@ static void on_proxy_accept(struct loop_watch *w, uint32_t events)
 
 /* Any port: the table redirects to it and lets only redirected
  * connections from allowlist sandboxes' links in. Bound when the daemon
- * starts, listening only once the table is there. */
+ * starts, listening (and watched) only once the table is there. */
 static int proxy_socket(struct network *n, struct sbx_err *err)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -1136,11 +1140,6 @@ static int proxy_socket(struct network *n, struct sbx_err *err)
 	n->px_port = ntohs(sa.sin_port);
 	n->px_w =
 	    (struct loop_watch){.fd = fd, .cb = on_proxy_accept, .data = n};
-	if (loop_add(n->m->loop, &n->px_w, EPOLLIN) < 0) {
-		close(fd);
-		n->px_fd = -1;
-		return sbx_err_set(err, EIO, "name-checking proxy: watch");
-	}
 	return 0;
 }
 

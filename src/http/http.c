@@ -69,6 +69,13 @@ static void resume(struct http_req_priv *p);
 
 #define STREAM_HIGH (1u << 20)
 #define STREAM_LOW (256u << 10)
+#define STREAM_BLOCK (64u << 10)
+/* Each connection's buffer (MHD's default: 32 KiB): half of it is where an
+ * upload's body is read, a chunked answer framed; bigger, an upload of a
+ * MiB is a few reads and wakeups instead of 64. MHD zeroes it between
+ * requests, so it stays modest. */
+#define CONN_MEMORY (256u << 10)
+#define STREAM_BIG_BLOCK (1u << 20)
 
 struct http_stream {
 	struct http_req *r; /* NULL once the request is done */
@@ -81,6 +88,13 @@ struct http_stream {
 	void (*on_drain)(void *ctx);
 	void (*on_close)(void *ctx);
 	void *ctx;
+	http_pull_fn pull; /* NULL: only what is written */
+	void *pull_ctx;
+	http_splice_fn splice; /* NULL: MHD sends every byte */
+	void *splice_ctx;
+	uint64_t size;     /* of the body, or HTTP_SIZE_UNKNOWN */
+	uint64_t spliced;  /* bytes that went past MHD */
+	bool sock_waiting; /* the socket is full: waiting for EPOLLOUT */
 };
 
 static void queue_pending(struct http_req *r)
@@ -244,13 +258,93 @@ void http_upgraded_close(struct http_upgraded *u)
 	free(u);
 }
 
+/* Park the connection until the producer writes (or kicks), or, when
+ * sock, until the client's socket takes more. */
+static ssize_t stream_wait(struct http_stream *s, bool sock)
+{
+	struct http_req_priv *p = (struct http_req_priv *)s->r;
+	if (s->r && !s->reader_waiting) {
+		s->reader_waiting = true;
+		suspend(p);
+	}
+	if (sock && p && p->hup.active) {
+		s->sock_waiting = true;
+		loop_mod(s->r->srv->loop, &p->hup, EPOLLRDHUP | EPOLLOUT);
+	}
+	return 0;
+}
+
+/* The body from the source straight into the socket. MHD called us, so
+ * the head is out (a reader is asked for the body once the head is sent)
+ * and pos bytes of the body went through MHD. 1: splicing is not for
+ * this connection, use the pull. */
+static ssize_t stream_splice(struct http_stream *s, uint64_t pos)
+{
+	struct http_req_priv *p = (struct http_req_priv *)s->r;
+	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
+	    s->r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || p->gone) {
+		s->splice = NULL;
+		return 1;
+	}
+	for (;;) {
+		uint64_t left = s->size - pos - s->spliced;
+		/* all of it is out: MHD, which did not see it go, closes
+		 * the connection (as its Connection: close said) */
+		if (!left)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		size_t max =
+		    left < STREAM_BIG_BLOCK ? (size_t)left : STREAM_BIG_BLOCK;
+		errno = 0;
+		ssize_t n = s->splice(s->splice_ctx, ci->connect_fd, max);
+		if (n > 0) {
+			s->spliced += (uint64_t)n;
+			continue;
+		}
+		if (n == 0)
+			return stream_wait(s, false);
+		if (n == -1) { /* the source is dry: its end follows */
+			s->splice = NULL;
+			if (s->aborted)
+				return MHD_CONTENT_READER_END_WITH_ERROR;
+			return s->ended ? MHD_CONTENT_READER_END_OF_STREAM
+			                : stream_wait(s, false);
+		}
+		if (errno == EAGAIN)
+			return stream_wait(s, true);
+		if (!s->spliced && errno == EINVAL) {
+			s->splice = NULL;
+			return 1;
+		}
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+}
+
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct http_stream *s = cls;
-	(void)pos;
 	size_t avail = s->q.len - s->off;
 	if (s->aborted)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (!avail && s->splice && !s->ended && s->r) {
+		ssize_t r = stream_splice(s, pos);
+		if (r != 1)
+			return r;
+	}
+	if (s->spliced) /* bytes came after those: not to be sent */
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	if (!avail && s->pull && !s->ended) {
+		/* straight into MHD's buffer, which it sends from */
+		ssize_t n = s->pull(s->pull_ctx, out, max);
+		if (n > 0)
+			return n;
+		if (n < 0)
+			s->pull = NULL;
+		/* the source may have ended within the pull */
+		if (s->aborted)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+		avail = s->q.len - s->off;
+	}
 	if (avail) {
 		size_t n = avail < max ? avail : max;
 		memcpy(out, s->q.data + s->off, n);
@@ -275,11 +369,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 	if (s->r && ((struct http_req_priv *)s->r)->gone)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	/* nothing yet: park the connection until the producer writes */
-	if (s->r && !s->reader_waiting) {
-		s->reader_waiting = true;
-		suspend((struct http_req_priv *)s->r);
-	}
-	return 0;
+	return stream_wait(s, false);
 }
 
 static void stream_free(void *cls)
@@ -297,6 +387,7 @@ static void stream_wake(struct http_stream *s)
 {
 	if (s->reader_waiting && s->r) {
 		s->reader_waiting = false;
+		s->sock_waiting = false;
 		resume((struct http_req_priv *)s->r);
 	}
 }
@@ -309,10 +400,17 @@ struct http_stream *http_respond_stream(struct http_req *r, unsigned status,
 	if (!s)
 		return NULL;
 	s->r = r;
+	s->size = size;
 	((struct http_req_priv *)r)->stream = s;
 	buf_init(&s->q, 0);
+	/* a body of known size is sent from MHD's block of this size,
+	 * straight (no chunk framing): one big block, few sends per MiB */
+	size_t block = STREAM_BLOCK;
+	if (size != HTTP_SIZE_UNKNOWN && size > block)
+		block =
+		    size < STREAM_BIG_BLOCK ? (size_t)size : STREAM_BIG_BLOCK;
 	struct MHD_Response *resp = MHD_create_response_from_callback(
-	    size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, 64 * 1024,
+	    size == HTTP_SIZE_UNKNOWN ? MHD_SIZE_UNKNOWN : size, block,
 	    stream_read, s, stream_free);
 	if (!resp) {
 		free(s);
@@ -352,6 +450,26 @@ void http_stream_abort(struct http_stream *s)
 size_t http_stream_pending(const struct http_stream *s)
 {
 	return s->q.len - s->off;
+}
+
+void http_stream_set_pull(struct http_stream *s, http_pull_fn pull, void *ctx)
+{
+	s->pull = pull;
+	s->pull_ctx = ctx;
+}
+
+void http_stream_kick(struct http_stream *s)
+{
+	stream_wake(s);
+}
+
+void http_stream_set_splice(struct http_stream *s, http_splice_fn splice,
+                            void *ctx)
+{
+	if (s->size == HTTP_SIZE_UNKNOWN)
+		return;
+	s->splice = splice;
+	s->splice_ctx = ctx;
 }
 
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
@@ -408,7 +526,13 @@ static void on_hangup(struct loop_watch *w, uint32_t events)
 {
 	struct http_req_priv *p = w->data;
 	struct http_req *r = &p->pub;
-	(void)events;
+	if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+		/* EPOLLOUT: a spliced body's socket takes more */
+		loop_mod(r->srv->loop, w, EPOLLRDHUP);
+		if (p->stream && p->stream->sock_waiting)
+			stream_wake(p->stream);
+		return;
+	}
 	loop_del(r->srv->loop, w);
 	p->gone = true;
 	/* those waiting on this request hear of it now, not when (or if) an
@@ -423,6 +547,8 @@ static void on_hangup(struct loop_watch *w, uint32_t events)
 		void (*cb)(void *) = st->on_close;
 		st->on_close = NULL;
 		st->on_drain = NULL;
+		st->pull = NULL;
+		st->splice = NULL;
 		cb(st->ctx);
 	}
 	/* an upload or a stream is woken so MHD closes it; a request still
@@ -677,6 +803,7 @@ int http_start(struct loop *l, const struct http_config *cfg,
 	    (struct sockaddr *)&ss, MHD_OPTION_NOTIFY_COMPLETED, on_completed,
 	    s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)300,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)4096,
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
 	    MHD_OPTION_LISTEN_BACKLOG_SIZE, (unsigned)1024, MHD_OPTION_END);
 	if (!s->mhd) {
 		/* MHD says why in the log (log_mhd); errno is its last call's

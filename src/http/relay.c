@@ -150,6 +150,24 @@ int relay_comment(struct relay *rl, const char *text)
 	return rl->s ? sse_comment(rl->s, text) : 0;
 }
 
+void relay_set_pull(struct relay *rl, http_pull_fn pull, void *ctx)
+{
+	if (rl->s)
+		http_stream_set_pull(rl->s, pull, ctx);
+}
+
+void relay_set_splice(struct relay *rl, http_splice_fn splice, void *ctx)
+{
+	if (rl->s)
+		http_stream_set_splice(rl->s, splice, ctx);
+}
+
+void relay_kick(struct relay *rl)
+{
+	if (rl->s)
+		http_stream_kick(rl->s);
+}
+
 static void finish(struct relay *rl, void (*how)(struct http_stream *))
 {
 	rl->ended = true;

@@ -74,6 +74,13 @@ int relay_event_json(struct relay *rl, const char *event, json_t *j);
 int relay_event_b64(struct relay *rl, const char *event, uint64_t id,
                     const char *bytes, size_t len);
 int relay_comment(struct relay *rl, const char *text);
+/* The rest of the answer is pulled (see http_stream_set_pull) once what
+ * was written is out; relay_kick when pull, having given 0, has more. */
+void relay_set_pull(struct relay *rl, http_pull_fn pull, void *ctx);
+void relay_kick(struct relay *rl);
+/* Or spliced straight into the socket (http_stream_set_splice): the
+ * answer's headers must then say "Connection: close". */
+void relay_set_splice(struct relay *rl, http_splice_fn splice, void *ctx);
 /* Bytes written but not yet taken by the client. */
 size_t relay_pending(const struct relay *rl);
 

@@ -60,6 +60,91 @@ static int write_all(int fd, const char *p, size_t n)
 	return 0;
 }
 
+/* Big steps: the daemon gives stdout and stdin pipes of BUILTIN_PIPE_SZ.
+ * The page cache goes into the pipe by reference (splice), and the pipe
+ * into the file by the kernel's own copy: nothing passes through this
+ * process. read and write (a file system or an fd that cannot splice) are
+ * the fallback. */
+#define STEP ((size_t)BUILTIN_PIPE_SZ)
+
+static volatile sig_atomic_t write_cancelled;
+
+static _Noreturn void copy_out(int fd)
+{
+	for (;;) {
+		ssize_t n = splice(fd, NULL, 1, NULL, STEP, SPLICE_F_MORE);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n == 0)
+			_exit(0);
+		if (n < 0)
+			break;
+	}
+	if (errno != EINVAL)
+		_exit(1);
+	char *buf = malloc(STEP);
+	if (!buf)
+		_exit(1);
+	for (;;) {
+		ssize_t n = read(fd, buf, STEP);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			_exit(n < 0 ? 1 : 0);
+		if (write_all(1, buf, (size_t)n) < 0)
+			_exit(1);
+	}
+}
+
+/* stdin into fd, at most max bytes (one more tells that it is longer):
+ * the bytes taken, or -errno. */
+static long long copy_in(int fd, long long max)
+{
+	long long got = 0;
+	bool can_splice = true;
+	char *buf = NULL;
+	for (;;) {
+		if (write_cancelled)
+			return -ECANCELED;
+		size_t want = STEP;
+		if (max - got < (long long)want)
+			want = (size_t)(max - got) + 1;
+		ssize_t n;
+		if (can_splice) {
+			n = splice(0, NULL, fd, NULL, want, SPLICE_F_MORE);
+			if (n < 0 && errno == EINVAL) {
+				can_splice = false;
+				continue;
+			}
+		} else {
+			if (!buf && !(buf = malloc(STEP)))
+				return -ENOMEM;
+			n = read(0, buf, want);
+			if (n > 0) {
+				int r = write_all(fd, buf, (size_t)n);
+				if (r < 0) {
+					free(buf);
+					return r;
+				}
+			}
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+			free(buf);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		got += n;
+		if (got > max)
+			break;
+	}
+	free(buf);
+	return got;
+}
+
 static char type_of(mode_t m)
 {
 	return S_ISREG(m) ? 'f' : S_ISDIR(m) ? 'd' : S_ISLNK(m) ? 'l' : 'o';
@@ -130,16 +215,7 @@ static _Noreturn void op_read(int base, const char *path)
 	if (S_ISREG(st.st_mode)) {
 		fcntl(fd, F_SETFL, 0);
 		dprintf(1, "F %lld\n", (long long)st.st_size);
-		char buf[65536];
-		for (;;) {
-			ssize_t n = read(fd, buf, sizeof(buf));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				_exit(n < 0 ? 1 : 0);
-			if (write_all(1, buf, (size_t)n) < 0)
-				_exit(1);
-		}
+		copy_out(fd);
 	}
 	if (!S_ISDIR(st.st_mode))
 		fail(EINVAL, "not a regular file or directory");
@@ -162,8 +238,6 @@ static _Noreturn void op_read(int base, const char *path)
 	}
 	_exit(0);
 }
-
-static volatile sig_atomic_t write_cancelled;
 
 static void on_cancel(int sig)
 {
@@ -212,34 +286,8 @@ static _Noreturn void op_write(int base, const char *path, const char *lenstr)
 	           O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		fail(errno, "create");
-	long long got = 0;
-	char buf[65536];
-	int e = 0;
-	for (;;) {
-		if (write_cancelled) {
-			e = ECANCELED;
-			break;
-		}
-		ssize_t n = read(0, buf, sizeof(buf));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		got += n;
-		if (got > want) {
-			e = EFBIG;
-			break;
-		}
-		int r = write_all(fd, buf, (size_t)n);
-		if (r < 0) {
-			e = -r;
-			break;
-		}
-	}
+	long long got = copy_in(fd, want);
+	int e = got < 0 ? (int)-got : got > want ? EFBIG : 0;
 	if (!e && !until_eof && got != want)
 		e = EPIPE; /* the upload was cut short */
 	if (!e && close(fd) < 0)

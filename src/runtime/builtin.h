@@ -50,6 +50,9 @@
 #include <stdbool.h>
 
 #define BUILTIN_HEARTBEAT_S 1
+/* The size the daemon gives a builtin's stdout and stdin pipes: a file's
+ * bytes are spliced through them in steps of this */
+#define BUILTIN_PIPE_SZ (1 << 20)
 
 _Noreturn void builtin_run(int argc, const char *const *argv);
 /* tar / untar (argv as above), base an O_PATH fd of argv[1]. */

@@ -625,3 +625,92 @@ def test_one_gib_round_trip_in_bounded_memory(v1, sid):
         f"daemon RSS reached {rss.max_kib} KiB (from {base_rss} KiB) moving 1 GiB"
     size = v1.sh(sid, "stat -c %s /workspace/big/one-gib.bin; rm /workspace/big/one-gib.bin")
     assert size == f"{GIB}\n"
+
+
+# --- the fast path: big files spliced into the client's socket ------------------------
+
+SPLICE_MIN = 256 << 10  # v1_files.c: from this size on, a GET is spliced
+
+
+def test_64_mib_round_trip_is_exact_and_closes_the_connection(v1, sid):
+    """A big GET goes from the builtin's pipe into the socket by splice(2):
+    every byte, in order, then the connection ends (Connection: close); a
+    small one stays an ordinary keep-alive answer."""
+    blob = b"".join(hashlib.sha256(i.to_bytes(4, "big")).digest() * 32
+                    for i in range((64 << 20) // 1024))
+    assert len(blob) == 64 << 20
+    r = v1.put(file_url(sid, "fast/big.bin"), data=blob)
+    assert r.status_code == 201, r.text
+    r = v1.get(file_url(sid, "fast/big.bin"))
+    assert r.status_code == 200
+    assert r.headers["Content-Length"] == str(len(blob))
+    assert r.headers.get("Connection", "").lower() == "close"
+    assert hashlib.sha256(r.content).hexdigest() == hashlib.sha256(blob).hexdigest()
+    # just below and at the threshold, and a small file on a kept connection
+    for size in (SPLICE_MIN - 1, SPLICE_MIN, 1000):
+        part = blob[:size]
+        assert v1.put(file_url(sid, f"fast/p{size}"), data=part).status_code == 201
+        r = v1.get(file_url(sid, f"fast/p{size}"))
+        assert r.status_code == 200 and r.content == part, size
+        assert (r.headers.get("Connection", "").lower() == "close") == (size >= SPLICE_MIN)
+    # HEAD: the headers only, and nothing left running
+    conn = http.client.HTTPConnection("127.0.0.1", v1.d.port, timeout=30)
+    try:
+        conn.request("HEAD", file_url(sid, "fast/big.bin"))
+        resp = conn.getresponse()
+        assert resp.status == 200 and resp.read() == b""
+        assert resp.getheader("Content-Length") == str(len(blob))
+    finally:
+        conn.close()
+    assert wait_until(lambda: v1.sh(sid, "ps -e -o comm | grep -c sandboxd-init") == "1\n", 10), \
+        v1.sh(sid, "ps -e -o pid,args")
+
+
+def test_a_reader_that_stops_holds_the_builtin_not_the_daemon(v1, sid):
+    """A client that takes a few bytes of a 64 MiB GET and then stops
+    reading: the daemon buffers nothing of it (the bytes wait in the pipe
+    and the socket), stays responsive, and once the client leaves, the
+    builtin is gone and no fd is left behind."""
+    v1.sh(sid, "head -c 64M /dev/urandom > /workspace/stall.bin")
+    v1.get(file_url(sid, "nothing-here"))  # warm the daemon's allocations
+    fds = v1.d.fd_count()
+    base_rss = vm_rss_kib(v1.d.pid)
+    s = socket.create_connection(("127.0.0.1", v1.d.port))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+    s.sendall(f"GET {file_url(sid, 'stall.bin')} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    head = s.recv(65536)
+    assert head.startswith(b"HTTP/1.1 200"), head[:200]
+    with RssSampler(v1.d.pid) as rss:
+        time.sleep(1.5)  # the client reads nothing meanwhile
+        # the daemon still answers others
+        assert v1.sh(sid, "echo alive") == "alive\n"
+        r = v1.get(file_url(sid, "small.txt"))
+        assert r.status_code == 404
+    assert rss.max_kib < base_rss + 16 * 1024, \
+        f"daemon RSS grew from {base_rss} to {rss.max_kib} KiB for a stalled reader"
+    s.close()
+    assert wait_until(lambda: v1.sh(sid, "ps -e -o comm | grep -c sandboxd-init") == "1\n", 10), \
+        v1.sh(sid, "ps -e -o pid,args")
+    assert wait_until(lambda: v1.d.fd_count() <= fds, 10), \
+        f"fds: {fds} before, {v1.d.fd_count()} after"
+    # the file is whole and readable again
+    r = v1.get(file_url(sid, "stall.bin"))
+    assert r.status_code == 200 and len(r.content) == 64 << 20
+
+
+def test_a_put_cut_off_mid_body_after_a_big_start_leaves_nothing(v1, sid):
+    """64 MiB announced, 20 MiB sent, then the client is gone: no file and
+    no temp file; the next whole upload of the name works."""
+    v1.put(file_url(sid, "cut/marker"), data=b"m")
+    s = socket.create_connection(("127.0.0.1", v1.d.port))
+    s.sendall((f"PUT {file_url(sid, 'cut/big.bin')} HTTP/1.1\r\nHost: x\r\n"
+               f"Content-Length: {64 << 20}\r\n\r\n").encode())
+    chunk = b"q" * (1 << 20)
+    for _ in range(20):
+        s.sendall(chunk)
+    s.close()
+    assert wait_until(lambda: set(listing(v1, sid, "cut")) == {"marker"}, 10), \
+        listing(v1, sid, "cut")
+    assert v1.sh(sid, "ls -A /workspace/cut") == "marker\n"
+    assert v1.put(file_url(sid, "cut/big.bin"), data=chunk).status_code == 201
+    assert v1.get(file_url(sid, "cut/big.bin")).content == chunk

@@ -98,20 +98,54 @@ static void file_req_closed(struct http_req *r)
 }
 
 /* The answer begins: a stream of the file's bytes, a listing or a tar. */
-static void begin(struct v1_file *f, uint64_t size)
+static void begin(struct v1_file *f, uint64_t size, const char *const *headers)
 {
 	if (f->answering || !f->r)
 		return;
 	f->answering = true;
-	struct relay_opts o = {.content_type = f->content_type, .size = size};
+	struct relay_opts o = {
+	    .content_type = f->content_type, .size = size, .headers = headers};
 	f->x.rl = relay_open(f->r, f->a->m->loop, &o, &api_fileop_relay, f);
 	if (!f->x.rl)
 		fileop_cancel(f->x.op);
 }
 
+/* A file's bytes go from the builtin's pipe straight into the buffer the
+ * HTTP server sends from (no copy through a queue of ours). */
+static ssize_t file_pull(void *ctx, char *out, size_t max)
+{
+	struct v1_file *f = ctx;
+	return f->x.op ? fileop_pull(f->x.op, out, max) : -1;
+}
+
+static ssize_t file_splice(void *ctx, int sock, size_t max)
+{
+	struct v1_file *f = ctx;
+	return f->x.op ? fileop_splice(f->x.op, sock, max) : -1;
+}
+
+static void file_readable(void *ctx)
+{
+	struct v1_file *f = ctx;
+	if (f->x.rl)
+		relay_kick(f->x.rl);
+}
+
+/* From this size on, a file's bytes are spliced from the builtin's pipe
+ * into the client's socket, never entering the daemon; the connection is
+ * closed after such an answer (the HTTP server did not send its body). */
+#define SPLICE_MIN (256u << 10)
+
 static int on_file(void *ctx, uint64_t size)
 {
-	begin(ctx, size);
+	static const char *const close_after[] = {"Connection", "close", NULL};
+	struct v1_file *f = ctx;
+	bool splice = size >= SPLICE_MIN;
+	begin(f, size, splice ? close_after : NULL);
+	if (f->x.rl)
+		relay_set_pull(f->x.rl, file_pull, f);
+	if (f->x.rl && splice)
+		relay_set_splice(f->x.rl, file_splice, f);
 	return 0;
 }
 
@@ -120,7 +154,7 @@ static int on_dir(void *ctx)
 	struct v1_file *f = ctx;
 	f->dir = true;
 	f->content_type = "application/json";
-	begin(f, HTTP_SIZE_UNKNOWN);
+	begin(f, HTTP_SIZE_UNKNOWN, NULL);
 	return f->x.rl ? relay_write(f->x.rl, "{\"entries\":[", 12) : 0;
 }
 
@@ -128,7 +162,7 @@ static int on_data(void *ctx, const char *data, size_t len)
 {
 	struct v1_file *f = ctx;
 	if (f->raw) /* tar: the first bytes start the answer */
-		begin(f, HTTP_SIZE_UNKNOWN);
+		begin(f, HTTP_SIZE_UNKNOWN, NULL);
 	return f->x.rl ? relay_write(f->x.rl, data, len) : 0;
 }
 
@@ -223,6 +257,7 @@ static const struct fileop_ops file_ops = {
     .on_entry = on_entry,
     .on_done = on_done,
     .on_stdin_drain = stdin_drained,
+    .on_readable = file_readable,
 };
 
 /* Check the path of the route and build the builtin's argv; NULL after
