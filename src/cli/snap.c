@@ -233,8 +233,10 @@ static int listing(struct sbx_client *c, const char *kind, const char *what,
 	char path[256];
 	json_t *ans = NULL;
 	if (ls) {
-		if (o.sandbox && !path_of("%s", o.sandbox))
+		char *id = o.sandbox ? path_of("%s", o.sandbox) : NULL;
+		if (o.sandbox && !id)
 			return cli_usage(help);
+		free(id); /* a check that it can go in a query */
 		snprintf(path, sizeof(path), "/v1/%s%s%s", kind,
 		         o.sandbox ? "?sandbox=" : "",
 		         o.sandbox ? o.sandbox : "");

@@ -143,6 +143,8 @@ def test_package_installs_starts_serves_and_purges(deb, tmp_path, new_sid):
             '  sbx_sandbox_list_free(l, n); sbx_client_free(c); return 0; }\n')
         flags = subprocess.run(["pkg-config", "--cflags", "--libs", "libsbx"], capture_output=True,
                                text=True, check=True).stdout.split()
+        if os.environ.get("SBX_SANITIZED"):  # make test-asan packs a sanitized libsbx
+            flags.append("-fsanitize=address,undefined")
         subprocess.run(["cc", "-o", str(tmp_path / "list"), str(prog), *flags], check=True)
         r = subprocess.run([str(tmp_path / "list"), url], capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r
