@@ -163,6 +163,7 @@ json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 	iso8601_ms(sb->created_ms, created, sizeof(created));
 	iso8601_ms(sb->last_active_ms, active, sizeof(active));
 	uint64_t sleep = sb->sleep_after_ms ?: a->m->cfg->sleep_after_ms;
+	sandbox_image_resolve(sb); /* a list's sandboxes were not found */
 	json_t *j = json_pack(
 	    "{s:s, s:s, s:s, s:s, s:o, s:I, s:b}", "id", sb->id, "state",
 	    sb->state == SB_STOPPED ? "stopped" : "running", "createdAt",
