@@ -373,6 +373,10 @@ static int ensure_fw(struct network *n, struct sbx_err *err)
 	}
 	if (listen(n->px_fd, 256) < 0)
 		return sbx_err_sys(err, errno, "name-checking proxy: listen");
+	/* watched from now: before listen() the socket reads as hung up,
+	 * and epoll would wake the loop for it without end */
+	if (!n->px_w.active && loop_add(n->m->loop, &n->px_w, EPOLLIN) < 0)
+		return sbx_err_set(err, EIO, "name-checking proxy: watch");
 	r = fw_install(n->fw, cfg->net_pool, cfg->deny, cfg->ndeny, n->px_port,
 	               err);
 	if (r < 0)
@@ -1132,13 +1136,9 @@ static int proxy_socket(struct network *n, struct sbx_err *err)
 	}
 	n->px_fd = fd;
 	n->px_port = ntohs(sa.sin_port);
+	/* watched once it listens (ensure_fw) */
 	n->px_w =
 	    (struct loop_watch){.fd = fd, .cb = on_proxy_accept, .data = n};
-	if (loop_add(n->m->loop, &n->px_w, EPOLLIN) < 0) {
-		close(fd);
-		n->px_fd = -1;
-		return sbx_err_set(err, EIO, "name-checking proxy: watch");
-	}
 	return 0;
 }
 
