@@ -1073,14 +1073,10 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 /* After init was killed: reap it (which waits for its whole pid namespace
  * to be gone, so the pipes below are at their end), remove its cgroups,
  * and end what was running there. */
-static void stop_finish(struct sandbox *sb, const char *why,
-                        struct cgroup_sandbox **keep_cg)
+static void stop_finish(struct sandbox *sb, const char *why)
 {
 	struct manager *m = sb->m;
-	if (keep_cg)
-		runtime_reap_keep_cgroups(&sb->proc, keep_cg);
-	else
-		runtime_reap(&sb->proc);
+	runtime_reap(&sb->proc);
 	sb->state = SB_STOPPED;
 	m->nrunning--;
 	exec_fail_all(sb, EXEC_STOPPED, why);
@@ -1099,7 +1095,7 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	network_sandbox_stop(sb);
 	/* init's death takes the whole pid namespace with it */
 	runtime_kill(&sb->proc);
-	stop_finish(sb, why, NULL);
+	stop_finish(sb, why);
 }
 
 /* Stop every running sandbox at once (daemon shutdown). Every init is
@@ -1132,9 +1128,6 @@ static void stop_all(struct manager *m, const char *why)
 			runtime_kill(&sb->proc);
 			waiting++;
 		}
-	/* their cgroups go on other threads while the rest are reaped */
-	struct cg_remover *rm =
-	    waiting ? runtime_cg_remover_start(waiting, 3) : NULL;
 	bool batch = waiting && m->reg && registry_begin(m->reg) == 0;
 	while (waiting) {
 		struct epoll_event ev[256];
@@ -1146,16 +1139,12 @@ static void stop_all(struct manager *m, const char *why)
 		for (int i = 0; i < k; i++) {
 			struct sandbox *sb = ev[i].data.ptr;
 			epoll_ctl(ep, EPOLL_CTL_DEL, sb->proc.sock, NULL);
-			struct cgroup_sandbox *cg = NULL;
-			stop_finish(sb, why, rm ? &cg : NULL);
-			if (rm)
-				runtime_cg_remover_add(rm, cg);
+			stop_finish(sb, why);
 			waiting--;
 		}
 	}
 	if (batch)
 		registry_commit(m->reg);
-	runtime_cg_remover_finish(rm);
 	if (ep >= 0)
 		close(ep);
 	for (size_t b = 0; b < m->nbuckets; b++)

@@ -554,122 +554,20 @@ void runtime_kill(struct sandbox_proc *sp)
 
 void runtime_reap(struct sandbox_proc *sp)
 {
-	struct cgroup_sandbox *cg = NULL;
-	runtime_reap_keep_cgroups(sp, &cg);
-	/* init's death killed its pid namespace, and reaping init waited for
-	 * that: the cgroups are empty, they only need removing */
-	if (cg) {
-		struct sbx_err err;
-		if (cgroup_sandbox_remove(cg, &err) < 0)
-			fprintf(stderr, "cgroup cleanup: %s\n", err.msg);
-	}
-}
-
-struct cg_remover {
-	struct cgroup_sandbox **cgs;
-	size_t cap, n, next;
-	bool done;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	pthread_t t[8];
-	unsigned nt;
-};
-
-static void *cg_remover_run(void *arg)
-{
-	struct cg_remover *r = arg;
-	pthread_mutex_lock(&r->mu);
-	for (;;) {
-		while (r->next == r->n && !r->done)
-			pthread_cond_wait(&r->cv, &r->mu);
-		if (r->next == r->n)
-			break;
-		struct cgroup_sandbox *cg = r->cgs[r->next++];
-		pthread_mutex_unlock(&r->mu);
-		struct sbx_err err;
-		if (cgroup_sandbox_remove(cg, &err) < 0)
-			fprintf(stderr, "cgroup cleanup: %s\n", err.msg);
-		pthread_mutex_lock(&r->mu);
-	}
-	pthread_mutex_unlock(&r->mu);
-	return NULL;
-}
-
-struct cg_remover *runtime_cg_remover_start(size_t cap, unsigned threads)
-{
-	struct cg_remover *r = calloc(1, sizeof(*r));
-	if (!r || !(r->cgs = calloc(cap ? cap : 1, sizeof(*r->cgs)))) {
-		free(r);
-		return NULL;
-	}
-	r->cap = cap;
-	pthread_mutex_init(&r->mu, NULL);
-	pthread_cond_init(&r->cv, NULL);
-	if (threads > sizeof(r->t) / sizeof(r->t[0]))
-		threads = sizeof(r->t) / sizeof(r->t[0]);
-	/* the daemon's signals stay with its main thread */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	while (r->nt < threads &&
-	       pthread_create(&r->t[r->nt], NULL, cg_remover_run, r) == 0)
-		r->nt++;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!r->nt) {
-		pthread_mutex_destroy(&r->mu);
-		pthread_cond_destroy(&r->cv);
-		free(r->cgs);
-		free(r);
-		return NULL;
-	}
-	return r;
-}
-
-void runtime_cg_remover_add(struct cg_remover *r, struct cgroup_sandbox *cg)
-{
-	if (!cg)
-		return;
-	pthread_mutex_lock(&r->mu);
-	if (r->n < r->cap) {
-		r->cgs[r->n++] = cg;
-		cg = NULL;
-		pthread_cond_signal(&r->cv);
-	}
-	pthread_mutex_unlock(&r->mu);
-	if (cg) { /* over cap: here */
-		struct sbx_err err;
-		if (cgroup_sandbox_remove(cg, &err) < 0)
-			fprintf(stderr, "cgroup cleanup: %s\n", err.msg);
-	}
-}
-
-void runtime_cg_remover_finish(struct cg_remover *r)
-{
-	if (!r)
-		return;
-	pthread_mutex_lock(&r->mu);
-	r->done = true;
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
-	for (unsigned i = 0; i < r->nt; i++)
-		pthread_join(r->t[i], NULL);
-	pthread_mutex_destroy(&r->mu);
-	pthread_cond_destroy(&r->cv);
-	free(r->cgs);
-	free(r);
-}
-
-void runtime_reap_keep_cgroups(struct sandbox_proc *sp,
-                               struct cgroup_sandbox **cg)
-{
 	if (sp->init_pid > 0) {
 		int st;
 		while (waitpid(sp->init_pid, &st, 0) < 0 && errno == EINTR)
 			;
 		sp->init_pid = 0;
 	}
-	*cg = sp->cg;
-	sp->cg = NULL;
+	/* init's death killed its pid namespace, and reaping init waited for
+	 * that: the cgroups are empty, they only need removing */
+	if (sp->cg) {
+		struct sbx_err err;
+		if (cgroup_sandbox_remove(sp->cg, &err) < 0)
+			fprintf(stderr, "cgroup cleanup: %s\n", err.msg);
+		sp->cg = NULL;
+	}
 	if (sp->sock >= 0)
 		close(sp->sock);
 	if (sp->pidfd >= 0)

@@ -115,20 +115,6 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 void runtime_kill(struct sandbox_proc *sp);
 /* After init has exited: reap it, remove cgroups, close handles. */
 void runtime_reap(struct sandbox_proc *sp);
-/* runtime_reap, its cgroups (empty now) handed to *cg instead of removed:
- * many sandboxes' go at once with runtime_remove_cgroups. */
-void runtime_reap_keep_cgroups(struct sandbox_proc *sp,
-                               struct cgroup_sandbox **cg);
-/* Removes reaped sandboxes' cgroups on `threads` threads while the caller
- * goes on reaping others (a daemon's shutdown removes thousands; an rmdir
- * can wait in the kernel for a cgroup to turn unpopulated). NULL when no
- * thread could start: then remove them with cgroup_sandbox_remove. */
-struct cg_remover;
-struct cg_remover *runtime_cg_remover_start(size_t cap, unsigned threads);
-/* At most `cap` in all; NULL is ignored. */
-void runtime_cg_remover_add(struct cg_remover *r, struct cgroup_sandbox *cg);
-/* Waits until every one added is removed, and frees r. */
-void runtime_cg_remover_finish(struct cg_remover *r);
 /* Remove a stopped sandbox's files: its subvolume at once, or (plain
  * directories) a move to the trash, emptied by a background process.
  * Returns 0 once <sandboxes>/<name> is gone from its place; otherwise an
