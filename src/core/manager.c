@@ -56,14 +56,23 @@ static size_t hash(const char *tenant, const char *id)
 	return (size_t)(h % NBUCKETS);
 }
 
-struct sandbox *manager_find(struct manager *m, const char *tenant,
-                             const char *id)
+static struct sandbox *find(struct manager *m, const char *tenant,
+                            const char *id)
 {
 	for (struct sandbox *sb = m->buckets[hash(tenant, id)]; sb;
 	     sb = sb->hnext)
 		if (!strcmp(sb->id, id) && !strcmp(sb->tenant, tenant))
 			return sb;
 	return NULL;
+}
+
+struct sandbox *manager_find(struct manager *m, const char *tenant,
+                             const char *id)
+{
+	struct sandbox *sb = find(m, tenant, id);
+	if (sb)
+		sandbox_image_resolve(sb);
+	return sb;
 }
 
 static struct sandbox *add(struct manager *m, const char *tenant,
@@ -104,6 +113,8 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 			break;
 		}
 	m->slots[sb->slot] = SLOT_FREE;
+	if (sb->image_pending)
+		m->images_pending--;
 	if (sb->range_held)
 		uidrange_release(m->ranges, sb->base);
 	m->count--;
@@ -182,9 +193,75 @@ static void refresh_image(struct sandbox *sb)
 		log_error("sandbox=%s event=image-env out of memory", sb->id);
 }
 
+/* The image its files name, read once for a sandbox loaded at start. At
+ * load it was not (one directory lookup in the store and a file read per
+ * sandbox made a restart with thousands take seconds). The result is what
+ * load_row did before: the image's env and cwd in the default session
+ * under the sandbox's own env, unless that session came back from the
+ * registry (its saved state replaced them then). */
+void sandbox_image_resolve(struct sandbox *sb)
+{
+	struct manager *m = sb->m;
+	char id[128];
+	if (!sb->image_pending)
+		return;
+	sb->image_pending = false;
+	m->images_pending--;
+	if (runtime_files_image(m->rt, sb->name, id, sizeof(id)) < 0 || !*id)
+		return;
+	struct image *img = images_find(m->images, id);
+	snprintf(sb->image_id, sizeof(sb->image_id), "%.71s", id);
+	if (!img) {
+		log_error("sandbox=%s event=image-missing image=%s: it "
+		          "cannot start",
+		          sb->id, id);
+		return;
+	}
+	if (sb->sessions->saved) { /* its saved state stands */
+		sb->image = img;
+		return;
+	}
+	int r = apply_image(sb, img);
+	for (size_t i = 0; r == 0 && i < sb->envc; i++)
+		r = session_setenv(sb->sessions, sb->env[i]);
+	if (r < 0)
+		log_error("sandbox=%s event=image-env out of memory", sb->id);
+}
+
+/* Every loaded sandbox's image read (before anything counts them). */
+static void resolve_all_images(struct manager *m)
+{
+	for (size_t b = 0; m->images_pending && b < m->nbuckets; b++)
+		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
+			sandbox_image_resolve(sb);
+}
+
+/* From the housekeeping tick: some of them, then the image GC the start
+ * left for when all are read. */
+static void resolve_some_images(struct manager *m)
+{
+	uint64_t t0 = now_mono_ms();
+	while (m->images_pending && now_mono_ms() - t0 < 5) {
+		for (int k = 0; k < 16 && m->images_pending; k++) {
+			for (struct sandbox *sb = m->buckets[m->resolve_bucket];
+			     sb; sb = sb->hnext)
+				sandbox_image_resolve(sb);
+			m->resolve_bucket =
+			    (m->resolve_bucket + 1) % m->nbuckets;
+		}
+	}
+	if (!m->images_pending && m->gc_pending) {
+		m->gc_pending = false;
+		manager_images_gc(m);
+		log_info("event=images-gc-after-load every sandbox's image "
+		         "is known");
+	}
+}
+
 unsigned manager_image_refs(struct manager *m, const struct image *img)
 {
 	unsigned n = 0;
+	resolve_all_images(m);
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
 			if (sb->image == img)
@@ -228,17 +305,9 @@ static int load_row(const struct registry_row *row, void *data)
 	sb->fleet_saved_ms = row->last_active_ms;
 	sb->sleep_after_ms = row->sleep_after_ms;
 	sb->keep_alive = row->keep_alive != 0;
-	char id[128];
-	if (runtime_files_image(m->rt, sb->name, id, sizeof(id)) == 0 && *id) {
-		struct image *img = images_find(m->images, id);
-		snprintf(sb->image_id, sizeof(sb->image_id), "%.71s", id);
-		if (!img)
-			log_error("sandbox=%s event=image-missing image=%s: it "
-			          "cannot start",
-			          row->id, id);
-		else if (apply_image(sb, img) < 0)
-			return -ENOMEM;
-	}
+	/* its image: on first use (sandbox_image_resolve) */
+	sb->image_pending = true;
+	m->images_pending++;
 	/* Its files are owned by its range: it keeps it. Another daemon may
 	 * have taken it while this one was down; then this sandbox cannot
 	 * start until that one lets it go (sandbox_ensure_started asks again).
@@ -641,7 +710,7 @@ void sandbox_session_save(struct sandbox *sb, struct session *s)
 static int load_session(const struct registry_session *row, void *data)
 {
 	struct manager *m = data;
-	struct sandbox *sb = manager_find(m, row->tenant, row->id);
+	struct sandbox *sb = find(m, row->tenant, row->id);
 	if (!sb)
 		return 0; /* a sandbox skipped at load: its sessions with it */
 	struct session *s = sandbox_session(sb, row->session), *made = NULL;
@@ -696,7 +765,7 @@ static int load_network(const char *tenant, const char *id, const char *policy,
                         void *data)
 {
 	struct manager *m = data;
-	struct sandbox *sb = manager_find(m, tenant, id);
+	struct sandbox *sb = find(m, tenant, id);
 	if (!sb)
 		return 0;
 	struct net_policy *p = calloc(1, sizeof(*p));
@@ -1041,6 +1110,7 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	struct runtime_files files = {.group =
 	                                  manager_store_group(m, sb->tenant)};
 	sandbox_limits(sb, &lim, &files.disk_bytes);
+	sandbox_image_resolve(sb);
 	refresh_image(sb);
 	if (sb->image_id[0] && !sb->image)
 		return sbx_err_set(err, ENOENT,
@@ -1222,7 +1292,10 @@ static void cron(struct loop_timer *t)
 	}
 	runtime_collect(m->rt);
 	retry_dirty(m);
+	resolve_some_images(m);
 	uint64_t tick = m->cfg->sleep_after_ms < 2000 ? 100 : 1000;
+	if (m->images_pending) /* reading them: 5 ms of every 50 */
+		tick = 50;
 	loop_timer_start(m->loop, &m->cron, tick);
 }
 
@@ -1393,8 +1466,11 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	    (r = registry_load_networks(m->reg, load_network, m, err)))
 		goto fail;
 	find_leftovers(m);
-	/* what an import killed with a daemon left, images nothing uses */
-	manager_images_gc(m);
+	/* what an import killed with a daemon left, images nothing uses:
+	 * once every loaded sandbox's image is known (cron reads them) */
+	m->gc_pending = true;
+	if (!m->images_pending)
+		resolve_some_images(m);
 	/* none is started: each starts on its first request */
 	log_info("event=loaded sandboxes=%zu ms=%llu", m->count,
 	         (unsigned long long)(now_mono_ms() - t0));

@@ -78,6 +78,11 @@ struct manager {
 	                            (core/llm.h; made and freed by main) */
 	bool closing;            /* in manager_free: nothing new starts */
 	struct images *images;   /* OCI images (core/images.h) */
+	/* loaded sandboxes whose image is not read yet; the image GC of the
+	 * start waits for none to be left (cron reads them in batches) */
+	size_t images_pending;
+	size_t resolve_bucket; /* where cron's next batch starts */
+	bool gc_pending;
 };
 
 int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
@@ -90,6 +95,10 @@ void manager_free(struct manager *m);
 bool sandbox_id_valid(const char *id);
 struct sandbox *manager_find(struct manager *m, const char *tenant,
                              const char *id);
+/* A sandbox loaded at start reads the image its files name on first use
+ * (manager_find, a start, the image GC): sb->image_id and sb->image are
+ * right after this. Cheap when done already. */
+void sandbox_image_resolve(struct sandbox *sb);
 /* Handle the host's queued exit reports now (each SIGSYS death in a
  * sandbox is logged as event=seccomp-kill). Called before a command's end
  * is reported, so that the kills it saw are logged first. False when the

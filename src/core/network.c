@@ -1138,6 +1138,7 @@ static int proxy_socket(struct network *n, struct sbx_err *err)
 	}
 	n->px_fd = fd;
 	n->px_port = ntohs(sa.sin_port);
+	/* watched once it listens (ensure_fw) */
 	n->px_w =
 	    (struct loop_watch){.fd = fd, .cb = on_proxy_accept, .data = n};
 	return 0;

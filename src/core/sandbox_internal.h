@@ -27,6 +27,9 @@ struct sandbox {
 	 * the image while the store has it; "" and NULL: the host's system */
 	char image_id[72];
 	struct image *image;
+	/* loaded from the registry and its files' image not read yet (a
+	 * restart reads none: sandbox_image_resolve does, on first use) */
+	bool image_pending;
 	struct process *procs;       /* background processes */
 	struct interp_group *interp; /* its interpreter contexts */
 	struct terminal *terms;      /* its terminals (terminal.h) */

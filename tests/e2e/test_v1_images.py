@@ -131,6 +131,41 @@ def test_files_survive_idle_stop_and_restart(make_daemon, busybox, new_sid):
     assert [i["name"] for i in v1.get("/v1/image").json()["images"]] == ["bb"]
 
 
+def test_a_restart_reads_each_sandboxs_image_when_needed(make_daemon, busybox,
+                                                        work, new_sid):
+    """A restart reads no sandbox's files; the image GC after it waits until
+    every sandbox's image is known: an image whose name moved on, used only
+    by stopped sandboxes nobody has asked for since, stays, and each gets
+    its image's env and cwd (the default session of an image without bash
+    is not saved: test_sh_sessions_do_not_carry_state)."""
+    d = make_daemon()
+    v1 = V1(d)
+    old = ok_import(v1, "bb-moving", f"oci-layout:{busybox}")
+    a, b = new_sid(), new_sid()
+    v1.create(a, image="bb-moving")
+    v1.create(b, image="bb-moving")
+    run(v1, a, "echo mine > /workspace/f")
+    # the name moves on: the old image has none, a and b use it
+    path = os.path.join(work, "bb-moved")
+    oci.oci_layout(path, [oci.busybox_layer(),
+                          oci.layer([dict(name="mark", data=b"new\n")])],
+                   oci.config(env=["PATH=/usr/bin:/bin"]))
+    new = ok_import(v1, "bb-moving", f"oci-layout:{path}")
+    assert new["digest"] != old["digest"]
+    gcs = d.log_text().count("event=images-gc-after-load")
+    d.restart()
+    assert wait_until(lambda: d.log_text().count("event=images-gc-after-load")
+                      > gcs, 60), d.log_tail()
+    assert os.path.exists(store(d, "meta", old["digest"][7:] + ".json"))
+    listed = {s["id"]: s for s in v1.get("/v1/sandbox").json()["sandboxes"]}
+    assert listed[b]["image"]["digest"] == old["digest"], listed[b]
+    assert listed[b]["state"] == "stopped"
+    res = run(v1, a, 'pwd; cat /workspace/f; echo "$GREETING"')
+    assert res["stdout"] == "/srv\nmine\nhi there\n", res
+    res = run(v1, b, 'pwd; echo "$GREETING"; test -e /mark || echo old')
+    assert res["stdout"] == "/srv\nhi there\nold\n", res
+
+
 def test_fork_keeps_the_image(v1, new_sid, bb):
     a, b = new_sid(), new_sid()
     v1.create(a, image="busybox")
