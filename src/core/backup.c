@@ -109,15 +109,15 @@ char *backup_info_encode(const struct backup_info *info)
 	json_t *ex = json_array();
 	for (size_t i = 0; i < info->nexcludes; i++)
 		json_array_append_new(ex, json_string(info->excludes[i]));
-	json_t *j = json_pack(
-	    "{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, "
-	    "s:I, s:s, s:b}",
-	    "version", 1, "id", info->id, "tenant", info->tenant, "sandboxId",
-	    info->sandbox, "dir", info->dir, "excludes", ex, "sha256",
-	    info->sha256, "sizeBytes", (json_int_t)info->size_bytes,
-	    "createdMs", (json_int_t)info->created_ms, "expiresMs",
-	    (json_int_t)info->expires_ms, "format", "tar+zstd", "delta",
-	    info->delta);
+	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, "
+	                      "s:I, s:s, s:b}",
+	                      "version", 1, "id", info->id, "tenant",
+	                      info->tenant, "sandboxId", info->sandbox, "dir",
+	                      info->dir, "excludes", ex, "sha256", info->sha256,
+	                      "sizeBytes", (json_int_t)info->size_bytes,
+	                      "createdMs", (json_int_t)info->created_ms,
+	                      "expiresMs", (json_int_t)info->expires_ms,
+	                      "format", "tar+zstd", "delta", info->delta);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return s;
@@ -1029,8 +1029,11 @@ static void restore_finish(struct backup_op *op)
 	char mopt[320] = "";
 	if (op->manifest[0])
 		snprintf(mopt, sizeof(mopt), "--manifest=%s", op->manifest);
-	const char *argv[] = {commit ? "archive-commit" : "archive-abort", "/",
-	                      op->dir, op->tmp, mopt[0] && commit ? mopt : NULL,
+	const char *argv[] = {commit ? "archive-commit" : "archive-abort",
+	                      "/",
+	                      op->dir,
+	                      op->tmp,
+	                      mopt[0] && commit ? mopt : NULL,
 	                      NULL};
 	struct exec_params p = {.argv = argv,
 	                        .builtin = true,

@@ -39,7 +39,7 @@ struct backup_info {
 	char sha256[65];
 	uint64_t size_bytes, created_ms;
 	uint64_t expires_ms; /* 0: never */
-	bool delta; /* a checkpoint's delta (backup_checkpoint) */
+	bool delta;          /* a checkpoint's delta (backup_checkpoint) */
 };
 
 struct backups;

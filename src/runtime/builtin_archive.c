@@ -112,9 +112,10 @@ static int open_out(int base, const char *path)
 	return fd;
 }
 
-/* ---- manifests ---------------------------------------------------------------
- * A file of NUL-terminated strings: MANIFEST_MAGIC, then per entry its
- * attributes (attr_of) and its path below dir. */
+/* ---- manifests
+ * --------------------------------------------------------------- A file of
+ * NUL-terminated strings: MANIFEST_MAGIC, then per entry its attributes
+ * (attr_of) and its path below dir. */
 
 struct ment {
 	char *path, *attr;
@@ -253,8 +254,8 @@ static void manifest_write(int base, const char *path, const char *text,
 	const char *kl = keep ? strrchr(keep, '/') : NULL;
 	kl = kl ? kl + 1 : keep;
 	size_t stem = dot ? (size_t)(dot - leaf) + 1 : 0;
-	int dfd = stem ? openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-	               : -1;
+	int dfd =
+	    stem ? openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 	struct dirent *de;
 	while (d && (de = readdir(d)))
@@ -279,8 +280,8 @@ struct walk {
 	uint64_t total, done, reported;
 	struct archive *a; /* NULL: the first walk, which only counts */
 	struct archive_entry_linkresolver *lr;
-	struct mtab *old; /* a delta's base (NULL: everything goes) */
-	FILE *man;        /* the new manifest (NULL: none) */
+	struct mtab *old;   /* a delta's base (NULL: everything goes) */
+	FILE *man;          /* the new manifest (NULL: none) */
 	bool manifest_only; /* archive-commit's walk: nothing archived */
 };
 
@@ -675,8 +676,8 @@ static int delta_parent(int tfd, const char *rel, const char **leaf)
 	parent[slash - rel] = '\0';
 	struct open_how how = {
 	    .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-	               RESOLVE_NO_MAGICLINKS,
+	    .resolve =
+	        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	return (int)syscall(SYS_openat2, tfd, parent, &how, sizeof(how));
 }
@@ -732,8 +733,8 @@ static void replace_other_type(int tfd, struct archive_entry *e)
 	int pfd = delta_parent(tfd, rel, &leaf);
 	if (pfd < 0)
 		return;
-	bool dir = archive_entry_filetype(e) == AE_IFDIR &&
-	           !archive_entry_hardlink(e);
+	bool dir =
+	    archive_entry_filetype(e) == AE_IFDIR && !archive_entry_hardlink(e);
 	if (fstatat(pfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISDIR(st.st_mode) != dir)
 		fs_remove_tree(pfd, leaf, NULL);
@@ -799,7 +800,8 @@ static _Noreturn void op_unpack(int base, const char *dir, const char *in,
 		const char *name = archive_entry_pathname(e);
 		if (name && !strcmp(name, DELETED_MEMBER)) {
 			if (!into)
-				unpack_fail(EINVAL, "deletions in a full archive");
+				unpack_fail(EINVAL,
+				            "deletions in a full archive");
 			apply_deletions(a, tfd, archive_entry_size(e));
 			continue;
 		}
