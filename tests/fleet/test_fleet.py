@@ -5,6 +5,7 @@ node, a non-owner answers 307, a drained node's sandboxes answer from the
 others with every file, and a SIGKILLed node's come back elsewhere from their
 last checkpoint. Each request's serving node is its Sandboxd-Node header."""
 import json
+import os
 
 import requests
 
@@ -305,3 +306,105 @@ def test_a_node_cut_off_from_etcd_stops_serving_until_it_is_back(fleet):
     r = wait_until(served, 120, interval=0.5)
     assert r and r.text == f"{sid}\n"
     assert fleet.owner(sid) == node_of(r)
+
+
+# ---- incremental checkpoints -------------------------------------------------
+
+MIB = 1 << 20
+
+
+def ckpt_record(fleet, sid):
+    """sid's checkpoint record in etcd (its chain: [{backup, bytes, delta}])."""
+    kvs = fleet.etcd.get_prefix(f"sbx/ckpt/{sid}/")
+    assert len(kvs) <= 1, kvs
+    return json.loads(next(iter(kvs.values()))) if kvs else None
+
+
+def stored_size(fleet, backup):
+    """The size of a checkpoint's archive as s3rver keeps it on disk."""
+    found = []
+    for root, _, files in os.walk(fleet.s3.dir):
+        for name in files:
+            if name in (f"{backup}.tar.zst", f"{backup}.tar.zst._S3rver_object"):
+                found.append(os.path.join(root, name))
+    assert len(found) == 1, (backup, found)
+    return os.path.getsize(found[0])
+
+
+def stored_objects(fleet):
+    return {name for _, _, files in os.walk(fleet.s3.dir) for name in files}
+
+
+def next_checkpoint(fleet, sid, after):
+    """Wait for a checkpoint of sid newer than generation after."""
+    assert wait_until(lambda: checkpoint_gen(fleet, sid) > after, 120, interval=0.2), \
+        f"{sid}: no checkpoint after generation {after}"
+    return ckpt_record(fleet, sid)
+
+
+TREE = "cd /workspace && find . -path ./big -prune -o -print | sort && sha256sum big/* small/*"
+
+
+def test_a_small_change_uploads_a_small_delta_and_a_restore_applies_the_chain(fleet):
+    lb = fleet.haproxy.url
+    sid = "fleet-incr"
+    r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid})
+    assert r.status_code == 201, r.text
+    run(lb, sid, "mkdir -p /workspace/big /workspace/small /workspace/olddir/sub && "
+                 "for i in $(seq 1 20); do head -c 1048576 /dev/urandom > /workspace/big/f$i; done && "
+                 "echo hello > /workspace/small/a.txt && echo bye > /workspace/small/gone.txt && "
+                 "echo x > /workspace/olddir/sub/x && echo keep > /workspace/small/b.txt")
+    # until one full checkpoint has all 20 MiB (one made while the files
+    # were being written has part of them; the next one is then a delta,
+    # and a full one comes again once the chain is at its longest)
+    rec = next_checkpoint(fleet, sid, 0)
+    for _ in range(12):
+        chain = rec["chain"]
+        if len(chain) == 1 and chain[0]["bytes"] >= 20 * MIB:
+            break
+        run(lb, sid, "true")
+        rec = next_checkpoint(fleet, sid, rec["gen"])
+    assert len(chain) == 1 and not chain[0]["delta"] and chain[0]["bytes"] >= 20 * MIB, rec
+    assert stored_size(fleet, chain[0]["backup"]) == chain[0]["bytes"]
+    full = chain[0]
+
+    # one byte changed, a file and a directory deleted, a file added
+    run(lb, sid, "printf J | dd of=/workspace/small/a.txt bs=1 seek=0 conv=notrunc 2>/dev/null && "
+                 "rm /workspace/small/gone.txt && rm -r /workspace/olddir && "
+                 "echo new > /workspace/small/new.txt")
+    rec = next_checkpoint(fleet, sid, rec["gen"])
+    chain = rec["chain"]
+    assert [c["backup"] for c in chain[:1]] == [full["backup"]], rec
+    delta = chain[-1]
+    assert delta["delta"] and delta["bytes"] < 20 * MIB // 10, rec
+    assert stored_size(fleet, delta["backup"]) == delta["bytes"]
+    print(f"full checkpoint {full['bytes']} bytes, delta after a 1-byte change "
+          f"{delta['bytes']} bytes")
+    # a second change: the chain grows
+    run(lb, sid, "printf K | dd of=/workspace/small/b.txt bs=1 seek=1 conv=notrunc 2>/dev/null")
+    rec = next_checkpoint(fleet, sid, rec["gen"])
+    chain = rec["chain"]
+    assert len(chain) >= 3 and all(c["delta"] for c in chain[1:]), rec
+    assert chain[-1]["bytes"] < 20 * MIB // 10
+    _, want = run(lb, sid, TREE)
+    assert "./small/gone.txt" not in want and "./olddir" not in want
+
+    # the node dies: the sandbox comes back elsewhere from the chain
+    owner = fleet.by_name(fleet.owner(sid))
+    owner.kill()
+
+    def back():
+        try:
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/small/a.txt", timeout=30)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and r
+    r = wait_until(back, 60 + fleet.ttl_s, interval=0.5)
+    assert r, f"{sid} did not come back after {owner.name} died"
+    assert node_of(r) != owner.name
+    assert r.text == "Jello\n"
+    r2, got = run(lb, sid, TREE)
+    assert got == want
+    _, out = run(lb, sid, "cat /workspace/small/b.txt /workspace/small/new.txt; "
+                          "ls /workspace/small && ls /workspace")
+    assert out == "kKep\nnew\na.txt\nb.txt\nnew.txt\nbig\nsmall\n", out
