@@ -342,6 +342,60 @@ def next_checkpoint(fleet, sid, after):
     return ckpt_record(fleet, sid)
 
 
+def live_nodes(fleet):
+    def healthy(n):
+        try:
+            return n.running() and req(n.url, "GET", "/health", timeout=10).status_code == 200
+        except requests.RequestException:
+            return False
+    return [n for n in fleet.nodes if healthy(n)]
+
+
+def test_a_broken_chain_fails_the_restore_and_changes_nothing(fleet):
+    """A delta damaged in the store: the node taking the sandbox says so
+    (503 with the reason) on every request, never serves part of it; once
+    the delta is whole again it serves all of it."""
+    a, b = live_nodes(fleet)[:2]
+    sid = "fleet-broken"
+    r = req(a.url, "POST", "/v1/sandbox", json={"id": sid, "sleepAfter": "2s"})
+    assert r.status_code == 201 and node_of(r) == a.name, r.text
+    run(a.url, sid, "echo one > /workspace/one && echo two > /workspace/two")
+    # idle: checkpointed (a full one) and given up
+    assert wait_until(lambda: fleet.owner(sid) is None and checkpoint_gen(fleet, sid) >= 1,
+                      120, interval=0.2)
+    gen = checkpoint_gen(fleet, sid)
+    # b takes it, changes it, goes idle: a delta
+    run(b.url, sid, "echo ONE > /workspace/one && rm /workspace/two && echo three > /workspace/three")
+    assert wait_until(lambda: fleet.owner(sid) is None and checkpoint_gen(fleet, sid) > gen,
+                      120, interval=0.2)
+    chain = ckpt_record(fleet, sid)["chain"]
+    assert len(chain) == 2 and chain[1]["delta"], chain
+    found = [os.path.join(root, name) for root, _, files in os.walk(fleet.s3.dir)
+             for name in files if name == f"{chain[1]['backup']}.tar.zst._S3rver_object"]
+    assert len(found) == 1, found
+    with open(found[0], "rb") as f:
+        good = f.read()
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0xFF
+    with open(found[0], "wb") as f:
+        f.write(bad)
+    try:
+        # a still has the first checkpoint: it must not serve it as the latest
+        for _ in range(2):
+            r = req(a.url, "GET", f"/v1/sandbox/{sid}/file/three")
+            assert r.status_code == 503, (r.status_code, r.text)
+            assert r.json()["code"] == "unavailable"
+            assert "checksum" in r.json()["error"] and chain[1]["backup"] in r.json()["error"], r.text
+            assert fleet.owner(sid) is None
+    finally:
+        with open(found[0], "wb") as f:
+            f.write(good)
+    r = req(a.url, "GET", f"/v1/sandbox/{sid}/file/three")
+    assert r.status_code == 200 and r.text == "three\n" and node_of(r) == a.name, r.text
+    _, out = run(a.url, sid, "cat /workspace/one; ls /workspace")
+    assert out == "ONE\none\nthree\n"
+
+
 TREE = "cd /workspace && find . -path ./big -prune -o -print | sort && sha256sum big/* small/*"
 
 
