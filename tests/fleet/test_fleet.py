@@ -6,14 +6,17 @@ others with every file, and a SIGKILLed node's come back elsewhere from their
 last checkpoint. Each request's serving node is its Sandboxd-Node header."""
 import json
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
 from helpers import wait_until
 
 JSON = {"Accept": "application/json"}
-N = 30
-IDS = [f"fleet-{i:03d}" for i in range(N)]
+N = 300
+ALL = [f"fleet-{i:03d}" for i in range(N)]
+# what the later cases (drain, kill, restart) follow: every tenth of them
+IDS = ALL[::10]
 # sid -> the node that served it when it was made (filled by the first test)
 MADE = {}
 
@@ -55,24 +58,33 @@ def checkpoint_gen(fleet, sid):
 
 def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
     lb = fleet.haproxy.url
-    for sid in IDS:
+
+    def make(sid):
         r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid, "labels": {"sid": sid},
                                                  "env": {"FLEET_ENV": sid}})
         assert r.status_code == 201, f"{sid}: {r.status_code} {r.text}"
         node = node_of(r)
         assert node in {"node1", "node2", "node3"}, r.headers
-        MADE[sid] = node
         r, _ = run(lb, sid, f"mkdir -p /workspace/d && echo {sid} > /workspace/d/f.txt && cd /workspace/d")
         assert node_of(r) == node
-        assert fleet.owner(sid) == node
-    for sid in IDS:
+        return sid, node
+
+    def check(sid):
         r, out = run(lb, sid, "pwd && cat f.txt")
         assert node_of(r) == MADE[sid]
         assert out == f"/workspace/d\n{sid}\n"
         r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
         assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == MADE[sid]
+
+    # a few clients at once (the machine has two cores)
+    with ThreadPoolExecutor(6) as pool:
+        MADE.update(pool.map(make, ALL))
+        list(pool.map(check, ALL))
+    for sid in ALL:
+        assert fleet.owner(sid) == MADE[sid], sid
     counts = {n: sum(1 for v in MADE.values() if v == n) for n in ("node1", "node2", "node3")}
-    assert min(counts.values()) >= 4, counts
+    print(f"{N} sandboxes through HAProxy: {counts}")
+    assert min(counts.values()) >= 50, counts
 
 
 def same_sandbox(lb, sid):
