@@ -12,6 +12,7 @@
 #include "core/curl_loop.h"
 #include "core/manager.h"
 #include "core/registry.h"
+#include "core/session.h"
 #include "lib/base64.h"
 #include "lib/buf.h"
 #include "lib/log.h"
@@ -28,6 +29,9 @@
 /* Inside the sandbox, outside CKPT_DIR: the manifest of its files as its
  * last checkpoint (generation n) has them, the next delta's base. */
 #define MANIFEST_FMT "/.sbx-checkpoint/manifest.%llu"
+/* The sessions' cwd and exported variables that a checkpoint carries, at
+ * most (etcd takes values of up to 1.5 MiB) */
+#define SESSIONS_MAX (512u << 10)
 
 struct etcd_call;
 typedef void (*etcd_cb)(struct fleet *f, void *ctx, json_t *answer,
@@ -330,6 +334,64 @@ static void manifest_path(uint64_t gen, char *buf, size_t cap)
 	snprintf(buf, cap, MANIFEST_FMT, (unsigned long long)gen);
 }
 
+/* ---- sessions ----
+ * A checkpoint's record carries the sandbox's sessions (cwd and exported
+ * variables, session_state_encode) so that the next command on the node
+ * that takes it starts where the last one left off:
+ * [{"id": id, "state": base64}], the default session first. */
+
+static json_t *sessions_encode(struct sandbox *sb)
+{
+	json_t *v = json_array();
+	size_t total = 0;
+	for (struct session *s = sb->sessions; v && s; s = s->next) {
+		char *state;
+		size_t len;
+		if (session_state_encode(s, &state, &len) < 0)
+			continue;
+		total += len;
+		if (total <= SESSIONS_MAX)
+			json_array_append_new(v, json_pack("{s:s, s:o}", "id",
+			                                   s->id, "state",
+			                                   b64(state, len)));
+		else
+			log_warn("sandbox=%s event=fleet-session-not-kept "
+			         "session=%s (the sessions are over %u bytes)",
+			         sb->id, s->id, SESSIONS_MAX);
+		free(state);
+	}
+	return v;
+}
+
+static void sessions_apply(struct sandbox *sb, json_t *v)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e)
+	{
+		const char *id = json_string_value(json_object_get(e, "id"));
+		const char *b = json_string_value(json_object_get(e, "state"));
+		if (!id || !b)
+			continue;
+		size_t n = strlen(b);
+		char *state = malloc(n + 1);
+		ssize_t len = state ? base64_decode(b, n, state) : -1;
+		struct session *s = i == 0 ? sandbox_session(sb, NULL)
+		                           : sandbox_session(sb, id);
+		if (len >= 0 && !s &&
+		    sandbox_session_new(sb, id, NULL, NULL, 0, &s) < 0)
+			s = NULL;
+		if (len < 0 || !s ||
+		    session_state_decode(s, state, (size_t)len) < 0)
+			log_warn("sandbox=%s event=fleet-session-not-restored "
+			         "session=%s",
+			         sb->id, id);
+		else
+			sandbox_session_save(sb, s);
+		free(state);
+	}
+}
+
 /* ---- which IDs this node holds ---- */
 
 static bool lease_valid(const struct fleet *f)
@@ -514,6 +576,7 @@ struct restore_ctx {
 	uint64_t gen;
 	char backup[ID_RANDOM_MAX]; /* the chain's last */
 	char *chain;                /* as the registry keeps it */
+	json_t *sessions;
 	struct backup_op *bop;
 };
 
@@ -607,6 +670,7 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 		}
 		rc->op = op;
 		rc->gen = (uint64_t)gen;
+		rc->sessions = json_incref(json_object_get(j, "sessions"));
 		snprintf(rc->backup, sizeof(rc->backup), "%s", bid);
 		log_info("sandbox=%s event=fleet-restore tenant=%s gen=%llu "
 		         "backup=%s links=%zu had=%llu",
@@ -645,9 +709,12 @@ static void restore_done(void *ctx, const struct backup_info *info,
 		registry_checkpoint_put(f->m->reg, rc->tenant, op->id, rc->gen,
 		                        rc->chain, &e2);
 		struct sandbox *sb = manager_find(f->m, rc->tenant, op->id);
-		if (sb)
+		if (sb) {
+			sessions_apply(sb, rc->sessions);
 			sb->fleet_saved_ms = sb->last_active_ms;
+		}
 	}
+	json_decref(rc->sessions);
 	free(rc->tenant);
 	free(rc->chain);
 	free(rc);
@@ -1088,10 +1155,11 @@ static void ckpt_backup_done(void *ctx, const struct backup_info *info,
 	c->touched_ms = sb ? sb->last_active_ms : 0;
 	char k[256];
 	ckpt_key(c->id, c->tenant, k, sizeof(k));
-	json_t *v = json_pack("{s:s, s:I, s:s, s:O, s:s, s:o*}", "tenant",
+	json_t *v = json_pack("{s:s, s:I, s:s, s:O, s:s, s:o*, s:o*}", "tenant",
 	                      c->tenant, "gen", (json_int_t)c->gen, "backup",
 	                      c->backup, "chain", c->chain, "node", f->node,
-	                      "opts", sb ? opts_encode(sb) : NULL);
+	                      "opts", sb ? opts_encode(sb) : NULL, "sessions",
+	                      sb ? sessions_encode(sb) : NULL);
 	char *vs = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	etcd_post(f, "/v3/kv/put",

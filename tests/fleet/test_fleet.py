@@ -408,10 +408,13 @@ def test_a_broken_chain_fails_the_restore_and_changes_nothing(fleet):
     assert out == "ONE\none\nthree\n"
 
 
-TREE = "cd /workspace && find . -path ./big -prune -o -print | sort && sha256sum big/* small/*"
+TREE = "(cd /workspace && find . -path ./big -prune -o -print | sort && sha256sum big/* small/*)"
 
 
 def test_a_small_change_uploads_a_small_delta_and_a_restore_applies_the_chain(fleet):
+    """The unit is the file: a 1-byte change uploads that file (and the
+    paths deleted), not the sandbox; the node that takes it applies the
+    whole chain, and the session's cwd and exports come with it."""
     lb = fleet.haproxy.url
     sid = "fleet-incr"
     r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid})
@@ -446,8 +449,10 @@ def test_a_small_change_uploads_a_small_delta_and_a_restore_applies_the_chain(fl
     assert stored_size(fleet, delta["backup"]) == delta["bytes"]
     print(f"full checkpoint {full['bytes']} bytes, delta after a 1-byte change "
           f"{delta['bytes']} bytes")
-    # a second change: the chain grows
-    run(lb, sid, "printf K | dd of=/workspace/small/b.txt bs=1 seek=1 conv=notrunc 2>/dev/null")
+    # a second change, and the session's cwd and an exported variable:
+    # the chain grows, the session comes along
+    run(lb, sid, "printf K | dd of=/workspace/small/b.txt bs=1 seek=1 conv=notrunc 2>/dev/null && "
+                 "cd /workspace/small && export MOVED_VAR=moved-along")
     rec = next_checkpoint(fleet, sid, rec["gen"])
     chain = rec["chain"]
     assert len(chain) >= 3 and all(c["delta"] for c in chain[1:]), rec
@@ -474,3 +479,6 @@ def test_a_small_change_uploads_a_small_delta_and_a_restore_applies_the_chain(fl
     _, out = run(lb, sid, "cat /workspace/small/b.txt /workspace/small/new.txt; "
                           "ls /workspace/small && ls /workspace")
     assert out == "kKep\nnew\na.txt\nb.txt\nnew.txt\nbig\nsmall\n", out
+    # the next command starts where the last one on the dead node left off
+    _, out = run(lb, sid, "pwd && echo $MOVED_VAR")
+    assert out == "/workspace/small\nmoved-along\n", out
