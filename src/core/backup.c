@@ -650,7 +650,7 @@ static void report(struct backup_op *op, bool force)
 /* The builtin's message lines: "T n", "P n", "E errno what", "OK ...". */
 static void on_line(struct backup_op *op, const char *l)
 {
-	unsigned long long v;
+	unsigned long long v, w;
 	int e, off = 0;
 	if (sscanf(l, "T %llu", &v) == 1 && op->kind == OP_CREATE) {
 		op->total = v;
@@ -666,6 +666,9 @@ static void on_line(struct backup_op *op, const char *l)
 		         l + off);
 	} else if (!strcmp(l, "M delta") && op->kind == OP_CREATE) {
 		op->info.delta = true;
+	} else if (sscanf(l, "C %llu %llu", &v, &w) == 2 &&
+	           op->kind == OP_CREATE) {
+		op->info.changes = v + w;
 	} else if (!strncmp(l, "OK ", 3) && op->kind == OP_RESTORE) {
 		if (!op->tmp[0])
 			sscanf(l + 3, "%255s", op->tmp);

@@ -40,6 +40,9 @@ struct backup_info {
 	uint64_t size_bytes, created_ms;
 	uint64_t expires_ms; /* 0: never */
 	bool delta;          /* a checkpoint's delta (backup_checkpoint) */
+	/* backup_checkpoint's: entries archived plus paths deleted (0 for a
+	 * delta: nothing changed); not kept in the metadata */
+	uint64_t changes;
 };
 
 struct backups;

@@ -79,6 +79,7 @@ struct ckpt {
 	uint64_t gen;
 	char backup[ID_RANDOM_MAX];
 	json_t *old_chain, *chain; /* [{backup, bytes, delta}], oldest first */
+	bool empty; /* a delta of nothing: the chain stays, the backup goes */
 	bool stop_after, running, done;
 	struct ckpt *next;
 };
@@ -1102,12 +1103,17 @@ static void ckpt_recorded(struct fleet *f, void *ctx, json_t *a,
 	free(text);
 	size_t n = json_array_size(c->chain);
 	json_t *last = json_array_get(c->chain, n - 1);
-	log_info(
-	    "sandbox=%s event=fleet-checkpoint gen=%llu backup=%s "
-	    "kind=%s bytes=%lld links=%zu",
-	    c->id, (unsigned long long)c->gen, c->backup,
-	    json_is_true(json_object_get(last, "delta")) ? "delta" : "full",
-	    (long long)json_integer_value(json_object_get(last, "bytes")), n);
+	log_info("sandbox=%s event=fleet-checkpoint gen=%llu backup=%s "
+	         "kind=%s bytes=%lld links=%zu",
+	         c->id, (unsigned long long)c->gen, c->backup,
+	         c->empty                                       ? "unchanged"
+	         : json_is_true(json_object_get(last, "delta")) ? "delta"
+	                                                        : "full",
+	         (long long)json_integer_value(json_object_get(last, "bytes")),
+	         n);
+	if (c->empty) /* the chain has all of it: this one goes */
+		backup_delete(f->m->backups, c->tenant, c->backup, deleted,
+		              NULL);
 	/* what no chain needs any more: the old one, once a full one is
 	 * recorded */
 	for (size_t i = 0; i < json_array_size(c->old_chain); i++) {
@@ -1142,24 +1148,28 @@ static void ckpt_backup_done(void *ctx, const struct backup_info *info,
 		return;
 	}
 	snprintf(c->backup, sizeof(c->backup), "%s", info->id);
-	/* a delta extends the chain; a full one starts a new one */
+	/* a delta extends the chain; a full one starts a new one; a delta of
+	 * nothing (used, not changed: its sessions may have) adds no link */
+	c->empty = info->delta && !info->changes && c->old_chain;
 	c->chain = info->delta && c->old_chain ? json_deep_copy(c->old_chain)
 	                                       : json_array();
-	json_array_append_new(c->chain,
-	                      json_pack("{s:s, s:I, s:b}", "backup", info->id,
-	                                "bytes", (json_int_t)info->size_bytes,
-	                                "delta", info->delta));
+	if (!c->empty)
+		json_array_append_new(
+		    c->chain, json_pack("{s:s, s:I, s:b}", "backup", info->id,
+		                        "bytes", (json_int_t)info->size_bytes,
+		                        "delta", info->delta));
+	const char *last = chain_id(c->chain, json_array_size(c->chain) - 1);
 	/* the archive's command touched it when it ended: a use after this
 	 * is one the checkpoint may not have */
 	struct sandbox *sb = manager_find(f->m, c->tenant, c->id);
 	c->touched_ms = sb ? sb->last_active_ms : 0;
 	char k[256];
 	ckpt_key(c->id, c->tenant, k, sizeof(k));
-	json_t *v = json_pack("{s:s, s:I, s:s, s:O, s:s, s:o*, s:o*}", "tenant",
-	                      c->tenant, "gen", (json_int_t)c->gen, "backup",
-	                      c->backup, "chain", c->chain, "node", f->node,
-	                      "opts", sb ? opts_encode(sb) : NULL, "sessions",
-	                      sb ? sessions_encode(sb) : NULL);
+	json_t *v = json_pack(
+	    "{s:s, s:I, s:s, s:O, s:s, s:o*, s:o*}", "tenant", c->tenant, "gen",
+	    (json_int_t)c->gen, "backup", last ? last : c->backup, "chain",
+	    c->chain, "node", f->node, "opts", sb ? opts_encode(sb) : NULL,
+	    "sessions", sb ? sessions_encode(sb) : NULL);
 	char *vs = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	etcd_post(f, "/v3/kv/put",

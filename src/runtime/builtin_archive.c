@@ -25,7 +25,8 @@
  *       (the unit is the file: a changed file goes whole), then a member
  *       named DELETED_MEMBER listing (NUL-separated) the paths gone; a
  *       base that cannot be read makes it a full archive. stderr says
- *       which first: "M full\n" or "M delta\n".
+ *       which first: "M full\n" or "M delta\n", and at the end
+ *       "C <entries archived> <paths deleted>\n".
  *   archive-unpack base dir [--in=PATH] [--into=TMP]
  *       stdin (or the file PATH): an archive (hostile input: libarchive's
  * secure extraction, no "..", no absolute names, no writing through a symlink,
@@ -283,6 +284,7 @@ struct walk {
 	struct mtab *old;   /* a delta's base (NULL: everything goes) */
 	FILE *man;          /* the new manifest (NULL: none) */
 	bool manifest_only; /* archive-commit's walk: nothing archived */
+	uint64_t entries;   /* archived */
 };
 
 /* The mount a directory is on: what a mount point changes. (st_dev
@@ -420,6 +422,7 @@ static void walk_dir(struct walk *w, int dfd, size_t rl, int depth)
 					fail(errno, w->rel);
 			}
 			write_entry(w, e, in);
+			w->entries++;
 			if (in >= 0)
 				close(in);
 		}
@@ -531,6 +534,7 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 	if (archive_write_open(w.a, NULL, NULL, out_write, NULL) != ARCHIVE_OK)
 		fail(EIO, archive_error_string(w.a));
 	walk_dir(&w, dfd, 0, 0);
+	uint64_t deleted = 0;
 	if (w.old) { /* what the base had and dir has not any more */
 		char *gone = NULL;
 		size_t glen = 0;
@@ -539,6 +543,7 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 			if (w.old->v[i].path && !w.old->v[i].seen) {
 				fputs(w.old->v[i].path, g);
 				fputc('\0', g);
+				deleted++;
 			}
 		if (!g || fclose(g) != 0)
 			fail(ENOMEM, "deletions");
@@ -567,6 +572,8 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 			fail(ENOMEM, "manifest");
 		manifest_write(base, manifest, mtext, mlen, basem);
 	}
+	dprintf(2, "C %llu %llu\n", (unsigned long long)w.entries,
+	        (unsigned long long)deleted);
 	dprintf(2, "P %llu\n", (unsigned long long)w.done);
 	if (out) {
 		struct stat ost;

@@ -425,17 +425,22 @@ def test_a_small_change_uploads_a_small_delta_and_a_restore_applies_the_chain(fl
                  "echo x > /workspace/olddir/sub/x && echo keep > /workspace/small/b.txt")
     # until one full checkpoint has all 20 MiB (one made while the files
     # were being written has part of them; the next one is then a delta,
-    # and a full one comes again once the chain is at its longest)
+    # and a full one comes again once the chain is at its longest: small
+    # changes make it grow)
     rec = next_checkpoint(fleet, sid, 0)
-    for _ in range(12):
+    for i in range(12):
         chain = rec["chain"]
         if len(chain) == 1 and chain[0]["bytes"] >= 20 * MIB:
             break
-        run(lb, sid, "true")
+        run(lb, sid, f"echo {i} > /workspace/big/tick")
         rec = next_checkpoint(fleet, sid, rec["gen"])
     assert len(chain) == 1 and not chain[0]["delta"] and chain[0]["bytes"] >= 20 * MIB, rec
     assert stored_size(fleet, chain[0]["backup"]) == chain[0]["bytes"]
     full = chain[0]
+    # used but not changed: a checkpoint (for its sessions) without a link
+    run(lb, sid, "true")
+    rec = next_checkpoint(fleet, sid, rec["gen"])
+    assert rec["chain"] == [full], rec
 
     # one byte changed, a file and a directory deleted, a file added
     run(lb, sid, "printf J | dd of=/workspace/small/a.txt bs=1 seek=0 conv=notrunc 2>/dev/null && "

@@ -173,6 +173,8 @@ static void test_full_delta_chain(void **state)
 	assert_int_equal(
 	    run(NULL, "delta.tar", NULL, 0, err, sizeof(err), delta), 0);
 	assert_non_null(strstr(err, "M delta\n"));
+	/* a, t, t/n, u, d/new, link; gone, gdir, gdir/z, u/y */
+	assert_non_null(strstr(err, "C 6 4\n"));
 	/* the base stays (until a later one names another), both are there */
 	assert_true(size_of("m/manifest.1") > 0);
 	assert_true(size_of("m/manifest.2") > 0);
@@ -216,6 +218,7 @@ static void test_full_delta_chain(void **state)
 	    run(NULL, "again.tar", NULL, 0, err, sizeof(err), again), 0);
 	assert_non_null(strstr(err, "M delta\n"));
 	assert_true(size_of("again.tar") < 200);
+	assert_non_null(strstr(err, "C 0 0\n"));
 	/* the older manifests of that stem went, the base stayed */
 	assert_true(size_of("r-m/manifest.2") > 0);
 	assert_true(size_of("r-m/manifest.3") > 0);
