@@ -58,6 +58,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/builtin.h"
@@ -72,11 +73,12 @@
 #define MANIFEST_MAX (1ull << 30)
 
 static unsigned long long confine = RESOLVE_BENEATH;
-static int msgfd = 1; /* where errors go: stdout, or stderr for create */
+static int msgfd = 1;      /* where errors go: stdout, or stderr for create */
+static char failtag = 'E'; /* 'W': a failure that fails nothing else */
 
 __attribute__((noreturn)) static void fail(int e, const char *what)
 {
-	dprintf(msgfd, "E %d %s\n", e, what);
+	dprintf(msgfd, "%c %d %s\n", failtag, e, what);
 	_exit(1);
 }
 
@@ -230,13 +232,14 @@ static void attr_of(const struct stat *st, char *buf, size_t cap)
 
 /* Write the manifest text (len bytes) to path; remove the other
  * manifests of its stem but keep's. */
-static void manifest_write(int base, const char *path, const char *text,
-                           size_t len, const char *keep)
+static void manifest_write_now(int base, const char *path, const char *text,
+                               size_t len, const char *keep)
 {
-	char leaf[NAME_MAX + 1];
+	char leaf[NAME_MAX + 1], tmp[NAME_MAX + 8];
 	int pfd = open_parent_of(base, path, leaf, sizeof(leaf), true);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", leaf);
 	int fd =
-	    openat(pfd, leaf,
+	    openat(pfd, tmp,
 	           O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		fail(errno, path);
@@ -248,7 +251,7 @@ static void manifest_write(int base, const char *path, const char *text,
 			fail(errno, path);
 		off += (size_t)n;
 	}
-	if (fsync(fd) < 0)
+	if (fsync(fd) < 0 || renameat(pfd, tmp, pfd, leaf) < 0)
 		fail(errno, path);
 	close(fd);
 	const char *dot = strrchr(leaf, '.');
@@ -266,6 +269,40 @@ static void manifest_write(int base, const char *path, const char *text,
 	if (d)
 		closedir(d);
 	close(pfd);
+}
+
+/* Whole or not at all, and never failing the archive it describes (a
+ * sandbox whose root cannot take it gets full checkpoints): in a child,
+ * whose failure is a "W" line. */
+static void manifest_write(int base, const char *path, const char *text,
+                           size_t len, const char *keep)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		failtag = 'W';
+		manifest_write_now(base, path, text, len, keep);
+		_exit(0);
+	}
+	int st;
+	while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* A manifest of this name from an attempt that failed describes another
+ * tree: it goes before anything is written. */
+static void manifest_forget(int base, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char parent[PATH_MAX];
+	if (!slash || (size_t)(slash - path) >= sizeof(parent))
+		return;
+	memcpy(parent, path, (size_t)(slash - path));
+	parent[slash - path] = '\0';
+	int pfd = open_in(base, *parent ? parent : "/", O_RDONLY | O_DIRECTORY);
+	if (pfd >= 0) {
+		unlinkat(pfd, slash + 1, 0);
+		close(pfd);
+	}
 }
 
 /* ---- create -----------------------------------------------------------------
@@ -508,6 +545,8 @@ static _Noreturn void op_create(int base, const char *dir, int argc,
 		w.out_dev = ost.st_dev;
 		w.out_ino = ost.st_ino;
 	}
+	if (manifest)
+		manifest_forget(base, manifest);
 	w.old = basem ? mtab_load(base, basem) : NULL;
 	dprintf(2, "M %s\n", w.old ? "delta" : "full");
 	char *mtext = NULL;
@@ -910,6 +949,15 @@ static void move_contents(int pfd, const char *leaf, const char *tmp)
  * the base of the next delta. */
 static void commit_manifest(int base, const char *dir, const char *path)
 {
+	manifest_forget(base, path);
+	pid_t pid = fork(); /* its failure fails not the restore */
+	if (pid != 0) {
+		int st;
+		while (pid > 0 && waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		return;
+	}
+	failtag = 'W';
 	int dfd = open_in(base, dir, O_RDONLY | O_DIRECTORY);
 	if (dfd < 0)
 		fail(-dfd, dir);
@@ -923,9 +971,8 @@ static void commit_manifest(int base, const char *dir, const char *path)
 	walk_dir(&w, dfd, 0, 0);
 	if (fclose(w.man) != 0)
 		fail(ENOMEM, "manifest");
-	manifest_write(base, path, mtext, mlen, NULL);
-	free(mtext);
-	close(dfd);
+	manifest_write_now(base, path, mtext, mlen, NULL);
+	_exit(0);
 }
 
 static _Noreturn void op_commit(int base, const char *dir, const char *tmp,

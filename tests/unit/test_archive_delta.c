@@ -242,6 +242,14 @@ static void test_full_delta_chain(void **state)
 	assert_int_equal(
 	    run(NULL, "full2.tar", NULL, 0, err, sizeof(err), nobase), 0);
 	assert_non_null(strstr(err, "M full\n"));
+	/* a manifest that cannot be written fails not the archive */
+	put("ws/blocker", "a file, not a directory");
+	const char *nowhere[] = {"archive-create", "/", "/ws",
+	                         "--manifest=/ws/blocker/manifest.11", NULL};
+	assert_int_equal(
+	    run(NULL, "full3.tar", NULL, 0, err, sizeof(err), nowhere), 0);
+	assert_non_null(strstr(err, "\nW "));
+	assert_true(size_of("full3.tar") > 0);
 	rm("");
 }
 
