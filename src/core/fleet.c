@@ -80,6 +80,8 @@ struct ckpt {
 	char backup[ID_RANDOM_MAX];
 	json_t *old_chain, *chain; /* [{backup, bytes, delta}], oldest first */
 	bool empty; /* a delta of nothing: the chain stays, the backup goes */
+	bool redo;  /* a drain came while it ran: one more after it (its
+	               archive may have missed a write made meanwhile) */
 	bool stop_after, running, done;
 	struct ckpt *next;
 };
@@ -1028,6 +1030,7 @@ static int opts_create(struct manager *m, const char *tenant, const char *id,
 }
 
 static void ckpt_next(struct fleet *f);
+static bool ckpt_queue(struct fleet *f, struct sandbox *sb, bool stop_after);
 
 static void ckpt_free(struct ckpt *c)
 {
@@ -1052,12 +1055,14 @@ static void ckpt_end(struct ckpt *c, bool ok)
 	ckpt_unlink(c);
 	f->nrunning--;
 	struct sandbox *sb = manager_find(f->m, c->tenant, c->id);
+	bool redo =
+	    c->redo && ok && sb && f->draining && sb->state != SB_STOPPED;
 	if (sb) {
 		if (ok)
 			sb->fleet_saved_ms = sb->last_active_ms == c->touched_ms
 			                         ? c->touched_ms
 			                         : c->before_ms;
-		if (c->stop_after && sb->state != SB_STOPPED &&
+		if (c->stop_after && !redo && sb->state != SB_STOPPED &&
 		    (!ok || sb->last_active_ms == c->touched_ms)) {
 			sandbox_stop(sb, "idle");
 			if (ok && !f->draining)
@@ -1071,6 +1076,8 @@ static void ckpt_end(struct ckpt *c, bool ok)
 			f->drain_failed++;
 	}
 	ckpt_free(c);
+	if (redo)
+		ckpt_queue(f, sb, true);
 	ckpt_next(f);
 }
 
@@ -1239,6 +1246,8 @@ static bool ckpt_queue(struct fleet *f, struct sandbox *sb, bool stop_after)
 	for (struct ckpt *c = f->ckpts; c; c = c->next)
 		if (!strcmp(c->id, sb->id) && !strcmp(c->tenant, sb->tenant)) {
 			c->stop_after |= stop_after;
+			if (f->draining && (c->running || c->op))
+				c->redo = true;
 			return true;
 		}
 	struct ckpt *c = calloc(1, sizeof(*c));

@@ -29,7 +29,8 @@ S3RVER = REPO / "tests" / "s3" / "node_modules" / ".bin" / "s3rver"
 FLEET_CONFIG = REPO / "contrib" / "haproxy" / "fleet-config"
 ETCD = shutil.which("etcd")
 HAPROXY = shutil.which("haproxy") or (os.path.exists("/usr/sbin/haproxy") and "/usr/sbin/haproxy")
-TTL_S = 3           # --etcd-ttl: a dead node's sandboxes move after this
+TTL_S = 6           # --etcd-ttl: a dead node's sandboxes move after this (a node
+                    # whose loop stalls that long on this loaded machine gives its lease up)
 CHECKPOINT_S = 2    # --checkpoint-every
 
 
