@@ -110,14 +110,15 @@ char *backup_info_encode(const struct backup_info *info)
 	json_t *ex = json_array();
 	for (size_t i = 0; i < info->nexcludes; i++)
 		json_array_append_new(ex, json_string(info->excludes[i]));
-	json_t *j = json_pack(
-	    "{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, "
-	    "s:I, s:s}",
-	    "version", 1, "id", info->id, "tenant", info->tenant, "sandboxId",
-	    info->sandbox, "dir", info->dir, "excludes", ex, "sha256",
-	    info->sha256, "sizeBytes", (json_int_t)info->size_bytes,
-	    "createdMs", (json_int_t)info->created_ms, "expiresMs",
-	    (json_int_t)info->expires_ms, "format", "tar+zstd");
+	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:o, s:s, s:I, s:I, "
+	                      "s:I, s:s, s:b}",
+	                      "version", 1, "id", info->id, "tenant",
+	                      info->tenant, "sandboxId", info->sandbox, "dir",
+	                      info->dir, "excludes", ex, "sha256", info->sha256,
+	                      "sizeBytes", (json_int_t)info->size_bytes,
+	                      "createdMs", (json_int_t)info->created_ms,
+	                      "expiresMs", (json_int_t)info->expires_ms,
+	                      "format", "tar+zstd", "delta", info->delta);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	return s;
@@ -158,6 +159,7 @@ int backup_info_parse(const char *text, size_t len, struct backup_info *out)
 	out->size_bytes = (uint64_t)size;
 	out->created_ms = (uint64_t)created;
 	out->expires_ms = (uint64_t)expires;
+	out->delta = json_is_true(json_object_get(j, "delta"));
 	out->tenant = strdup(tenant);
 	out->sandbox = strdup(sandbox);
 	out->dir = strdup(dir);
@@ -579,6 +581,10 @@ struct backup_op {
 	char dir[4200];
 	char tmp[300]; /* what archive-unpack made */
 	bool unpacked, bad_sum;
+	/* a chain (backup_restore_chain): its ids, the one being unpacked */
+	char **chain;
+	size_t nchain, ichain;
+	char manifest[300]; /* written by the commit ("": none) */
 	/* the end */
 	bool cancelled, finished;
 	struct sbx_err err; /* the first failure */
@@ -596,6 +602,9 @@ static void op_unlink(struct backup_op *op)
 
 static void op_free(struct backup_op *op)
 {
+	for (size_t i = 0; i < op->nchain; i++)
+		free(op->chain[i]);
+	free(op->chain);
 	buf_free(&op->line);
 	buf_free(&op->pending);
 	backup_info_clear(&op->info);
@@ -642,7 +651,7 @@ static void report(struct backup_op *op, bool force)
 /* The builtin's message lines: "T n", "P n", "E errno what", "OK ...". */
 static void on_line(struct backup_op *op, const char *l)
 {
-	unsigned long long v;
+	unsigned long long v, w;
 	int e, off = 0;
 	if (sscanf(l, "T %llu", &v) == 1 && op->kind == OP_CREATE) {
 		op->total = v;
@@ -656,9 +665,14 @@ static void on_line(struct backup_op *op, const char *l)
 		op->builtin_errno = e;
 		snprintf(op->builtin_what, sizeof(op->builtin_what), "%s",
 		         l + off);
-	} else if (!strncmp(l, "OK ", 3) && op->kind == OP_RESTORE &&
-	           !op->tmp[0]) {
-		sscanf(l + 3, "%255s", op->tmp);
+	} else if (!strcmp(l, "M delta") && op->kind == OP_CREATE) {
+		op->info.delta = true;
+	} else if (sscanf(l, "C %llu %llu", &v, &w) == 2 &&
+	           op->kind == OP_CREATE) {
+		op->info.changes = v + w;
+	} else if (!strncmp(l, "OK ", 3) && op->kind == OP_RESTORE) {
+		if (!op->tmp[0])
+			sscanf(l + 3, "%255s", op->tmp);
 		op->unpacked = true;
 	}
 }
@@ -852,8 +866,9 @@ static struct backup_op *op_new(struct backups *b, enum op_kind kind,
 	return op;
 }
 
-int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
+static int create(struct backups *b, struct sandbox *sb, const char *dir,
                   const char *const *excludes, size_t nexcludes, uint64_t ttl_s,
+                  const char *base, const char *manifest,
                   const struct backup_cbs *cbs, void *ctx,
                   struct backup_op **out)
 {
@@ -878,8 +893,8 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
 	for (size_t i = 0; ok && i < nexcludes; i++)
 		if ((ok = (in->excludes[i] = strdup(excludes[i])) != NULL))
 			in->nexcludes++;
-	const char **argv = calloc(nexcludes + 4, sizeof(char *));
-	char **pats = calloc(nexcludes + 1, sizeof(char *));
+	const char **argv = calloc(nexcludes + 6, sizeof(char *));
+	char **pats = calloc(nexcludes + 3, sizeof(char *));
 	if (!ok || !argv || !pats) {
 		free(argv);
 		free(pats);
@@ -905,6 +920,11 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
 	for (size_t i = 0; i < nexcludes; i++)
 		if (asprintf(&pats[i], "--exclude=%s", excludes[i]) >= 0)
 			argv[n++] = pats[i];
+	if (base && asprintf(&pats[nexcludes], "--base=%s", base) >= 0)
+		argv[n++] = pats[nexcludes];
+	if (manifest &&
+	    asprintf(&pats[nexcludes + 1], "--manifest=%s", manifest) >= 0)
+		argv[n++] = pats[nexcludes + 1];
 	argv[n] = NULL;
 	struct exec_params p = {.argv = argv,
 	                        .builtin = true,
@@ -914,7 +934,7 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
 	/* from here on op may be gone when exec_submit returns 0: its done
 	 * can run before (a sandbox that could not start) */
 	r = exec_submit(sb, NULL, &p, create_job_done, op, &op->job, &err);
-	for (size_t i = 0; i < nexcludes; i++)
+	for (size_t i = 0; i < nexcludes + 2; i++)
 		free(pats[i]);
 	free(pats);
 	free(argv);
@@ -926,6 +946,23 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
 		op_done(op);
 	}
 	return r < 0 ? r : 0;
+}
+
+int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
+                  const char *const *excludes, size_t nexcludes, uint64_t ttl_s,
+                  const struct backup_cbs *cbs, void *ctx,
+                  struct backup_op **out)
+{
+	return create(b, sb, dir, excludes, nexcludes, ttl_s, NULL, NULL, cbs,
+	              ctx, out);
+}
+
+int backup_checkpoint(struct backups *b, struct sandbox *sb, const char *dir,
+                      const char *base, const char *manifest,
+                      const struct backup_cbs *cbs, void *ctx,
+                      struct backup_op **out)
+{
+	return create(b, sb, dir, NULL, 0, 0, base, manifest, cbs, ctx, out);
 }
 
 /* ---- restore ---- */
@@ -945,6 +982,26 @@ static void restore_second_done(const struct exec_result *res, void *ctx)
 		log_info("sandbox=%s event=restored-backup id=%s dir=%s",
 		         op->sb ? op->sb->id : "-", op->info.id, op->dir);
 	op_done(op);
+}
+
+static void restore_found(void *ctx, const struct backup_info *info,
+                          const struct sbx_err *lerr);
+
+/* The next link of a chain, unpacked onto what the last ones made. */
+static void restore_next(struct backup_op *op)
+{
+	op->ichain++;
+	op->unpacked = false; /* get_done stays until the next get starts */
+	op->get_paused = false;
+	op->bytes = 0;
+	op->builtin_errno = 0;
+	buf_reset(&op->line);
+	buf_reset(&op->pending);
+	sha256_init(&op->sha);
+	snprintf(op->info.id, sizeof(op->info.id), "%.*s",
+	         (int)sizeof(op->info.id) - 1, op->chain[op->ichain]);
+	lookup(op->b, op->info.tenant, op->chain[op->ichain], restore_found,
+	       op);
 }
 
 /* Swap the unpacked tree in, or remove it: a second builtin. */
@@ -969,8 +1026,19 @@ static void restore_finish(struct backup_op *op)
 		op_done(op);
 		return;
 	}
-	const char *argv[] = {commit ? "archive-commit" : "archive-abort", "/",
-	                      op->dir, op->tmp, NULL};
+	if (commit && op->ichain + 1 < op->nchain) {
+		restore_next(op);
+		return;
+	}
+	char mopt[320] = "";
+	if (op->manifest[0])
+		snprintf(mopt, sizeof(mopt), "--manifest=%s", op->manifest);
+	const char *argv[] = {commit ? "archive-commit" : "archive-abort",
+	                      "/",
+	                      op->dir,
+	                      op->tmp,
+	                      mopt[0] && commit ? mopt : NULL,
+	                      NULL};
 	struct exec_params p = {.argv = argv,
 	                        .builtin = true,
 	                        .detached = true,
@@ -1103,14 +1171,25 @@ static void restore_found(void *ctx, const struct backup_info *info,
 {
 	struct backup_op *op = ctx;
 	struct sbx_err err = {0};
-	if (!info) {
+	if (!info && op->nchain) {
+		op_fail(op, lerr->code == ENOENT ? EBADMSG : lerr->code,
+		        "checkpoint %zu of %zu (%s): %s", op->ichain + 1,
+		        op->nchain, op->chain[op->ichain], lerr->msg);
+	} else if (!info) {
 		op->err = *lerr;
-		op_done(op);
-		return;
-	}
-	if (op->cancelled) {
+	} else if (op->nchain && info->delta != (op->ichain > 0)) {
+		op_fail(op, EBADMSG, "checkpoint %zu of %zu (%s) is %s",
+		        op->ichain + 1, op->nchain, info->id,
+		        info->delta ? "a delta, not a full one"
+		                    : "a full one, not a delta");
+	} else if (op->cancelled) {
 		op_fail(op, ECANCELED, "cancelled");
-		op_done(op);
+	}
+	if (op->err.code) {
+		if (op->tmp[0]) /* what the links before made goes */
+			restore_finish(op);
+		else
+			op_done(op);
 		return;
 	}
 	backup_info_clear(&op->info);
@@ -1129,7 +1208,11 @@ static void restore_found(void *ctx, const struct backup_info *info,
 		op_done(op);
 		return;
 	}
-	const char *argv[] = {"archive-unpack", "/", op->dir, NULL};
+	char into[320] = "";
+	if (op->ichain)
+		snprintf(into, sizeof(into), "--into=%s", op->tmp);
+	const char *argv[] = {"archive-unpack", "/", op->dir,
+	                      into[0] ? into : NULL, NULL};
 	struct exec_params p = {.argv = argv,
 	                        .builtin = true,
 	                        .detached = true,
@@ -1140,10 +1223,12 @@ static void restore_found(void *ctx, const struct backup_info *info,
 	/* the read first (its bytes come from the loop, never before the
 	 * job is there); the job last: its done may run before exec_submit
 	 * returns, and op be gone */
+	op->get_done = false;
 	if (op->b->store->ops->get(op->b->store, op->arch_key, 0, restore_data,
 	                           restore_got, op, &op->get, &err) < 0) {
 		op_fail(op, err.code, "%s", err.msg);
-		op_done(op);
+		op->get_done = true;
+		restore_finish(op); /* an earlier link's tree goes */
 		return;
 	}
 	report(op, true);
@@ -1152,8 +1237,41 @@ static void restore_found(void *ctx, const struct backup_info *info,
 		op_fail(op, err.code ? err.code : EIO, "%s", err.msg);
 		op->b->store->ops->get_cancel(op->get);
 		op->get = NULL;
-		op_done(op);
+		op->get_done = true;
+		restore_finish(op);
 	}
+}
+
+int backup_restore_chain(struct backups *b, struct sandbox *sb,
+                         const char *const *ids, size_t n, const char *dir,
+                         const char *manifest, const struct backup_cbs *cbs,
+                         void *ctx, struct backup_op **out)
+{
+	struct sbx_err err = {0};
+	struct backup_op *op = n ? op_new(b, OP_RESTORE, sb, cbs, ctx) : NULL;
+	if (!op) {
+		sbx_err_set(&err, n ? ENOMEM : EINVAL,
+		            n ? "out of memory" : "an empty chain");
+		cbs->done(ctx, NULL, &err);
+		return -err.code;
+	}
+	*out = op;
+	op->chain = calloc(n, sizeof(char *));
+	for (size_t i = 0; op->chain && i < n; i++)
+		if ((op->chain[i] = strdup(ids[i])))
+			op->nchain++;
+	if (op->nchain != n) {
+		op_fail(op, ENOMEM, "out of memory");
+		op_done(op);
+		return -ENOMEM;
+	}
+	snprintf(op->dir, sizeof(op->dir), "%s", dir);
+	if (manifest)
+		snprintf(op->manifest, sizeof(op->manifest), "%s", manifest);
+	snprintf(op->info.id, sizeof(op->info.id), "%.*s",
+	         (int)sizeof(op->info.id) - 1, ids[0]);
+	lookup(b, sb->tenant, ids[0], restore_found, op);
+	return 0;
 }
 
 int backup_restore(struct backups *b, struct sandbox *sb, const char *id,

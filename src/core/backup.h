@@ -39,6 +39,10 @@ struct backup_info {
 	char sha256[65];
 	uint64_t size_bytes, created_ms;
 	uint64_t expires_ms; /* 0: never */
+	bool delta;          /* a checkpoint's delta (backup_checkpoint) */
+	/* backup_checkpoint's: entries archived plus paths deleted (0 for a
+	 * delta: nothing changed); not kept in the metadata */
+	uint64_t changes;
 };
 
 struct backups;
@@ -77,6 +81,24 @@ int backup_create(struct backups *b, struct sandbox *sb, const char *dir,
                   const char *const *excludes, size_t nexcludes, uint64_t ttl_s,
                   const struct backup_cbs *cbs, void *ctx,
                   struct backup_op **out);
+/* A fleet's checkpoint (core/fleet.c): backup_create of dir that also
+ * writes the manifest of what it archived to manifest (a path inside the
+ * sandbox, outside dir); with base (the manifest an earlier checkpoint
+ * wrote) only what changed since: the files added or changed, whole (the
+ * unit is the file), and the list of the paths gone. info->delta says
+ * which it was (a base that cannot be read makes a full one). */
+int backup_checkpoint(struct backups *b, struct sandbox *sb, const char *dir,
+                      const char *base, const char *manifest,
+                      const struct backup_cbs *cbs, void *ctx,
+                      struct backup_op **out);
+/* Replace dir of sb with a chain of checkpoints: ids[0] a full one, then
+ * its deltas in order, all unpacked (and checked) beside dir before it is
+ * swapped in (a chain with a link missing or damaged changes nothing and
+ * fails); then dir's manifest is written to manifest (NULL: none). */
+int backup_restore_chain(struct backups *b, struct sandbox *sb,
+                         const char *const *ids, size_t n, const char *dir,
+                         const char *manifest, const struct backup_cbs *cbs,
+                         void *ctx, struct backup_op **out);
 /* Replace dir (NULL: the backup's own) of sb with backup id's content;
  * sb's tenant must be the backup's. */
 int backup_restore(struct backups *b, struct sandbox *sb, const char *id,

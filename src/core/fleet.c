@@ -13,6 +13,7 @@
 #include "core/manager.h"
 #include "core/registry.h"
 #include "core/sandbox_internal.h"
+#include "core/session.h"
 #include "lib/base64.h"
 #include "lib/buf.h"
 #include "lib/log.h"
@@ -21,6 +22,17 @@
 #define ETCD_ANSWER_MAX (4u << 20)
 #define CKPT_PARALLEL 4
 #define ID_MAX 64
+/* A chain: one full checkpoint and at most CHAIN_MAX - 1 deltas; a full
+ * one is written instead once the deltas would outweigh the base. */
+#define CHAIN_MAX 8
+#define CHAIN_TEXT_MAX 4096
+#define CKPT_DIR "/workspace"
+/* Inside the sandbox, outside CKPT_DIR: the manifest of its files as its
+ * last checkpoint (generation n) has them, the next delta's base. */
+#define MANIFEST_FMT "/.sbx-checkpoint/manifest.%llu"
+/* The sessions' cwd and exported variables that a checkpoint carries, at
+ * most (etcd takes values of up to 1.5 MiB) */
+#define SESSIONS_MAX (512u << 10)
 
 struct etcd_call;
 typedef void (*etcd_cb)(struct fleet *f, void *ctx, json_t *answer,
@@ -66,7 +78,11 @@ struct ckpt {
 	                                   checkpoint, and once its archive
 	                                   was written */
 	uint64_t gen;
-	char backup[ID_RANDOM_MAX], old_backup[ID_RANDOM_MAX];
+	char backup[ID_RANDOM_MAX];
+	json_t *old_chain, *chain; /* [{backup, bytes, delta}], oldest first */
+	bool empty; /* a delta of nothing: the chain stays, the backup goes */
+	bool redo;  /* a drain came while it ran: one more after it (its
+	               archive may have missed a write made meanwhile) */
 	bool stop_after, running, done;
 	struct ckpt *next;
 };
@@ -255,6 +271,131 @@ static void ckpt_key(const char *id, const char *tenant, char *buf, size_t cap)
 	snprintf(buf, cap, "sbx/ckpt/%s/%s", id, tk);
 }
 
+/* ---- chains of checkpoints ----
+ * A sandbox's checkpoints: [{"backup": id, "bytes": n, "delta": bool}],
+ * a full one first, then its deltas in order; in etcd's record ("chain")
+ * and the registry (as text). */
+
+/* The chain of a record or of the registry's text (an old record has
+ * only "backup": a chain of one); NULL if there is none. */
+static json_t *chain_of(json_t *rec)
+{
+	json_t *c = json_object_get(rec, "chain");
+	if (json_is_array(c) && json_array_size(c))
+		return json_incref(c);
+	const char *b = json_string_value(json_object_get(rec, "backup"));
+	return b ? json_pack("[{s:s, s:I, s:b}]", "backup", b, "bytes",
+	                     (json_int_t)0, "delta", 0)
+	         : NULL;
+}
+
+static json_t *chain_parse(const char *text)
+{
+	if (!text || !text[0])
+		return NULL;
+	if (text[0] != '[') /* an older registry: the backup's ID */
+		return json_pack("[{s:s, s:I, s:b}]", "backup", text, "bytes",
+		                 (json_int_t)0, "delta", 0);
+	json_t *c = json_loads(text, 0, NULL);
+	if (!json_is_array(c) || !json_array_size(c)) {
+		json_decref(c);
+		return NULL;
+	}
+	return c;
+}
+
+static const char *chain_id(json_t *chain, size_t i)
+{
+	return json_string_value(
+	    json_object_get(json_array_get(chain, i), "backup"));
+}
+
+/* May the next checkpoint be a delta on chain? */
+static bool chain_extends(json_t *chain)
+{
+	size_t n = json_array_size(chain);
+	if (!n || n >= CHAIN_MAX)
+		return false;
+	json_int_t base = json_integer_value(
+	    json_object_get(json_array_get(chain, 0), "bytes"));
+	json_int_t deltas = 0;
+	for (size_t i = 1; i < n; i++)
+		deltas += json_integer_value(
+		    json_object_get(json_array_get(chain, i), "bytes"));
+	return base > 0 && deltas <= base;
+}
+
+static bool chain_has(json_t *chain, const char *id)
+{
+	for (size_t i = 0; i < json_array_size(chain); i++)
+		if (chain_id(chain, i) && !strcmp(chain_id(chain, i), id))
+			return true;
+	return false;
+}
+
+static void manifest_path(uint64_t gen, char *buf, size_t cap)
+{
+	snprintf(buf, cap, MANIFEST_FMT, (unsigned long long)gen);
+}
+
+/* ---- sessions ----
+ * A checkpoint's record carries the sandbox's sessions (cwd and exported
+ * variables, session_state_encode) so that the next command on the node
+ * that takes it starts where the last one left off:
+ * [{"id": id, "state": base64}], the default session first. */
+
+static json_t *sessions_encode(struct sandbox *sb)
+{
+	json_t *v = json_array();
+	size_t total = 0;
+	for (struct session *s = sb->sessions; v && s; s = s->next) {
+		char *state;
+		size_t len;
+		if (session_state_encode(s, &state, &len) < 0)
+			continue;
+		total += len;
+		if (total <= SESSIONS_MAX)
+			json_array_append_new(v, json_pack("{s:s, s:o}", "id",
+			                                   s->id, "state",
+			                                   b64(state, len)));
+		else
+			log_warn("sandbox=%s event=fleet-session-not-kept "
+			         "session=%s (the sessions are over %u bytes)",
+			         sb->id, s->id, SESSIONS_MAX);
+		free(state);
+	}
+	return v;
+}
+
+static void sessions_apply(struct sandbox *sb, json_t *v)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(v, i, e)
+	{
+		const char *id = json_string_value(json_object_get(e, "id"));
+		const char *b = json_string_value(json_object_get(e, "state"));
+		if (!id || !b)
+			continue;
+		size_t n = strlen(b);
+		char *state = malloc(n + 1);
+		ssize_t len = state ? base64_decode(b, n, state) : -1;
+		struct session *s = i == 0 ? sandbox_session(sb, NULL)
+		                           : sandbox_session(sb, id);
+		if (len >= 0 && !s &&
+		    sandbox_session_new(sb, id, NULL, NULL, 0, &s) < 0)
+			s = NULL;
+		if (len < 0 || !s ||
+		    session_state_decode(s, state, (size_t)len) < 0)
+			log_warn("sandbox=%s event=fleet-session-not-restored "
+			         "session=%s",
+			         sb->id, id);
+		else
+			sandbox_session_save(sb, s);
+		free(state);
+	}
+}
+
 /* ---- which IDs this node holds ---- */
 
 static bool lease_valid(const struct fleet *f)
@@ -437,7 +578,9 @@ struct restore_ctx {
 	struct claim_op *op;
 	char *tenant;
 	uint64_t gen;
-	char backup[ID_RANDOM_MAX];
+	char backup[ID_RANDOM_MAX]; /* the chain's last */
+	char *chain;                /* as the registry keeps it */
+	json_t *sessions;
 	struct backup_op *bop;
 };
 
@@ -485,18 +628,23 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 		free(val);
 		const char *tenant =
 		    json_string_value(json_object_get(j, "tenant"));
-		const char *bid =
-		    json_string_value(json_object_get(j, "backup"));
+		json_t *chain = chain_of(j);
+		size_t nlinks = json_array_size(chain);
+		const char *bid = nlinks ? chain_id(chain, nlinks - 1) : NULL;
 		json_int_t gen = json_integer_value(json_object_get(j, "gen"));
 		uint64_t have = 0;
-		char have_b[ID_RANDOM_MAX];
+		const char *ids[CHAIN_MAX * 2];
+		for (size_t l = 0; l < nlinks && l < CHAIN_MAX * 2; l++)
+			if (!(ids[l] = chain_id(chain, l)))
+				bid = NULL;
 		if (!tenant || !bid || gen <= 0 ||
-		    strlen(bid) >= ID_RANDOM_MAX) {
+		    strlen(bid) >= ID_RANDOM_MAX || nlinks > CHAIN_MAX * 2) {
+			json_decref(chain);
 			json_decref(j);
 			continue;
 		}
-		registry_checkpoint_get(f->m->reg, tenant, op->id, &have,
-		                        have_b, sizeof(have_b));
+		registry_checkpoint_get(f->m->reg, tenant, op->id, &have, NULL,
+		                        0);
 		struct sandbox *sb = manager_find(f->m, tenant, op->id);
 		struct sbx_err err = {0};
 		if ((uint64_t)gen <= have ||
@@ -508,28 +656,37 @@ static void claim_take(struct claim_op *op, json_t *ckpts)
 				snprintf(op->why, sizeof(op->why),
 				         "sandbox %s: %s", op->id, err.msg);
 			}
+			json_decref(chain);
 			json_decref(j);
 			continue;
 		}
 		struct restore_ctx *rc = calloc(1, sizeof(*rc));
-		if (!rc || !(rc->tenant = strdup(tenant))) {
+		if (!rc || !(rc->tenant = strdup(tenant)) ||
+		    !(rc->chain = json_dumps(chain, JSON_COMPACT))) {
+			if (rc)
+				free(rc->tenant);
 			free(rc);
 			op->failed = true;
 			snprintf(op->why, sizeof(op->why), "out of memory");
+			json_decref(chain);
 			json_decref(j);
 			continue;
 		}
 		rc->op = op;
 		rc->gen = (uint64_t)gen;
+		rc->sessions = json_incref(json_object_get(j, "sessions"));
 		snprintf(rc->backup, sizeof(rc->backup), "%s", bid);
 		log_info("sandbox=%s event=fleet-restore tenant=%s gen=%llu "
-		         "backup=%s had=%llu",
-		         op->id, tenant, (unsigned long long)gen, bid,
+		         "backup=%s links=%zu had=%llu",
+		         op->id, tenant, (unsigned long long)gen, bid, nlinks,
 		         (unsigned long long)have);
 		op->restores++;
+		char mpath[128];
+		manifest_path((uint64_t)gen, mpath, sizeof(mpath));
 		static const struct backup_cbs cbs = {.done = restore_done};
-		backup_restore(f->m->backups, sb, bid, NULL, &cbs, rc,
-		               &rc->bop);
+		backup_restore_chain(f->m->backups, sb, ids, nlinks, CKPT_DIR,
+		                     mpath, &cbs, rc, &rc->bop);
+		json_decref(chain);
 		json_decref(j);
 	}
 	op->restores--;
@@ -554,12 +711,16 @@ static void restore_done(void *ctx, const struct backup_info *info,
 	} else {
 		struct sbx_err e2 = {0};
 		registry_checkpoint_put(f->m->reg, rc->tenant, op->id, rc->gen,
-		                        rc->backup, &e2);
+		                        rc->chain, &e2);
 		struct sandbox *sb = manager_find(f->m, rc->tenant, op->id);
-		if (sb)
+		if (sb) {
+			sessions_apply(sb, rc->sessions);
 			sb->fleet_saved_ms = sb->last_active_ms;
+		}
 	}
+	json_decref(rc->sessions);
 	free(rc->tenant);
+	free(rc->chain);
 	free(rc);
 	op->restores--;
 	if (f->closing && !op->restores) {
@@ -870,9 +1031,12 @@ static int opts_create(struct manager *m, const char *tenant, const char *id,
 }
 
 static void ckpt_next(struct fleet *f);
+static bool ckpt_queue(struct fleet *f, struct sandbox *sb, bool stop_after);
 
 static void ckpt_free(struct ckpt *c)
 {
+	json_decref(c->old_chain);
+	json_decref(c->chain);
 	free(c->tenant);
 	free(c);
 }
@@ -892,12 +1056,14 @@ static void ckpt_end(struct ckpt *c, bool ok)
 	ckpt_unlink(c);
 	f->nrunning--;
 	struct sandbox *sb = manager_find(f->m, c->tenant, c->id);
+	bool redo =
+	    c->redo && ok && sb && f->draining && sb->state != SB_STOPPED;
 	if (sb) {
 		if (ok)
 			sb->fleet_saved_ms = sb->last_active_ms == c->touched_ms
 			                         ? c->touched_ms
 			                         : c->before_ms;
-		if (c->stop_after && sb->state != SB_STOPPED &&
+		if (c->stop_after && !redo && sb->state != SB_STOPPED &&
 		    (!ok || sb->last_active_ms == c->touched_ms)) {
 			sandbox_stop(sb, "idle");
 			if (ok && !f->draining)
@@ -911,6 +1077,8 @@ static void ckpt_end(struct ckpt *c, bool ok)
 			f->drain_failed++;
 	}
 	ckpt_free(c);
+	if (redo)
+		ckpt_queue(f, sb, true);
 	ckpt_next(f);
 }
 
@@ -931,17 +1099,37 @@ static void ckpt_recorded(struct fleet *f, void *ctx, json_t *a,
 		log_error(
 		    "sandbox=%s event=fleet-checkpoint-failed error=\"%s\"",
 		    c->id, err->msg);
+		/* (its archive stays: the record may have been written and
+		 * only the answer lost) */
 		ckpt_end(c, false);
 		return;
 	}
 	struct sbx_err e2 = {0};
-	registry_checkpoint_put(f->m->reg, c->tenant, c->id, c->gen, c->backup,
-	                        &e2);
-	log_info("sandbox=%s event=fleet-checkpoint gen=%llu backup=%s", c->id,
-	         (unsigned long long)c->gen, c->backup);
-	if (c->old_backup[0] && strcmp(c->old_backup, c->backup))
-		backup_delete(f->m->backups, c->tenant, c->old_backup, deleted,
+	char *text = json_dumps(c->chain, JSON_COMPACT);
+	registry_checkpoint_put(f->m->reg, c->tenant, c->id, c->gen,
+	                        text ? text : c->backup, &e2);
+	free(text);
+	size_t n = json_array_size(c->chain);
+	json_t *last = json_array_get(c->chain, n - 1);
+	log_info("sandbox=%s event=fleet-checkpoint gen=%llu backup=%s "
+	         "kind=%s bytes=%lld links=%zu",
+	         c->id, (unsigned long long)c->gen, c->backup,
+	         c->empty                                       ? "unchanged"
+	         : json_is_true(json_object_get(last, "delta")) ? "delta"
+	                                                        : "full",
+	         (long long)json_integer_value(json_object_get(last, "bytes")),
+	         n);
+	if (c->empty) /* the chain has all of it: this one goes */
+		backup_delete(f->m->backups, c->tenant, c->backup, deleted,
 		              NULL);
+	/* what no chain needs any more: the old one, once a full one is
+	 * recorded */
+	for (size_t i = 0; i < json_array_size(c->old_chain); i++) {
+		const char *id = chain_id(c->old_chain, i);
+		if (id && !chain_has(c->chain, id))
+			backup_delete(f->m->backups, c->tenant, id, deleted,
+			              NULL);
+	}
 	ckpt_end(c, true);
 }
 
@@ -968,16 +1156,28 @@ static void ckpt_backup_done(void *ctx, const struct backup_info *info,
 		return;
 	}
 	snprintf(c->backup, sizeof(c->backup), "%s", info->id);
+	/* a delta extends the chain; a full one starts a new one; a delta of
+	 * nothing (used, not changed: its sessions may have) adds no link */
+	c->empty = info->delta && !info->changes && c->old_chain;
+	c->chain = info->delta && c->old_chain ? json_deep_copy(c->old_chain)
+	                                       : json_array();
+	if (!c->empty)
+		json_array_append_new(
+		    c->chain, json_pack("{s:s, s:I, s:b}", "backup", info->id,
+		                        "bytes", (json_int_t)info->size_bytes,
+		                        "delta", info->delta));
+	const char *last = chain_id(c->chain, json_array_size(c->chain) - 1);
 	/* the archive's command touched it when it ended: a use after this
 	 * is one the checkpoint may not have */
 	struct sandbox *sb = manager_find(f->m, c->tenant, c->id);
 	c->touched_ms = sb ? sb->last_active_ms : 0;
 	char k[256];
 	ckpt_key(c->id, c->tenant, k, sizeof(k));
-	json_t *v =
-	    json_pack("{s:s, s:I, s:s, s:s, s:o*}", "tenant", c->tenant, "gen",
-	              (json_int_t)c->gen, "backup", c->backup, "node", f->node,
-	              "opts", sb ? opts_encode(sb) : NULL);
+	json_t *v = json_pack(
+	    "{s:s, s:I, s:s, s:O, s:s, s:o*, s:o*}", "tenant", c->tenant, "gen",
+	    (json_int_t)c->gen, "backup", last ? last : c->backup, "chain",
+	    c->chain, "node", f->node, "opts", sb ? opts_encode(sb) : NULL,
+	    "sessions", sb ? sessions_encode(sb) : NULL);
 	char *vs = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	json_decref(v);
 	etcd_post(f, "/v3/kv/put",
@@ -999,13 +1199,19 @@ static void ckpt_run(struct ckpt *c)
 		return;
 	}
 	uint64_t gen = 0;
-	registry_checkpoint_get(f->m->reg, c->tenant, c->id, &gen,
-	                        c->old_backup, sizeof(c->old_backup));
+	char text[CHAIN_TEXT_MAX];
+	registry_checkpoint_get(f->m->reg, c->tenant, c->id, &gen, text,
+	                        sizeof(text));
+	c->old_chain = chain_parse(text);
 	c->gen = gen + 1;
 	c->before_ms = sb->last_active_ms;
+	char base[128], manifest[128];
+	manifest_path(gen, base, sizeof(base));
+	manifest_path(c->gen, manifest, sizeof(manifest));
 	static const struct backup_cbs cbs = {.done = ckpt_backup_done};
-	int r = backup_create(f->m->backups, sb, "/workspace", NULL, 0, 0, &cbs,
-	                      c, &c->op);
+	int r = backup_checkpoint(f->m->backups, sb, CKPT_DIR,
+	                          chain_extends(c->old_chain) ? base : NULL,
+	                          manifest, &cbs, c, &c->op);
 	if (c->done || r < 0) {
 		ckpt_end(c, false);
 		return;
@@ -1041,6 +1247,8 @@ static bool ckpt_queue(struct fleet *f, struct sandbox *sb, bool stop_after)
 	for (struct ckpt *c = f->ckpts; c; c = c->next)
 		if (!strcmp(c->id, sb->id) && !strcmp(c->tenant, sb->tenant)) {
 			c->stop_after |= stop_after;
+			if (f->draining && (c->running || c->op))
+				c->redo = true;
 			return true;
 		}
 	struct ckpt *c = calloc(1, sizeof(*c));
@@ -1148,6 +1356,20 @@ void fleet_sandbox_gone(struct fleet *f, struct sandbox *sb)
 {
 	char k[256];
 	ckpt_key(sb->id, sb->tenant, k, sizeof(k));
+	if (owned(f, sb->id) && f->m->backups) {
+		/* its chain is the latest: no one needs it any more */
+		uint64_t gen = 0;
+		char text[CHAIN_TEXT_MAX];
+		registry_checkpoint_get(f->m->reg, sb->tenant, sb->id, &gen,
+		                        text, sizeof(text));
+		json_t *chain = chain_parse(text);
+		for (size_t i = 0; i < json_array_size(chain); i++)
+			if (chain_id(chain, i))
+				backup_delete(f->m->backups, sb->tenant,
+				              chain_id(chain, i), deleted,
+				              NULL);
+		json_decref(chain);
+	}
 	for (struct ckpt *c = f->ckpts; c; c = c->next)
 		if (!strcmp(c->id, sb->id) && !strcmp(c->tenant, sb->tenant))
 			c->stop_after = false;

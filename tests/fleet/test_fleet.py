@@ -5,14 +5,18 @@ node, a non-owner answers 307, a drained node's sandboxes answer from the
 others with every file, and a SIGKILLed node's come back elsewhere from their
 last checkpoint. Each request's serving node is its Sandboxd-Node header."""
 import json
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import requests
 
 from helpers import wait_until
 
 JSON = {"Accept": "application/json"}
-N = 30
-IDS = [f"fleet-{i:03d}" for i in range(N)]
+N = 300
+ALL = [f"fleet-{i:03d}" for i in range(N)]
+# what the later cases (drain, kill, restart) follow: every tenth of them
+IDS = ALL[::10]
 # sid -> the node that served it when it was made (filled by the first test)
 MADE = {}
 
@@ -54,24 +58,33 @@ def checkpoint_gen(fleet, sid):
 
 def test_creates_spread_over_nodes_and_keep_files_and_cwd(fleet):
     lb = fleet.haproxy.url
-    for sid in IDS:
+
+    def make(sid):
         r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid, "labels": {"sid": sid},
                                                  "env": {"FLEET_ENV": sid}})
         assert r.status_code == 201, f"{sid}: {r.status_code} {r.text}"
         node = node_of(r)
         assert node in {"node1", "node2", "node3"}, r.headers
-        MADE[sid] = node
         r, _ = run(lb, sid, f"mkdir -p /workspace/d && echo {sid} > /workspace/d/f.txt && cd /workspace/d")
         assert node_of(r) == node
-        assert fleet.owner(sid) == node
-    for sid in IDS:
+        return sid, node
+
+    def check(sid):
         r, out = run(lb, sid, "pwd && cat f.txt")
         assert node_of(r) == MADE[sid]
         assert out == f"/workspace/d\n{sid}\n"
         r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt")
         assert r.status_code == 200 and r.text == f"{sid}\n" and node_of(r) == MADE[sid]
+
+    # a few clients at once (the machine has two cores)
+    with ThreadPoolExecutor(6) as pool:
+        MADE.update(pool.map(make, ALL))
+        list(pool.map(check, ALL))
+    for sid in ALL:
+        assert fleet.owner(sid) == MADE[sid], sid
     counts = {n: sum(1 for v in MADE.values() if v == n) for n in ("node1", "node2", "node3")}
-    assert min(counts.values()) >= 4, counts
+    print(f"{N} sandboxes through HAProxy: {counts}")
+    assert min(counts.values()) >= 50, counts
 
 
 def same_sandbox(lb, sid):
@@ -305,3 +318,172 @@ def test_a_node_cut_off_from_etcd_stops_serving_until_it_is_back(fleet):
     r = wait_until(served, 120, interval=0.5)
     assert r and r.text == f"{sid}\n"
     assert fleet.owner(sid) == node_of(r)
+
+
+# ---- incremental checkpoints -------------------------------------------------
+
+MIB = 1 << 20
+
+
+def ckpt_record(fleet, sid):
+    """sid's checkpoint record in etcd (its chain: [{backup, bytes, delta}])."""
+    kvs = fleet.etcd.get_prefix(f"sbx/ckpt/{sid}/")
+    assert len(kvs) <= 1, kvs
+    return json.loads(next(iter(kvs.values()))) if kvs else None
+
+
+def stored_size(fleet, backup):
+    """The size of a checkpoint's archive as s3rver keeps it on disk."""
+    found = []
+    for root, _, files in os.walk(fleet.s3.dir):
+        for name in files:
+            if name in (f"{backup}.tar.zst", f"{backup}.tar.zst._S3rver_object"):
+                found.append(os.path.join(root, name))
+    assert len(found) == 1, (backup, found)
+    return os.path.getsize(found[0])
+
+
+def stored_objects(fleet):
+    return {name for _, _, files in os.walk(fleet.s3.dir) for name in files}
+
+
+def next_checkpoint(fleet, sid, after):
+    """Wait for a checkpoint of sid newer than generation after."""
+    assert wait_until(lambda: checkpoint_gen(fleet, sid) > after, 120, interval=0.2), \
+        f"{sid}: no checkpoint after generation {after}"
+    return ckpt_record(fleet, sid)
+
+
+def live_nodes(fleet):
+    def healthy(n):
+        try:
+            return n.running() and req(n.url, "GET", "/health", timeout=10).status_code == 200
+        except requests.RequestException:
+            return False
+    return [n for n in fleet.nodes if healthy(n)]
+
+
+def test_a_broken_chain_fails_the_restore_and_changes_nothing(fleet):
+    """A delta damaged in the store: the node taking the sandbox says so
+    (503 with the reason) on every request, never serves part of it; once
+    the delta is whole again it serves all of it."""
+    a, b = live_nodes(fleet)[:2]
+    sid = "fleet-broken"
+    r = req(a.url, "POST", "/v1/sandbox", json={"id": sid, "sleepAfter": "2s"})
+    assert r.status_code == 201 and node_of(r) == a.name, r.text
+    run(a.url, sid, "echo one > /workspace/one && echo two > /workspace/two")
+    # idle: checkpointed (a full one) and given up
+    assert wait_until(lambda: fleet.owner(sid) is None and checkpoint_gen(fleet, sid) >= 1,
+                      120, interval=0.2)
+    gen = checkpoint_gen(fleet, sid)
+    # b takes it, changes it, goes idle: a delta
+    run(b.url, sid, "echo ONE > /workspace/one && rm /workspace/two && echo three > /workspace/three")
+    assert wait_until(lambda: fleet.owner(sid) is None and checkpoint_gen(fleet, sid) > gen,
+                      120, interval=0.2)
+    chain = ckpt_record(fleet, sid)["chain"]
+    assert len(chain) == 2 and chain[1]["delta"], chain
+    found = [os.path.join(root, name) for root, _, files in os.walk(fleet.s3.dir)
+             for name in files if name == f"{chain[1]['backup']}.tar.zst._S3rver_object"]
+    assert len(found) == 1, found
+    with open(found[0], "rb") as f:
+        good = f.read()
+    bad = bytearray(good)
+    bad[len(bad) // 2] ^= 0xFF
+    with open(found[0], "wb") as f:
+        f.write(bad)
+    try:
+        # a still has the first checkpoint: it must not serve it as the latest
+        for _ in range(2):
+            r = req(a.url, "GET", f"/v1/sandbox/{sid}/file/three")
+            assert r.status_code == 503, (r.status_code, r.text)
+            assert r.json()["code"] == "unavailable"
+            assert "checksum" in r.json()["error"] and chain[1]["backup"] in r.json()["error"], r.text
+            assert fleet.owner(sid) is None
+    finally:
+        with open(found[0], "wb") as f:
+            f.write(good)
+    r = req(a.url, "GET", f"/v1/sandbox/{sid}/file/three")
+    assert r.status_code == 200 and r.text == "three\n" and node_of(r) == a.name, r.text
+    _, out = run(a.url, sid, "cat /workspace/one; ls /workspace")
+    assert out == "ONE\none\nthree\n"
+
+
+TREE = "(cd /workspace && find . -path ./big -prune -o -print | sort && sha256sum big/* small/*)"
+
+
+def test_a_small_change_uploads_a_small_delta_and_a_restore_applies_the_chain(fleet):
+    """The unit is the file: a 1-byte change uploads that file (and the
+    paths deleted), not the sandbox; the node that takes it applies the
+    whole chain, and the session's cwd and exports come with it."""
+    lb = fleet.haproxy.url
+    sid = "fleet-incr"
+    r = lbreq(lb, "POST", "/v1/sandbox", json={"id": sid})
+    assert r.status_code == 201, r.text
+    run(lb, sid, "mkdir -p /workspace/big /workspace/small /workspace/olddir/sub && "
+                 "for i in $(seq 1 20); do head -c 1048576 /dev/urandom > /workspace/big/f$i; done && "
+                 "echo hello > /workspace/small/a.txt && echo bye > /workspace/small/gone.txt && "
+                 "echo x > /workspace/olddir/sub/x && echo keep > /workspace/small/b.txt")
+    # until one full checkpoint has all 20 MiB (one made while the files
+    # were being written has part of them; the next one is then a delta,
+    # and a full one comes again once the chain is at its longest: small
+    # changes make it grow)
+    rec = next_checkpoint(fleet, sid, 0)
+    for i in range(12):
+        chain = rec["chain"]
+        if len(chain) == 1 and chain[0]["bytes"] >= 20 * MIB:
+            break
+        run(lb, sid, f"echo {i} > /workspace/big/tick")
+        rec = next_checkpoint(fleet, sid, rec["gen"])
+    assert len(chain) == 1 and not chain[0]["delta"] and chain[0]["bytes"] >= 20 * MIB, rec
+    assert stored_size(fleet, chain[0]["backup"]) == chain[0]["bytes"]
+    full = chain[0]
+    # used but not changed: a checkpoint (for its sessions) without a link
+    run(lb, sid, "true")
+    rec = next_checkpoint(fleet, sid, rec["gen"])
+    assert rec["chain"] == [full], rec
+
+    # one byte changed, a file and a directory deleted, a file added
+    run(lb, sid, "printf J | dd of=/workspace/small/a.txt bs=1 seek=0 conv=notrunc 2>/dev/null && "
+                 "rm /workspace/small/gone.txt && rm -r /workspace/olddir && "
+                 "echo new > /workspace/small/new.txt")
+    rec = next_checkpoint(fleet, sid, rec["gen"])
+    chain = rec["chain"]
+    assert [c["backup"] for c in chain[:1]] == [full["backup"]], rec
+    delta = chain[-1]
+    assert delta["delta"] and delta["bytes"] < 20 * MIB // 10, rec
+    assert stored_size(fleet, delta["backup"]) == delta["bytes"]
+    print(f"full checkpoint {full['bytes']} bytes, delta after a 1-byte change "
+          f"{delta['bytes']} bytes")
+    # a second change, and the session's cwd and an exported variable:
+    # the chain grows, the session comes along
+    run(lb, sid, "printf K | dd of=/workspace/small/b.txt bs=1 seek=1 conv=notrunc 2>/dev/null && "
+                 "cd /workspace/small && export MOVED_VAR=moved-along")
+    rec = next_checkpoint(fleet, sid, rec["gen"])
+    chain = rec["chain"]
+    assert len(chain) >= 3 and all(c["delta"] for c in chain[1:]), rec
+    assert chain[-1]["bytes"] < 20 * MIB // 10
+    _, want = run(lb, sid, TREE)
+    assert "./small/gone.txt" not in want and "./olddir" not in want
+
+    # the node dies: the sandbox comes back elsewhere from the chain
+    owner = fleet.by_name(fleet.owner(sid))
+    owner.kill()
+
+    def back():
+        try:
+            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/small/a.txt", timeout=30)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and r
+    r = wait_until(back, 60 + fleet.ttl_s, interval=0.5)
+    assert r, f"{sid} did not come back after {owner.name} died"
+    assert node_of(r) != owner.name
+    assert r.text == "Jello\n"
+    r2, got = run(lb, sid, TREE)
+    assert got == want
+    _, out = run(lb, sid, "cat /workspace/small/b.txt /workspace/small/new.txt; "
+                          "ls /workspace/small && ls /workspace")
+    assert out == "kKep\nnew\na.txt\nb.txt\nnew.txt\nbig\nsmall\n", out
+    # the next command starts where the last one on the dead node left off
+    _, out = run(lb, sid, "pwd && echo $MOVED_VAR")
+    assert out == "/workspace/small\nmoved-along\n", out
