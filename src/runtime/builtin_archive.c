@@ -117,10 +117,8 @@ static int open_out(int base, const char *path)
 	return fd;
 }
 
-/* ---- manifests
- * --------------------------------------------------------------- A file of
- * NUL-terminated strings: MANIFEST_MAGIC, then per entry its attributes
- * (attr_of) and its path below dir. */
+/* Manifests: a file of NUL-terminated strings, MANIFEST_MAGIC, then per
+ * entry its attributes (attr_of) and its path below dir. */
 
 struct ment {
 	char *path, *attr;
