@@ -1219,6 +1219,23 @@ static void ckpt_run(struct ckpt *c)
 	c->running = true;
 }
 
+static void drain_finish(struct fleet *f)
+{
+	if (f->drain_done)
+		f->drain_done(f->drain_ctx, f->drain_n, f->drain_failed);
+	f->drain_done = NULL;
+}
+
+/* The drain answers once etcd has dropped the lease (or could not say):
+ * from then on another node takes any of its sandboxes at once, where a
+ * key still held would have sent it to this node until the TTL ran out. */
+static void drain_revoked(struct fleet *f, void *ctx, json_t *a,
+                          const struct sbx_err *err)
+{
+	ignore_answer(f, ctx, a, err);
+	drain_finish(f);
+}
+
 static void ckpt_next(struct fleet *f)
 {
 	for (struct ckpt *c = f->ckpts; c && f->nrunning < CKPT_PARALLEL;
@@ -1230,15 +1247,14 @@ static void ckpt_next(struct fleet *f)
 		}
 	if (f->draining && !f->ckpts && !f->drain_released) {
 		f->drain_released = true;
-		if (f->lease[0])
+		bool revoking = f->lease[0];
+		if (revoking)
 			etcd_post(f, "/v3/lease/revoke",
 			          json_pack("{s:s}", "ID", f->lease),
-			          ignore_answer, NULL);
+			          drain_revoked, NULL);
 		lease_lost(f, "drained");
-		if (f->drain_done)
-			f->drain_done(f->drain_ctx, f->drain_n,
-			              f->drain_failed);
-		f->drain_done = NULL;
+		if (!revoking)
+			drain_finish(f);
 	}
 }
 
