@@ -926,9 +926,12 @@ static int create(struct backups *b, struct sandbox *sb, const char *dir,
 	    asprintf(&pats[nexcludes + 1], "--manifest=%s", manifest) >= 0)
 		argv[n++] = pats[nexcludes + 1];
 	argv[n] = NULL;
+	/* a checkpoint (it writes a manifest) is not a use of the sandbox:
+	 * a use while it runs leaves the sandbox changed (core/fleet.c) */
 	struct exec_params p = {.argv = argv,
 	                        .builtin = true,
 	                        .detached = true,
+	                        .internal = manifest != NULL,
 	                        .timeout_ms = EXEC_NO_TIMEOUT,
 	                        .on_output = create_output};
 	/* from here on op may be gone when exec_submit returns 0: its done

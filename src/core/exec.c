@@ -257,7 +257,10 @@ static void finish(struct exec_job *j)
 	if (j->sess->running == j)
 		j->sess->running = NULL;
 	sb->busy--;
-	sandbox_touch(sb);
+	if (j->p.internal)
+		sandbox_keep_awake(sb);
+	else
+		sandbox_touch(sb);
 
 	/* the session's next command goes first: done() may free things */
 	struct session *s = j->sess;

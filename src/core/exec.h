@@ -23,6 +23,9 @@ struct exec_params {
 	bool builtin;            /* argv is a runtime/builtin.c op:
 	                            ended after --file-timeout without
 	                            progress (EXEC_TIMEOUT) */
+	bool internal;           /* the daemon's own work in it (a
+	                            checkpoint's archive): keeps it awake,
+	                            is no use of it (sandbox_keep_awake) */
 	bool as_user;            /* as the image's unprivileged "user"
 	                            (uid 1000), not the sandbox's root */
 	bool detached;           /* a background process: runs beside

@@ -74,9 +74,8 @@ struct ckpt {
 	char *tenant;
 	char id[ID_MAX];
 	struct backup_op *op;
-	uint64_t before_ms, touched_ms; /* sb's last use before the
-	                                   checkpoint, and once its archive
-	                                   was written */
+	uint64_t uses; /* sb's uses when it began: the archive has those
+	                  (its own work is none: exec_params.internal) */
 	uint64_t gen;
 	char backup[ID_RANDOM_MAX];
 	json_t *old_chain, *chain; /* [{backup, bytes, delta}], oldest first */
@@ -715,7 +714,7 @@ static void restore_done(void *ctx, const struct backup_info *info,
 		struct sandbox *sb = manager_find(f->m, rc->tenant, op->id);
 		if (sb) {
 			sessions_apply(sb, rc->sessions);
-			sb->fleet_saved_ms = sb->last_active_ms;
+			sb->fleet_saved_uses = sb->uses;
 		}
 	}
 	json_decref(rc->sessions);
@@ -1060,11 +1059,9 @@ static void ckpt_end(struct ckpt *c, bool ok)
 	    c->redo && ok && sb && f->draining && sb->state != SB_STOPPED;
 	if (sb) {
 		if (ok)
-			sb->fleet_saved_ms = sb->last_active_ms == c->touched_ms
-			                         ? c->touched_ms
-			                         : c->before_ms;
+			sb->fleet_saved_uses = c->uses;
 		if (c->stop_after && !redo && sb->state != SB_STOPPED &&
-		    (!ok || sb->last_active_ms == c->touched_ms)) {
+		    (!ok || sb->uses == c->uses)) {
 			sandbox_stop(sb, "idle");
 			if (ok && !f->draining)
 				own_release(f, c->id, NULL, NULL);
@@ -1167,10 +1164,7 @@ static void ckpt_backup_done(void *ctx, const struct backup_info *info,
 		                        "bytes", (json_int_t)info->size_bytes,
 		                        "delta", info->delta));
 	const char *last = chain_id(c->chain, json_array_size(c->chain) - 1);
-	/* the archive's command touched it when it ended: a use after this
-	 * is one the checkpoint may not have */
 	struct sandbox *sb = manager_find(f->m, c->tenant, c->id);
-	c->touched_ms = sb ? sb->last_active_ms : 0;
 	char k[256];
 	ckpt_key(c->id, c->tenant, k, sizeof(k));
 	json_t *v = json_pack(
@@ -1204,7 +1198,7 @@ static void ckpt_run(struct ckpt *c)
 	                        sizeof(text));
 	c->old_chain = chain_parse(text);
 	c->gen = gen + 1;
-	c->before_ms = sb->last_active_ms;
+	c->uses = sb->uses;
 	char base[128], manifest[128];
 	manifest_path(gen, base, sizeof(base));
 	manifest_path(c->gen, manifest, sizeof(manifest));
@@ -1284,7 +1278,7 @@ static bool ckpt_queue(struct fleet *f, struct sandbox *sb, bool stop_after)
 
 static bool dirty(const struct sandbox *sb)
 {
-	return sb->last_active_ms > sb->fleet_saved_ms;
+	return sb->uses != sb->fleet_saved_uses;
 }
 
 bool fleet_sandbox_idle(struct fleet *f, struct sandbox *sb)

@@ -302,7 +302,6 @@ static int load_row(const struct registry_row *row, void *data)
 	sb->disk_bytes = row->disk_bytes;
 	sb->created_ms = row->created_ms;
 	sb->last_active_ms = row->last_active_ms;
-	sb->fleet_saved_ms = row->last_active_ms;
 	sb->sleep_after_ms = row->sleep_after_ms;
 	sb->keep_alive = row->keep_alive != 0;
 	/* its image: on first use (sandbox_image_resolve) */
@@ -481,6 +480,7 @@ int manager_create(struct manager *m, const char *tenant, const char *id,
 	sb->sleep_after_ms = opts->sleep_after_ms;
 	sb->keep_alive = opts->keep_alive;
 	sb->created_ms = sb->last_active_ms = now_wall_ms();
+	sb->uses = 1; /* made here: a fleet's checkpoint has it to take */
 	struct buf envblob;
 	buf_init(&envblob, 0);
 	int r = opts->image ? apply_image(sb, opts->image) : 0;
@@ -570,6 +570,12 @@ int sandbox_set_labels(struct sandbox *sb, const char *labels,
 }
 
 void sandbox_touch(struct sandbox *sb)
+{
+	sb->last_active_ms = now_wall_ms();
+	sb->uses++;
+}
+
+void sandbox_keep_awake(struct sandbox *sb)
 {
 	sb->last_active_ms = now_wall_ms();
 }
@@ -1136,8 +1142,9 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	sb->state = SB_STARTING;
 	m->nrunning++;
 	/* a start is activity: the first one may have waited for the /usr
-	 * mask (runtime.c usr_mask_ready) longer than a short sleep-after */
-	sandbox_touch(sb);
+	 * mask (runtime.c usr_mask_ready) longer than a short sleep-after;
+	 * no use of it, though: nothing changed for a checkpoint to take */
+	sandbox_keep_awake(sb);
 	log_info("sandbox=%s event=started pid=%d", sb->id, sb->proc.init_pid);
 	if ((r = network_sandbox_start(sb, err)) < 0) {
 		/* never running with less isolation than asked */

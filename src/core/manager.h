@@ -158,7 +158,11 @@ void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
 void sandbox_stop(struct sandbox *sb, const char *why);
 /* Stop, delete files and registry entry, free sb. */
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err);
+/* A use of it (a command, a file operation, a terminal): it stays awake,
+ * and a fleet's next checkpoint has something to take. */
 void sandbox_touch(struct sandbox *sb);
+/* Awake, without a use: its start, the daemon's own work in it. */
+void sandbox_keep_awake(struct sandbox *sb);
 /* Replace its labels (JSON text of an object, or NULL), kept in the
  * registry. */
 int sandbox_set_labels(struct sandbox *sb, const char *labels,

@@ -43,8 +43,9 @@ struct sandbox {
 	struct net_policy *net_policy;       /* NULL: --network-default */
 	struct sandbox_net *net;             /* its link, while it has one */
 	uint64_t net_tx, net_rx;             /* bytes of earlier links */
-	uint64_t fleet_saved_ms;             /* last_active_ms its latest
-	                                        checkpoint has (core/fleet.h) */
+	uint64_t uses;                       /* sandbox_touch calls, this run */
+	uint64_t fleet_saved_uses; /* the uses its latest checkpoint has
+	                              (core/fleet.c): fewer, it changed */
 	struct sandbox *hnext;
 };
 

@@ -716,7 +716,7 @@ static int delta_parent(int tfd, const char *rel, const char **leaf)
 	const char *slash = strrchr(rel, '/');
 	*leaf = slash ? slash + 1 : rel;
 	if (!slash)
-		return dup(tfd);
+		return fcntl(tfd, F_DUPFD_CLOEXEC, 0);
 	if ((size_t)(slash - rel) >= sizeof(parent))
 		return -1;
 	memcpy(parent, rel, (size_t)(slash - rel));
