@@ -131,16 +131,22 @@ static void file_readable(void *ctx)
 		relay_kick(f->x.rl);
 }
 
-/* From this size on, a file's bytes are spliced from the builtin's pipe
- * into the client's socket, never entering the daemon; the connection is
- * closed after such an answer (the HTTP server did not send its body). */
+/* From this size on, a file's bytes would be spliced from the builtin's
+ * pipe into the client's socket, never entering the daemon, the connection
+ * closed after such an answer (the HTTP server did not send its body).
+ * Off for now: with a reader that stalls and then leaves, the
+ * connection's socket sometimes stayed open in the daemon
+ * (test_a_reader_that_stops_holds_the_builtin_not_the_daemon failed about
+ * one run in two with a module's worth of sandboxes; never with this
+ * off). Bytes go from the pipe straight into MHD's buffer instead. */
+#define SPLICE_ENABLED false
 #define SPLICE_MIN (256u << 10)
 
 static int on_file(void *ctx, uint64_t size)
 {
 	static const char *const close_after[] = {"Connection", "close", NULL};
 	struct v1_file *f = ctx;
-	bool splice = size >= SPLICE_MIN;
+	bool splice = SPLICE_ENABLED && size >= SPLICE_MIN;
 	begin(f, size, splice ? close_after : NULL);
 	if (f->x.rl)
 		relay_set_pull(f->x.rl, file_pull, f);
