@@ -42,6 +42,18 @@ def node_of(r):
     return r.headers.get("Sandboxd-Node")
 
 
+def served_by(lb, path, timeout, on=None):
+    """GET path through the balancer until it answers 200 (from a node in
+    on, when given), within timeout seconds: the answer, or None."""
+    def ok():
+        try:
+            r = lbreq(lb, "GET", path, timeout=30)
+        except requests.RequestException:
+            return False
+        return r.status_code == 200 and (on is None or node_of(r) in on) and r
+    return wait_until(ok, timeout, interval=0.5) or None
+
+
 def run(base, sid, command):
     r = lbreq(base, "POST", f"/v1/sandbox/{sid}/exec", json={"command": command}, headers=JSON)
     assert r.status_code == 200, f"{sid}: {command!r}: {r.status_code} {r.text[:500]}"
@@ -213,14 +225,8 @@ def test_drain_moves_a_nodes_sandboxes_with_every_file(fleet):
     r = req(n1.url, "GET", f"/v1/sandbox/{mine[0]}/file/late.txt")
     assert r.status_code in (307, 503), r.text
 
-    def moved(sid):
-        try:
-            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/late.txt", timeout=30)
-        except requests.RequestException:
-            return False
-        return r.status_code == 200 and node_of(r) in ("node2", "node3") and r
     for sid in mine:
-        r = wait_until(lambda: moved(sid), 120, interval=0.5)
+        r = served_by(lb, f"/v1/sandbox/{sid}/file/late.txt", 120, on=("node2", "node3"))
         assert r, f"{sid} did not come back on another node"
         assert r.text == f"late-{sid}\n"
         r2, out = run(lb, sid, "cat /workspace/d/f.txt")
@@ -243,14 +249,8 @@ def test_a_killed_nodes_sandboxes_come_back_from_their_checkpoint(fleet):
                           interval=0.2), f"{sid}: no checkpoint after the write"
     n2.kill()
 
-    def back(sid):
-        try:
-            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/k.txt", timeout=30)
-        except requests.RequestException:
-            return False
-        return r.status_code == 200 and r
     for sid in on2:
-        r = wait_until(lambda: back(sid), 60 + fleet.ttl_s, interval=0.5)
+        r = served_by(lb, f"/v1/sandbox/{sid}/file/k.txt", 60 + fleet.ttl_s)
         assert r, f"{sid} did not come back after node2 died"
         assert r.text == f"kept-{sid}\n" and node_of(r) == "node3"
         _, out = run(lb, sid, "cat /workspace/d/f.txt")
@@ -309,13 +309,7 @@ def test_a_node_cut_off_from_etcd_stops_serving_until_it_is_back(fleet):
     finally:
         os.kill(fleet.etcd.proc.pid, signal.SIGCONT)
 
-    def served():
-        try:
-            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/d/f.txt", timeout=60)
-        except requests.RequestException:
-            return False
-        return r.status_code == 200 and r
-    r = wait_until(served, 120, interval=0.5)
+    r = served_by(lb, f"/v1/sandbox/{sid}/file/d/f.txt", 120)
     assert r and r.text == f"{sid}\n"
     assert fleet.owner(sid) == node_of(r)
 
@@ -469,13 +463,7 @@ def test_a_small_change_uploads_a_small_delta_and_a_restore_applies_the_chain(fl
     owner = fleet.by_name(fleet.owner(sid))
     owner.kill()
 
-    def back():
-        try:
-            r = lbreq(lb, "GET", f"/v1/sandbox/{sid}/file/small/a.txt", timeout=30)
-        except requests.RequestException:
-            return False
-        return r.status_code == 200 and r
-    r = wait_until(back, 60 + fleet.ttl_s, interval=0.5)
+    r = served_by(lb, f"/v1/sandbox/{sid}/file/small/a.txt", 60 + fleet.ttl_s)
     assert r, f"{sid} did not come back after {owner.name} died"
     assert node_of(r) != owner.name
     assert r.text == "Jello\n"
