@@ -365,41 +365,6 @@ ssize_t exec_output_pull(struct exec_job *j, char *buf, size_t max)
 	}
 }
 
-ssize_t exec_output_splice(struct exec_job *j, int to, size_t max)
-{
-	struct loop *l = j->sb->m->loop;
-	if (j->out_w.fd < 0)
-		return -1;
-	j->pulling = true;
-	for (;;) {
-		ssize_t n = splice(j->out_w.fd, NULL, to, NULL, max,
-		                   SPLICE_F_NONBLOCK | SPLICE_F_MORE);
-		if (n > 0)
-			return n;
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN) {
-			/* which side is it: bytes in the pipe, a full `to` */
-			int in_pipe = 0;
-			if (ioctl(j->out_w.fd, FIONREAD, &in_pipe) == 0 &&
-			    in_pipe > 0)
-				return -2;
-			if (j->out_paused) {
-				j->out_paused = false;
-				loop_add(l, &j->out_w, EPOLLIN);
-			}
-			stall_check(j);
-			errno = 0;
-			return 0;
-		}
-		if (n < 0)
-			return -2; /* `to` is broken, or cannot splice */
-		close_watch(l, &j->out_w);
-		maybe_done(j);
-		return -1;
-	}
-}
-
 /* One kill round (it never waits: see cgroup_cmd_kill), repeated from
  * the job's timer, soon while processes remain in its cgroup (a fork
  * bomb, a freeze still taking hold), else every 500 ms as the backstop

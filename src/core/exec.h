@@ -88,10 +88,6 @@ void exec_resume_output(struct exec_job *j);
  * (ctx, 1, NULL, 0) says when there is; -1 at its end, after which the job
  * may be over (done() may have run within this call: j is gone). */
 ssize_t exec_output_pull(struct exec_job *j, char *buf, size_t max);
-/* The same, moved with splice(2) straight into the fd `to` (a socket):
- * no copy through the daemon. As exec_output_pull, and -2 with errno when
- * `to` takes nothing (EAGAIN: full; else broken or unable to splice). */
-ssize_t exec_output_splice(struct exec_job *j, int to, size_t max);
 /* Feed stdin without blocking; returns bytes taken (less: on_stdin_drain
  * follows when more fits). */
 size_t exec_stdin_write(struct exec_job *j, const char *data, size_t len);

@@ -254,13 +254,6 @@ ssize_t fileop_pull(struct fileop *op, char *buf, size_t max)
 	           : -1;
 }
 
-ssize_t fileop_splice(struct fileop *op, int to, size_t max)
-{
-	return op->job && op->state == S_FILE
-	           ? exec_output_splice(op->job, to, max)
-	           : -1;
-}
-
 void fileop_cancel(struct fileop *op)
 {
 	if (op->job)

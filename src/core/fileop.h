@@ -83,9 +83,6 @@ void fileop_resume(struct fileop *op);
  * > 0 bytes, 0 none now (on_readable follows), -1 at the end (on_done may
  * have run within this call: op is gone). */
 ssize_t fileop_pull(struct fileop *op, char *buf, size_t max);
-/* The same, spliced into the fd `to` (exec_output_splice): -2 with errno
- * when `to` took nothing. */
-ssize_t fileop_splice(struct fileop *op, int to, size_t max);
 void fileop_cancel(struct fileop *op);
 /* SIGTERM to the builtin (one not started yet gets it as it starts): a
  * write of unknown length ("-") drops its temp file and answers

@@ -90,11 +90,7 @@ struct http_stream {
 	void *ctx;
 	http_pull_fn pull; /* NULL: only what is written */
 	void *pull_ctx;
-	http_splice_fn splice; /* NULL: MHD sends every byte */
-	void *splice_ctx;
-	uint64_t size;     /* of the body, or HTTP_SIZE_UNKNOWN */
-	uint64_t spliced;  /* bytes that went past MHD */
-	bool sock_waiting; /* the socket is full: waiting for EPOLLOUT */
+	uint64_t size; /* of the body, or HTTP_SIZE_UNKNOWN */
 };
 
 static void queue_pending(struct http_req *r)
@@ -258,80 +254,22 @@ void http_upgraded_close(struct http_upgraded *u)
 	free(u);
 }
 
-/* Park the connection until the producer writes (or kicks), or, when
- * sock, until the client's socket takes more. */
-static ssize_t stream_wait(struct http_stream *s, bool sock)
+/* Park the connection until the producer writes (or kicks). */
+static ssize_t stream_wait(struct http_stream *s)
 {
-	struct http_req_priv *p = (struct http_req_priv *)s->r;
 	if (s->r && !s->reader_waiting) {
 		s->reader_waiting = true;
-		suspend(p);
-	}
-	if (sock && p && p->hup.active) {
-		s->sock_waiting = true;
-		loop_mod(s->r->srv->loop, &p->hup, EPOLLRDHUP | EPOLLOUT);
+		suspend((struct http_req_priv *)s->r);
 	}
 	return 0;
-}
-
-/* The body from the source straight into the socket. MHD called us, so
- * the head is out (a reader is asked for the body once the head is sent)
- * and pos bytes of the body went through MHD. 1: splicing is not for
- * this connection, use the pull. */
-static ssize_t stream_splice(struct http_stream *s, uint64_t pos)
-{
-	struct http_req_priv *p = (struct http_req_priv *)s->r;
-	const union MHD_ConnectionInfo *ci = MHD_get_connection_info(
-	    s->r->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!ci || p->gone) {
-		s->splice = NULL;
-		return 1;
-	}
-	for (;;) {
-		uint64_t left = s->size - pos - s->spliced;
-		/* all of it is out: MHD, which did not see it go, closes
-		 * the connection (as its Connection: close said) */
-		if (!left)
-			return MHD_CONTENT_READER_END_OF_STREAM;
-		size_t max =
-		    left < STREAM_BIG_BLOCK ? (size_t)left : STREAM_BIG_BLOCK;
-		errno = 0;
-		ssize_t n = s->splice(s->splice_ctx, ci->connect_fd, max);
-		if (n > 0) {
-			s->spliced += (uint64_t)n;
-			continue;
-		}
-		if (n == 0)
-			return stream_wait(s, false);
-		if (n == -1) { /* the source is dry: its end follows */
-			s->splice = NULL;
-			if (s->aborted)
-				return MHD_CONTENT_READER_END_WITH_ERROR;
-			return s->ended ? MHD_CONTENT_READER_END_OF_STREAM
-			                : stream_wait(s, false);
-		}
-		if (errno == EAGAIN)
-			return stream_wait(s, true);
-		if (!s->spliced && errno == EINVAL) {
-			s->splice = NULL;
-			return 1;
-		}
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	}
 }
 
 static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct http_stream *s = cls;
+	(void)pos;
 	size_t avail = s->q.len - s->off;
 	if (s->aborted)
-		return MHD_CONTENT_READER_END_WITH_ERROR;
-	if (!avail && s->splice && !s->ended && s->r) {
-		ssize_t r = stream_splice(s, pos);
-		if (r != 1)
-			return r;
-	}
-	if (s->spliced) /* bytes came after those: not to be sent */
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	if (!avail && s->pull && !s->ended) {
 		/* straight into MHD's buffer, which it sends from */
@@ -369,7 +307,7 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
 	if (s->r && ((struct http_req_priv *)s->r)->gone)
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	/* nothing yet: park the connection until the producer writes */
-	return stream_wait(s, false);
+	return stream_wait(s);
 }
 
 static void stream_free(void *cls)
@@ -387,7 +325,6 @@ static void stream_wake(struct http_stream *s)
 {
 	if (s->reader_waiting && s->r) {
 		s->reader_waiting = false;
-		s->sock_waiting = false;
 		resume((struct http_req_priv *)s->r);
 	}
 }
@@ -463,15 +400,6 @@ void http_stream_kick(struct http_stream *s)
 	stream_wake(s);
 }
 
-void http_stream_set_splice(struct http_stream *s, http_splice_fn splice,
-                            void *ctx)
-{
-	if (s->size == HTTP_SIZE_UNKNOWN)
-		return;
-	s->splice = splice;
-	s->splice_ctx = ctx;
-}
-
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
                          void (*on_close)(void *ctx), void *ctx)
 {
@@ -524,15 +452,9 @@ static void too_large(struct http_req *r)
 
 static void on_hangup(struct loop_watch *w, uint32_t events)
 {
+	(void)events; /* any of them: the client is gone */
 	struct http_req_priv *p = w->data;
 	struct http_req *r = &p->pub;
-	if (!(events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
-		/* EPOLLOUT: a spliced body's socket takes more */
-		loop_mod(r->srv->loop, w, EPOLLRDHUP);
-		if (p->stream && p->stream->sock_waiting)
-			stream_wake(p->stream);
-		return;
-	}
 	loop_del(r->srv->loop, w);
 	p->gone = true;
 	/* those waiting on this request hear of it now, not when (or if) an
@@ -548,7 +470,6 @@ static void on_hangup(struct loop_watch *w, uint32_t events)
 		st->on_close = NULL;
 		st->on_drain = NULL;
 		st->pull = NULL;
-		st->splice = NULL;
 		cb(st->ctx);
 	}
 	/* an upload or a stream is woken so MHD closes it; a request still

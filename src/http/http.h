@@ -111,16 +111,6 @@ size_t http_stream_pending(const struct http_stream *s);
 typedef ssize_t (*http_pull_fn)(void *ctx, char *out, size_t max);
 void http_stream_set_pull(struct http_stream *s, http_pull_fn pull, void *ctx);
 void http_stream_kick(struct http_stream *s);
-/* Zero-copy instead, for a body of known size: splice(ctx, sock, max)
- * moves at most max bytes into the client's socket itself (splice(2)),
- * answering as a pull does, and -2 with errno when the socket took
- * nothing (EAGAIN: full, waited for here; EINVAL before any byte: the
- * pull is used instead). MHD does not see those bytes go: the answer
- * must say "Connection: close", and the connection is closed once the
- * whole body is out. */
-typedef ssize_t (*http_splice_fn)(void *ctx, int sock, size_t max);
-void http_stream_set_splice(struct http_stream *s, http_splice_fn splice,
-                            void *ctx);
 void http_stream_set_cbs(struct http_stream *s, void (*on_drain)(void *ctx),
                          void (*on_close)(void *ctx), void *ctx);
 

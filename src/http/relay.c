@@ -156,12 +156,6 @@ void relay_set_pull(struct relay *rl, http_pull_fn pull, void *ctx)
 		http_stream_set_pull(rl->s, pull, ctx);
 }
 
-void relay_set_splice(struct relay *rl, http_splice_fn splice, void *ctx)
-{
-	if (rl->s)
-		http_stream_set_splice(rl->s, splice, ctx);
-}
-
 void relay_kick(struct relay *rl)
 {
 	if (rl->s)

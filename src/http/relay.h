@@ -78,9 +78,6 @@ int relay_comment(struct relay *rl, const char *text);
  * was written is out; relay_kick when pull, having given 0, has more. */
 void relay_set_pull(struct relay *rl, http_pull_fn pull, void *ctx);
 void relay_kick(struct relay *rl);
-/* Or spliced straight into the socket (http_stream_set_splice): the
- * answer's headers must then say "Connection: close". */
-void relay_set_splice(struct relay *rl, http_splice_fn splice, void *ctx);
 /* Bytes written but not yet taken by the client. */
 size_t relay_pending(const struct relay *rl);
 

@@ -627,15 +627,16 @@ def test_one_gib_round_trip_in_bounded_memory(v1, sid):
     assert size == f"{GIB}\n"
 
 
-# --- the fast path: big files spliced into the client's socket ------------------------
+# --- the fast path: big files pulled from the builtin's pipe into the server's buffer ---
 
-SPLICE_MIN = 256 << 10  # v1_files.c: from this size on, a GET would be spliced
+SPLICE_MIN = 256 << 10  # where an earlier version spliced into the socket instead
 
 
 def test_64_mib_round_trip_is_exact(v1, sid):
     """A big GET, pulled from the builtin's pipe into the server's buffer:
     every byte, in order, on a connection that stays open, at every size
-    around the threshold where it would be spliced (v1_files.c, off)."""
+    around the threshold where an earlier version spliced it into the
+    socket and closed the connection."""
     blob = b"".join(hashlib.sha256(i.to_bytes(4, "big")).digest() * 32
                     for i in range((64 << 20) // 1024))
     assert len(blob) == 64 << 20

@@ -98,13 +98,12 @@ static void file_req_closed(struct http_req *r)
 }
 
 /* The answer begins: a stream of the file's bytes, a listing or a tar. */
-static void begin(struct v1_file *f, uint64_t size, const char *const *headers)
+static void begin(struct v1_file *f, uint64_t size)
 {
 	if (f->answering || !f->r)
 		return;
 	f->answering = true;
-	struct relay_opts o = {
-	    .content_type = f->content_type, .size = size, .headers = headers};
+	struct relay_opts o = {.content_type = f->content_type, .size = size};
 	f->x.rl = relay_open(f->r, f->a->m->loop, &o, &api_fileop_relay, f);
 	if (!f->x.rl)
 		fileop_cancel(f->x.op);
@@ -118,12 +117,6 @@ static ssize_t file_pull(void *ctx, char *out, size_t max)
 	return f->x.op ? fileop_pull(f->x.op, out, max) : -1;
 }
 
-static ssize_t file_splice(void *ctx, int sock, size_t max)
-{
-	struct v1_file *f = ctx;
-	return f->x.op ? fileop_splice(f->x.op, sock, max) : -1;
-}
-
 static void file_readable(void *ctx)
 {
 	struct v1_file *f = ctx;
@@ -131,27 +124,12 @@ static void file_readable(void *ctx)
 		relay_kick(f->x.rl);
 }
 
-/* From this size on, a file's bytes would be spliced from the builtin's
- * pipe into the client's socket, never entering the daemon, the connection
- * closed after such an answer (the HTTP server did not send its body).
- * Off for now: with a reader that stalls and then leaves, the
- * connection's socket sometimes stayed open in the daemon
- * (test_a_reader_that_stops_holds_the_builtin_not_the_daemon failed about
- * one run in two with a module's worth of sandboxes; never with this
- * off). Bytes go from the pipe straight into MHD's buffer instead. */
-#define SPLICE_ENABLED false
-#define SPLICE_MIN (256u << 10)
-
 static int on_file(void *ctx, uint64_t size)
 {
-	static const char *const close_after[] = {"Connection", "close", NULL};
 	struct v1_file *f = ctx;
-	bool splice = SPLICE_ENABLED && size >= SPLICE_MIN;
-	begin(f, size, splice ? close_after : NULL);
+	begin(f, size);
 	if (f->x.rl)
 		relay_set_pull(f->x.rl, file_pull, f);
-	if (f->x.rl && splice)
-		relay_set_splice(f->x.rl, file_splice, f);
 	return 0;
 }
 
@@ -160,7 +138,7 @@ static int on_dir(void *ctx)
 	struct v1_file *f = ctx;
 	f->dir = true;
 	f->content_type = "application/json";
-	begin(f, HTTP_SIZE_UNKNOWN, NULL);
+	begin(f, HTTP_SIZE_UNKNOWN);
 	return f->x.rl ? relay_write(f->x.rl, "{\"entries\":[", 12) : 0;
 }
 
@@ -168,7 +146,7 @@ static int on_data(void *ctx, const char *data, size_t len)
 {
 	struct v1_file *f = ctx;
 	if (f->raw) /* tar: the first bytes start the answer */
-		begin(f, HTTP_SIZE_UNKNOWN, NULL);
+		begin(f, HTTP_SIZE_UNKNOWN);
 	return f->x.rl ? relay_write(f->x.rl, data, len) : 0;
 }
 
