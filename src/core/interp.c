@@ -147,6 +147,28 @@ const char *interp_lang_name(enum interp_lang l)
 	return "?";
 }
 
+const char *interp_format_name(const char *mime)
+{
+	static const struct {
+		const char *mime, *name;
+	} formats[] = {
+	    {"text/plain", "text"},
+	    {"text/html", "html"},
+	    {"text/markdown", "markdown"},
+	    {"text/latex", "latex"},
+	    {"image/png", "png"},
+	    {"image/jpeg", "jpeg"},
+	    {"image/svg+xml", "svg"},
+	    {"application/pdf", "pdf"},
+	    {"application/json", "json"},
+	    {"application/javascript", "javascript"},
+	};
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++)
+		if (!strcmp(formats[i].mime, mime))
+			return formats[i].name;
+	return NULL;
+}
+
 static const char *lang_title(enum interp_lang l)
 {
 	return l == INTERP_PYTHON       ? "Python"

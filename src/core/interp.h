@@ -150,6 +150,11 @@ struct interp_done {
 	bool state_lost; /* its worker died under it: the state is gone */
 };
 
+/* The name a result's MIME type goes by in the SDKs' Result objects (E2B's,
+ * Cloudflare's), after Jupyter's display formats: "text/plain" -> "text",
+ * "image/png" -> "png", ...; NULL for a type that has none. */
+const char *interp_format_name(const char *mime);
+
 enum interp_event_type {
 	INTERP_EV_NOTICE, /* text */
 	INTERP_EV_STDOUT, /* text, len */

@@ -43,11 +43,17 @@ describe("runCode", () => {
 
 	it("Python: rich results keep their formats", async () => {
 		const e = await sbx.runCode(
-			"class H:\n    def _repr_html_(self): return '<b>bold</b>'\n    def __repr__(self): return 'H()'\nH()",
+			"class H:\n    def _repr_html_(self): return '<b>bold</b>'\n" +
+				"    def _repr_markdown_(self): return '**bold**'\n" +
+				"    def _repr_latex_(self): return '$x$'\n" +
+				"    def __repr__(self): return 'H()'\nH()",
 		);
 		assert.equal(e.results.length, 1);
 		assert.equal(e.results[0].html, "<b>bold</b>");
+		assert.equal(e.results[0].markdown, "**bold**");
+		assert.equal(e.results[0].latex, "$x$");
 		assert.equal(e.results[0].text, "H()");
+		assert.deepEqual(e.results[0].formats().sort(), ["html", "latex", "markdown"]);
 	});
 
 	it("JavaScript: result, console output, errors", async () => {

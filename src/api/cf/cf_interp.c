@@ -204,21 +204,6 @@ static json_t *output(const char *type, const char *text, size_t len)
 	                 "timestamp", (json_int_t)now_wall_ms());
 }
 
-/* MIME type -> the protocol's name for it (the SDK's Result fields). */
-static const struct {
-	const char *mime, *key;
-} formats[] = {
-    {"text/plain", "text"},
-    {"text/html", "html"},
-    {"image/png", "png"},
-    {"image/jpeg", "jpeg"},
-    {"image/svg+xml", "svg"},
-    {"application/json", "json"},
-    {"text/latex", "latex"},
-    {"text/markdown", "markdown"},
-    {"application/javascript", "javascript"},
-};
-
 static json_t *result(json_t *bundle)
 {
 	json_t *ev = json_pack("{s:s}", "type", "result"), *rest = NULL;
@@ -226,12 +211,10 @@ static json_t *result(json_t *bundle)
 	json_t *v;
 	json_object_foreach(bundle, mime, v)
 	{
-		size_t i = 0;
-		while (i < sizeof(formats) / sizeof(formats[0]) &&
-		       strcmp(formats[i].mime, mime))
-			i++;
-		if (i < sizeof(formats) / sizeof(formats[0])) {
-			json_object_set(ev, formats[i].key, v);
+		/* the SDK's Result fields; it has none for a PDF */
+		const char *key = interp_format_name(mime);
+		if (key && strcmp(key, "pdf")) {
+			json_object_set(ev, key, v);
 			continue;
 		}
 		if (!rest)

@@ -65,22 +65,6 @@ static int line(struct ci_run *e, json_t *j)
 
 static json_t *result_json(json_t *bundle)
 {
-	static const struct {
-		const char *mime, *key;
-	} map[] = {
-	    {"text/plain", "text"},
-	    {"text/html", "html"},
-	    {"text/markdown", "markdown"},
-	    {"image/svg+xml", "svg"},
-	    {"image/png", "png"},
-	    {"image/jpeg", "jpeg"},
-	    {"application/pdf", "pdf"},
-	    {"text/latex", "latex"},
-	    {"application/json", "json"},
-	    {"application/javascript", "javascript"},
-	    {"e2b/data", "data"},
-	    {"e2b/chart", "chart"},
-	};
 	json_t *j =
 	    json_pack("{s:s, s:b}", "type", "result", "is_main_result", 1);
 	const char *k;
@@ -88,14 +72,13 @@ static json_t *result_json(json_t *bundle)
 	json_t *extra = json_object();
 	json_object_foreach(bundle, k, v)
 	{
-		bool known = false;
-		for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-			if (!strcmp(k, map[i].mime)) {
-				json_object_set(j, map[i].key, v);
-				known = true;
-			}
-		if (!known)
-			json_object_set(extra, k, v);
+		/* the Result fields, and the two E2B's own kernel adds */
+		const char *key = interp_format_name(k);
+		if (!key && !strcmp(k, "e2b/data"))
+			key = "data";
+		else if (!key && !strcmp(k, "e2b/chart"))
+			key = "chart";
+		json_object_set(key ? j : extra, key ? key : k, v);
 	}
 	if (json_object_size(extra))
 		json_object_set_new(j, "extra", extra);
