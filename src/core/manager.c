@@ -31,6 +31,7 @@
 #include "core/backup.h"
 #include "core/snapshot.h"
 #include "core/sandbox_internal.h"
+#include "core/session_internal.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"

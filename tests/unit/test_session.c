@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/session.h"
+#include "core/session_internal.h"
 
 static const char *getenv_s(struct session *s, const char *k)
 {

@@ -72,7 +72,8 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 	    cf_uint(q, "timeoutMs", &timeout) < 0 ||
 	    cf_env(q, json_object_get(q->body, "env"), &c->env, &c->envc) < 0)
 		return -1;
-	if (cwd && cf_resolve(q, c->sess->cwd, cwd, c->cwd, sizeof(c->cwd)) < 0)
+	if (cwd && cf_resolve(q, session_cwd(c->sess), cwd, c->cwd,
+	                      sizeof(c->cwd)) < 0)
 		return -1;
 	c->p.timeout_ms = timeout; /* 0: the session's (core/exec.c) */
 	if (background || c->fresh) {
@@ -387,8 +388,11 @@ static void execute(struct cf_req *q, bool stream)
 	if (!e)
 		goto out;
 	/* a session the client named is echoed (the default is not) */
-	if (!c.fresh && c.sess != sandbox_session(q->sb, NULL))
-		e->sid = strdup(c.sess->id);
+	if (!c.fresh && c.sess != sandbox_session(q->sb, NULL)) {
+		struct session_info si;
+		session_info(c.sess, &si);
+		e->sid = strdup(si.id);
+	}
 	if (stream) {
 		c.p.on_output = exec_output;
 		c.p.on_started = exec_started;
@@ -510,7 +514,7 @@ void cf_git_checkout(struct cf_req *q)
 		snprintf(deftarget, sizeof(deftarget), "/workspace/%s", name);
 		dir = deftarget;
 	}
-	if (cf_resolve(q, sess->cwd, dir, target, sizeof(target)) < 0)
+	if (cf_resolve(q, session_cwd(sess), dir, target, sizeof(target)) < 0)
 		return;
 	struct cf_exec *e = exec_new(q, GIT, "git clone");
 	if (!e)
@@ -573,14 +577,16 @@ static struct process *find(struct cf_req *q, const char *id)
 static void started(struct process *p, void *ctx)
 {
 	struct http_req *r = ctx;
-	if (p->ended && p->error[0])
+	struct process_info pi;
+	process_info(p, &pi);
+	if (pi.ended && pi.error[0])
 		cf_error(r, "PROCESS_ERROR",
-		         json_pack("{s:s, s:s}", "processId", p->id, "stderr",
-		                   p->error),
-		         "Failed to start process: %s", p->error);
+		         json_pack("{s:s, s:s}", "processId", pi.id, "stderr",
+		                   pi.error),
+		         "Failed to start process: %s", pi.error);
 	else
-		cf_ok(r, json_pack("{s:s, s:i, s:s}", "processId", p->id, "pid",
-		                   p->pid, "command", p->command));
+		cf_ok(r, json_pack("{s:s, s:i, s:s}", "processId", pi.id, "pid",
+		                   pi.pid, "command", pi.command));
 }
 
 static bool valid_process_id(const char *id)
@@ -626,9 +632,12 @@ void cf_process_list(struct cf_req *q)
 	json_t *arr = json_array();
 	/* oldest first, as the container lists them */
 	for (struct process *p = process_next(q->sb, NULL); p;
-	     p = process_next(q->sb, p))
-		if (p->id[0])
+	     p = process_next(q->sb, p)) {
+		struct process_info pi;
+		process_info(p, &pi);
+		if (pi.id[0])
 			json_array_insert_new(arr, 0, api_process_json(p, 0));
+	}
 	cf_ok(q->r, json_pack("{s:o}", "processes", arr));
 }
 
@@ -722,9 +731,11 @@ static void kill_and_answer(struct cf_req *q, struct process **procs, size_t n,
 	http_suspend(q->r);
 	loop_timer_start(k->loop, &k->deadline, CF_KILL_GRACE_MS + 1000);
 	for (size_t i = 0; i < n; i++) {
+		struct process_info pi;
 		process_kill(procs[i], CF_KILL_GRACE_MS);
+		process_info(procs[i], &pi);
 		k->ones[i].k = k;
-		if (process_follow(procs[i], procs[i]->log_end, &kill_follow,
+		if (process_follow(procs[i], pi.log_end, &kill_follow,
 		                   &k->ones[i], &k->ones[i].f) < 0)
 			k->pending--;
 	}
@@ -737,13 +748,15 @@ void cf_process_kill(struct cf_req *q, const char *id)
 	struct process *p = find(q, id);
 	if (!p)
 		return;
-	if (p->ended) {
-		cf_ok(q->r, json_pack("{s:s}", "processId", p->id));
+	struct process_info pi;
+	process_info(p, &pi);
+	if (pi.ended) {
+		cf_ok(q->r, json_pack("{s:s}", "processId", pi.id));
 		return;
 	}
 	/* answered once it is gone, so that what the client reads next
 	 * says killed */
-	kill_and_answer(q, &p, 1, p->id);
+	kill_and_answer(q, &p, 1, pi.id);
 }
 
 void cf_process_kill_all(struct cf_req *q)
@@ -751,7 +764,7 @@ void cf_process_kill_all(struct cf_req *q)
 	size_t n = 0;
 	for (struct process *p = process_next(q->sb, NULL); p;
 	     p = process_next(q->sb, p))
-		n += !p->ended;
+		n += !process_ended(p);
 	struct process **procs = calloc(n + 1, sizeof(*procs));
 	if (!procs) {
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
@@ -760,7 +773,7 @@ void cf_process_kill_all(struct cf_req *q)
 	n = 0;
 	for (struct process *p = process_next(q->sb, NULL); p;
 	     p = process_next(q->sb, p))
-		if (!p->ended)
+		if (!process_ended(p))
 			procs[n++] = p;
 	kill_and_answer(q, procs, n, "");
 	free(procs);
@@ -770,13 +783,15 @@ void cf_process_logs(struct cf_req *q, const char *id)
 {
 	struct process *p = find(q, id);
 	struct buf out, err;
+	struct process_info pi;
 	if (!p)
 		return;
+	process_info(p, &pi);
 	process_logs(p, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 	cf_ok_big(q->r, o,
-	          json_pack("{s:s, s:o, s:o}", "processId", p->id, "stdout", jo,
+	          json_pack("{s:s, s:o, s:o}", "processId", pi.id, "stdout", jo,
 	                    "stderr", je));
 	buf_free(&out);
 	buf_free(&err);
@@ -826,12 +841,14 @@ static void pwatch_ended(void *ctx, const struct process *p, bool gone)
 		                    json_string("the process is gone"));
 	} else {
 		char msg[80];
+		struct process_info pi;
+		process_info(p, &pi);
 		pwatch_text(w, 1, "", 0, true);
 		pwatch_text(w, 2, "", 0, true);
 		snprintf(msg, sizeof(msg),
-		         "Process completed with exit code %d", p->exit_code);
+		         "Process completed with exit code %d", pi.exit_code);
 		ev = event("exit");
-		json_object_set_new(ev, "exitCode", json_integer(p->exit_code));
+		json_object_set_new(ev, "exitCode", json_integer(pi.exit_code));
 		json_object_set_new(ev, "data", json_string(msg));
 	}
 	pwatch_event(w, ev);
@@ -852,15 +869,17 @@ void cf_process_stream(struct cf_req *q, const char *id)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		return;
 	}
-	snprintf(w->id, sizeof(w->id), "%s", p->id);
+	struct process_info pi;
+	process_info(p, &pi);
+	snprintf(w->id, sizeof(w->id), "%s", pi.id);
 	if (api_follow_open(&w->fw, q->r, q->a->m->loop, &cf_stream_opts) < 0)
 		return;
 	json_t *ev = event("process_info");
-	json_object_set_new(ev, "command", json_string(p->command));
+	json_object_set_new(ev, "command", json_string(pi.command));
 	json_object_set_new(ev, "status",
-	                    json_string(process_status_name(p->status)));
-	if (p->pid)
-		json_object_set_new(ev, "pid", json_integer(p->pid));
+	                    json_string(process_status_name(pi.status)));
+	if (pi.pid)
+		json_object_set_new(ev, "pid", json_integer(pi.pid));
 	pwatch_event(w, ev);
 	api_follow_attach(&w->fw, p, 0, &pwatch_follow);
 }

@@ -627,7 +627,7 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 	}
 	/* relative to the session's cwd, and never outside /workspace (as in
 	 * the Bridge) */
-	if (v1_cwd(r, cwd, sess->cwd, &h->cwd) < 0)
+	if (v1_cwd(r, cwd, session_cwd(sess), &h->cwd) < 0)
 		goto bad;
 	p->cwd = h->cwd;
 	if (to) {
