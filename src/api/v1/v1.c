@@ -159,7 +159,6 @@ static json_t *limits_json(struct api *a, const struct sandbox *sb)
 json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 {
 	char created[32], active[32];
-	sandbox_image_resolve(sb); /* a list's sandboxes were not found */
 	struct sandbox_info in;
 	sandbox_info(sb, &in);
 	iso8601_ms(in.created_ms, created, sizeof(created));
