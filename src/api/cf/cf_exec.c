@@ -49,6 +49,15 @@ static void cmd_free(struct cf_cmd *c)
 	buf_free(&c->script);
 }
 
+/* The shell a command runs with: the image's own (bash may not be there:
+ * busybox), else /bin/sh; an image with none at all fails the start with
+ * exec's own error. */
+static const char *shell_of(struct cf_req *q)
+{
+	const char *sh = sandbox_shell(q->sb);
+	return sh ? sh : "/bin/sh";
+}
+
 /* Read the fields every command request has. background: a process (its
  * own shell beside the session). -1 after answering. */
 static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
@@ -77,10 +86,7 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 		return -1;
 	c->p.timeout_ms = timeout; /* 0: the session's (core/exec.c) */
 	if (background || c->fresh) {
-		/* an image's own shell: bash may not be there (busybox);
-		 * none at all fails the start with exec's own error */
-		const char *sh = sandbox_shell(q->sb);
-		c->argv[0] = sh ? sh : "/bin/sh";
+		c->argv[0] = shell_of(q);
 		c->argv[1] = "-c";
 		c->argv[2] = c->command;
 		c->p.argv = c->argv;
@@ -429,10 +435,9 @@ void cf_commands(struct cf_req *q)
 	static const char sh_list[] =
 	    "export LC_ALL=C; IFS=:; for d in $PATH; do "
 	    "[ -d \"$d\" ] && ls -1 \"$d\"; done 2>/dev/null | sort -u";
-	const char *sh = sandbox_shell(q->sb);
-	bool bash = sh && !strcmp(sh, "/bin/bash");
-	const char *list = bash ? bash_list : sh_list;
-	const char *argv[] = {sh ? sh : "/bin/sh", "-c", list, NULL};
+	const char *sh = shell_of(q);
+	const char *list = strcmp(sh, "/bin/bash") ? sh_list : bash_list;
+	const char *argv[] = {sh, "-c", list, NULL};
 	struct cf_cmd c = {
 	    .p = {.argv = argv, .detached = true, .timeout_ms = 30000}};
 	bool fresh;
@@ -546,8 +551,7 @@ void cf_git_checkout(struct cf_req *q)
 	buf_printf(&cmd, " && { git -C ");
 	cf_shell_quote(&cmd, target);
 	buf_printf(&cmd, " branch --show-current || true; }");
-	const char *sh = sandbox_shell(q->sb);
-	const char *argv[] = {sh ? sh : "/bin/sh", "-c", buf_cstr(&cmd), NULL};
+	const char *argv[] = {shell_of(q), "-c", buf_cstr(&cmd), NULL};
 	struct cf_cmd c = {.sess = sess};
 	buf_init(&c.script, 0);
 	c.p.timeout_ms = timeout ? timeout : GIT_DEFAULT_TIMEOUT_MS;
