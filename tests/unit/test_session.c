@@ -36,6 +36,33 @@ static void test_defaults(void **state)
 	session_free(s);
 }
 
+/* What a face sees of a session is what the session holds, and follows
+ * its changes. */
+static void test_info_view(void **state)
+{
+	(void)state;
+	const char *env[] = {"A=1", "B=2"};
+	struct session *s = session_new("room", "/tmp", env, 2);
+	assert_non_null(s);
+	struct session_info si;
+	session_info(s, &si);
+	assert_string_equal(si.id, "room");
+	assert_string_equal(si.cwd, "/tmp");
+	assert_string_equal(session_cwd(s), "/tmp");
+	assert_int_equal(si.envc, 2);
+	assert_string_equal(si.env[0], "A=1");
+	assert_string_equal(si.env[1], "B=2");
+	assert_null(si.env[2]);
+	assert_int_equal(si.timeout_ms, 0);
+	session_set_timeout(s, 1234);
+	assert_int_equal(session_setenv(s, "C=3"), 0);
+	session_info(s, &si);
+	assert_int_equal(si.timeout_ms, 1234);
+	assert_int_equal(si.envc, 3);
+	assert_string_equal(si.env[2], "C=3");
+	session_free(s);
+}
+
 /* A record as the hook writes it: mark, cwd, declare -px, NUL. */
 #define REC(cwd, text) "SBXSTATE\0" cwd "\0" text "\0"
 
@@ -526,6 +553,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_info_view),
 	    cmocka_unit_test(test_apply_record),
 	    cmocka_unit_test(test_last_record_wins),
 	    cmocka_unit_test(test_no_or_cut_record),
