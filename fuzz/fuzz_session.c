@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/session.h"
+#include "core/session_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

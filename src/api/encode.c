@@ -23,18 +23,20 @@ json_t *json_bytes(const char *data, size_t len)
 json_t *api_process_json(const struct process *p, unsigned flags)
 {
 	char st[32], en[32];
-	iso8601_ms(p->start_ms, st, sizeof(st));
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "id", p->id, "command",
-	                      p->command, "status",
-	                      process_status_name(p->status), "startTime", st);
-	if (p->pid || (flags & API_PROCESS_PID_ALWAYS))
-		json_object_set_new(j, "pid", json_integer(p->pid));
-	if (p->ended) {
-		iso8601_ms(p->end_ms, en, sizeof(en));
+	struct process_info pi;
+	process_info(p, &pi);
+	iso8601_ms(pi.start_ms, st, sizeof(st));
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s}", "id", pi.id, "command",
+	                      pi.command, "status",
+	                      process_status_name(pi.status), "startTime", st);
+	if (pi.pid || (flags & API_PROCESS_PID_ALWAYS))
+		json_object_set_new(j, "pid", json_integer(pi.pid));
+	if (pi.ended) {
+		iso8601_ms(pi.end_ms, en, sizeof(en));
 		json_object_set_new(j, "endTime", json_string(en));
-		json_object_set_new(j, "exitCode", json_integer(p->exit_code));
-		if (p->error[0] && (flags & API_PROCESS_ERROR))
-			json_object_set_new(j, "error", json_string(p->error));
+		json_object_set_new(j, "exitCode", json_integer(pi.exit_code));
+		if (pi.error[0] && (flags & API_PROCESS_ERROR))
+			json_object_set_new(j, "error", json_string(pi.error));
 	}
 	return j;
 }

@@ -119,8 +119,11 @@ static void count_one(struct sandbox *sb, void *data)
 			c->oom += st.oom_kills;
 	}
 	for (struct process *p = process_next(sb, NULL); p;
-	     p = process_next(sb, p))
-		c->procs += !p->ended;
+	     p = process_next(sb, p)) {
+		struct process_info pi;
+		process_info(p, &pi);
+		c->procs += !pi.ended;
+	}
 }
 
 static void net_one(struct sandbox *sb, void *data)

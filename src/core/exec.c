@@ -9,6 +9,7 @@
 #include "core/exec.h"
 #include "core/images.h"
 #include "core/sandbox_internal.h"
+#include "core/session_internal.h"
 
 #include <fcntl.h>
 #include <signal.h>

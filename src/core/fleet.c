@@ -13,7 +13,7 @@
 #include "core/manager.h"
 #include "core/registry.h"
 #include "core/sandbox_internal.h"
-#include "core/session.h"
+#include "core/session_internal.h"
 #include "lib/base64.h"
 #include "lib/buf.h"
 #include "lib/log.h"

@@ -47,6 +47,7 @@
 
 #include "core/exec.h"
 #include "core/sandbox_internal.h"
+#include "core/session_internal.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"

@@ -31,6 +31,7 @@
 #include "core/backup.h"
 #include "core/snapshot.h"
 #include "core/sandbox_internal.h"
+#include "core/session_internal.h"
 #include "lib/buf.h"
 #include "lib/log.h"
 #include "lib/util.h"
@@ -957,8 +958,9 @@ bool sandbox_running(const struct sandbox *sb)
 	return sb->state != SB_STOPPED;
 }
 
-void sandbox_info(const struct sandbox *sb, struct sandbox_info *out)
+void sandbox_info(struct sandbox *sb, struct sandbox_info *out)
 {
+	sandbox_image_resolve(sb);
 	*out = (struct sandbox_info){
 	    .created_ms = sb->created_ms,
 	    .last_active_ms = sb->last_active_ms,

@@ -133,7 +133,8 @@ struct sandbox_info {
 	const char *image_id;      /* "": the host's system */
 	const struct image *image; /* NULL: none, or no longer stored */
 };
-void sandbox_info(const struct sandbox *sb, struct sandbox_info *out);
+/* (Its image is read on first use, after a restart: this reads it.) */
+void sandbox_info(struct sandbox *sb, struct sandbox_info *out);
 /* Its cgroup's figures; -ESRCH when it has none (stopped). */
 int sandbox_stats(const struct sandbox *sb, struct cgroup_stats *st);
 /* The daemon's configuration it runs under. */

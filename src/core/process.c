@@ -1,4 +1,4 @@
-#include "core/process.h"
+#include "core/process_internal.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -27,6 +27,42 @@ const char *process_status_name(enum process_status s)
 	static const char *const names[] = {"running", "completed", "failed",
 	                                    "killed"};
 	return names[s];
+}
+
+void process_info(const struct process *p, struct process_info *out)
+{
+	*out = (struct process_info){
+	    .id = p->id,
+	    .command = p->command,
+	    .note = p->note,
+	    .error = p->error,
+	    .pid = p->pid,
+	    .status = p->status,
+	    .exit_code = p->exit_code,
+	    .signo = p->signo,
+	    .timed_out = p->timed_out,
+	    .ended = p->ended,
+	    .start_ms = p->start_ms,
+	    .end_ms = p->end_ms,
+	    .log_start = p->log_start,
+	    .log_end = p->log_end,
+	    .log_dropped = p->log_dropped,
+	};
+}
+
+bool process_ended(const struct process *p)
+{
+	return p->ended;
+}
+
+int process_set_note(struct process *p, const char *note)
+{
+	char *n = NULL;
+	if (note && !(n = strdup(note)))
+		return -ENOMEM;
+	free(p->note);
+	p->note = n;
+	return 0;
 }
 
 static void follow_pump(struct process_follower *f);
@@ -329,6 +365,17 @@ int process_kill(struct process *p, uint64_t grace_ms)
 	exec_signal_tree(p->job, SIGCONT); /* a stopped tree must hear it */
 	p->kill_timer.cb = on_kill_timer;
 	loop_timer_start(p->sb->m->loop, &p->kill_timer, grace_ms);
+	return 0;
+}
+
+int process_signal(struct process *p, int signo)
+{
+	if (p->ended || !p->job)
+		return -ESRCH;
+	/* the main process by its pid too: a command that was just started
+	 * may not have joined its cgroup yet, and then has no tree either */
+	exec_signal(p->job, signo);
+	exec_signal_tree(p->job, signo);
 	return 0;
 }
 

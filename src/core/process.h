@@ -31,46 +31,26 @@ enum process_status {
 	PROC_KILLED,    /* ended by process_kill */
 };
 
-struct log_chunk {
-	struct log_chunk *next;
-	uint64_t start; /* cursor of its first byte */
-	size_t len;
-	uint8_t fd; /* 1 stdout, 2 stderr */
-	char *data; /* its bytes, in the same allocation (moved on when
-	               the oldest of them are dropped) */
-};
-
+struct process;
 struct process_follower;
 
-struct process {
-	struct sandbox *sb;
-	char *id;
-	char *command;
-	char *note; /* a face's own text about it (E2B: its
-	               config and tag), freed with it */
+/* What a face may read of a process, filled by process_info: the strings
+ * are the record's own, valid while it lives (note until process_set_note
+ * replaces it), and the figures are those of the moment of the call. */
+struct process_info {
+	const char *id;
+	const char *command;
+	const char *note;  /* a face's own text about it, or NULL */
+	const char *error; /* why it could not start, or "" */
 	int pid;
 	enum process_status status;
 	int exit_code;
 	int signo;      /* the signal that ended it, or 0 */
 	bool timed_out; /* killed at its timeout */
 	bool ended;
-	char error[600];
-	uint64_t start_ms, end_ms; /* wall clock */
-	struct exec_job *job;      /* while it runs */
-	struct log_chunk *head, *tail;
+	uint64_t start_ms, end_ms;   /* wall clock */
 	uint64_t log_start, log_end; /* cursors of retained bytes */
-	uint64_t log_bytes;
-	bool log_dropped;
-	struct process_follower *followers;
-	struct loop_timer kill_timer;
-	bool kill_requested;
-	struct buf stdin_pending;               /* bytes waiting for the pipe */
-	void (*stdin_done)(void *ctx, int err); /* when they are written */
-	void *stdin_ctx;
-	bool stdin_close_after; /* close once stdin_pending is written */
-	void (*on_started)(struct process *p, void *ctx);
-	void *started_ctx;
-	struct process *next;
+	bool log_dropped;            /* the oldest output was dropped */
 };
 
 /* Start one; on_started runs once it has a pid, or has failed (then
@@ -83,6 +63,14 @@ struct process *process_find(struct sandbox *sb, const char *id_or_pid);
 /* Its background processes, newest first: NULL starts, NULL ends. */
 struct process *process_next(struct sandbox *sb, struct process *prev);
 const char *process_status_name(enum process_status s);
+void process_info(const struct process *p, struct process_info *out);
+/* Whether it has ended (process_info's ended alone). */
+bool process_ended(const struct process *p);
+/* Replace a face's own text about it (copied; NULL clears it). -ENOMEM. */
+int process_set_note(struct process *p, const char *note);
+/* Send signo to its whole tree now, as it is (no grace, no record of a
+ * kill). -ESRCH when it has ended. */
+int process_signal(struct process *p, int signo);
 /* TERM the tree now, KILL it after grace_ms. */
 int process_kill(struct process *p, uint64_t grace_ms);
 /* stdout and stderr as retained, into out and err (initialised here; the

@@ -16,7 +16,7 @@
  * state in the registry (session_state_encode/decode) so that a session
  * survives a daemon restart. A command that is not a shell (argv) or a
  * background one leaves the session as it was. */
-#include "core/session.h"
+#include "core/session_internal.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -114,6 +114,27 @@ struct session *session_new(const char *id, const char *cwd,
 fail:
 	session_free(s);
 	return NULL;
+}
+
+void session_info(const struct session *s, struct session_info *out)
+{
+	*out = (struct session_info){
+	    .id = s->id,
+	    .cwd = s->cwd,
+	    .env = (const char *const *)s->env,
+	    .envc = s->envc,
+	    .timeout_ms = s->timeout_ms,
+	};
+}
+
+const char *session_cwd(const struct session *s)
+{
+	return s->cwd;
+}
+
+void session_set_timeout(struct session *s, uint64_t timeout_ms)
+{
+	s->timeout_ms = timeout_ms;
 }
 
 void session_free(struct session *s)

@@ -25,25 +25,22 @@ extern const struct image_file session_image_file;
 
 struct exec_job;
 
-struct session {
-	char *id;
-	char *cwd;
-	char **env; /* "KEY=VALUE", NULL-terminated */
+struct session;
+
+/* What a face may read of a session, filled by session_info: borrowed
+ * from the session, valid until it runs its next command or changes. */
+struct session_info {
+	const char *id;
+	const char *cwd;
+	const char *const *env; /* "KEY=VALUE", NULL-terminated */
 	size_t envc;
-	uint64_t
-	    timeout_ms; /* its commands' default timeout; 0: the daemon's */
-	/* the strings of the last state record, in one piece (an entry of
-	 * env points in here, or was allocated on its own) */
-	char *block;
-	size_t block_len;
-	struct exec_job *running;
-	struct exec_job *queue_head, *queue_tail;
-	/* closing (sandbox_session_close): freed once its command ends */
-	void (*on_closed)(void *ctx);
-	void *closed_ctx;
-	uint64_t saved; /* hash of the state last saved; 0: never saved */
-	struct session *next;
+	uint64_t timeout_ms; /* its commands' default; 0: the daemon's */
 };
+void session_info(const struct session *s, struct session_info *out);
+/* Its cwd alone (what the faces resolve a client's paths against). */
+const char *session_cwd(const struct session *s);
+/* Its commands' default timeout (0: the daemon's). */
+void session_set_timeout(struct session *s, uint64_t timeout_ms);
 
 /* A session with the default environment (or env, copied, when given). */
 struct session *session_new(const char *id, const char *cwd,

@@ -12,6 +12,7 @@
 #include "core/exec.h"
 #include "core/images.h"
 #include "core/sandbox_internal.h"
+#include "core/session_internal.h"
 #include "lib/log.h"
 #include "runtime/pty.h"
 

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/session.h"
+#include "core/session_internal.h"
 
 static const char *getenv_s(struct session *s, const char *k)
 {
@@ -33,6 +33,33 @@ static void test_defaults(void **state)
 	assert_string_equal(s->cwd, "/workspace");
 	assert_non_null(getenv_s(s, "PATH"));
 	assert_string_equal(getenv_s(s, "HOME"), "/root");
+	session_free(s);
+}
+
+/* What a face sees of a session is what the session holds, and follows
+ * its changes. */
+static void test_info_view(void **state)
+{
+	(void)state;
+	const char *env[] = {"A=1", "B=2"};
+	struct session *s = session_new("room", "/tmp", env, 2);
+	assert_non_null(s);
+	struct session_info si;
+	session_info(s, &si);
+	assert_string_equal(si.id, "room");
+	assert_string_equal(si.cwd, "/tmp");
+	assert_string_equal(session_cwd(s), "/tmp");
+	assert_int_equal(si.envc, 2);
+	assert_string_equal(si.env[0], "A=1");
+	assert_string_equal(si.env[1], "B=2");
+	assert_null(si.env[2]);
+	assert_int_equal(si.timeout_ms, 0);
+	session_set_timeout(s, 1234);
+	assert_int_equal(session_setenv(s, "C=3"), 0);
+	session_info(s, &si);
+	assert_int_equal(si.timeout_ms, 1234);
+	assert_int_equal(si.envc, 3);
+	assert_string_equal(si.env[2], "C=3");
 	session_free(s);
 }
 
@@ -526,6 +553,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_info_view),
 	    cmocka_unit_test(test_apply_record),
 	    cmocka_unit_test(test_last_record_wins),
 	    cmocka_unit_test(test_no_or_cut_record),

@@ -495,7 +495,7 @@ static void session_create(struct cf_req *q)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		goto out;
 	}
-	s->timeout_ms = timeout;
+	session_set_timeout(s, timeout);
 	cf_ok(q->r,
 	      json_pack("{s:s, s:s, s:n, s:{s:s, s:s}}", "id", id, "message",
 	                "Session created", "containerPlacementId", "data", "id",
@@ -508,9 +508,12 @@ static void session_list(struct cf_req *q)
 {
 	json_t *ids = json_array();
 	for (struct session *s = sandbox_session_next(q->sb, NULL); s;
-	     s = sandbox_session_next(q->sb, s))
-		if (strcmp(s->id, CF_NO_SESSION))
-			json_array_append_new(ids, json_string(s->id));
+	     s = sandbox_session_next(q->sb, s)) {
+		struct session_info si;
+		session_info(s, &si);
+		if (strcmp(si.id, CF_NO_SESSION))
+			json_array_append_new(ids, json_string(si.id));
+	}
 	cf_ok(q->r, json_pack("{s:o}", "data", ids));
 }
 

@@ -110,8 +110,9 @@ static struct cf_bk *bk_new(struct cf_req *q, bool restore)
 		return NULL;
 	}
 	if (!(s = cf_session(q, &fresh)) ||
-	    cf_resolve(q, s->cwd, dir, b->dir, sizeof(b->dir)) < 0 ||
-	    cf_resolve(q, s->cwd, arch, b->archive, sizeof(b->archive)) < 0) {
+	    cf_resolve(q, session_cwd(s), dir, b->dir, sizeof(b->dir)) < 0 ||
+	    cf_resolve(q, session_cwd(s), arch, b->archive,
+	               sizeof(b->archive)) < 0) {
 		free(b);
 		return NULL;
 	}

@@ -49,6 +49,15 @@ static void cmd_free(struct cf_cmd *c)
 	buf_free(&c->script);
 }
 
+/* The shell a command runs with: the image's own (bash may not be there:
+ * busybox), else /bin/sh; an image with none at all fails the start with
+ * exec's own error. */
+static const char *shell_of(struct cf_req *q)
+{
+	const char *sh = sandbox_shell(q->sb);
+	return sh ? sh : "/bin/sh";
+}
+
 /* Read the fields every command request has. background: a process (its
  * own shell beside the session). -1 after answering. */
 static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
@@ -72,14 +81,12 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 	    cf_uint(q, "timeoutMs", &timeout) < 0 ||
 	    cf_env(q, json_object_get(q->body, "env"), &c->env, &c->envc) < 0)
 		return -1;
-	if (cwd && cf_resolve(q, c->sess->cwd, cwd, c->cwd, sizeof(c->cwd)) < 0)
+	if (cwd && cf_resolve(q, session_cwd(c->sess), cwd, c->cwd,
+	                      sizeof(c->cwd)) < 0)
 		return -1;
 	c->p.timeout_ms = timeout; /* 0: the session's (core/exec.c) */
 	if (background || c->fresh) {
-		/* an image's own shell: bash may not be there (busybox);
-		 * none at all fails the start with exec's own error */
-		const char *sh = sandbox_shell(q->sb);
-		c->argv[0] = sh ? sh : "/bin/sh";
+		c->argv[0] = shell_of(q);
 		c->argv[1] = "-c";
 		c->argv[2] = c->command;
 		c->p.argv = c->argv;
@@ -387,8 +394,11 @@ static void execute(struct cf_req *q, bool stream)
 	if (!e)
 		goto out;
 	/* a session the client named is echoed (the default is not) */
-	if (!c.fresh && c.sess != sandbox_session(q->sb, NULL))
-		e->sid = strdup(c.sess->id);
+	if (!c.fresh && c.sess != sandbox_session(q->sb, NULL)) {
+		struct session_info si;
+		session_info(c.sess, &si);
+		e->sid = strdup(si.id);
+	}
 	if (stream) {
 		c.p.on_output = exec_output;
 		c.p.on_started = exec_started;
@@ -425,10 +435,9 @@ void cf_commands(struct cf_req *q)
 	static const char sh_list[] =
 	    "export LC_ALL=C; IFS=:; for d in $PATH; do "
 	    "[ -d \"$d\" ] && ls -1 \"$d\"; done 2>/dev/null | sort -u";
-	const char *sh = sandbox_shell(q->sb);
-	bool bash = sh && !strcmp(sh, "/bin/bash");
-	const char *list = bash ? bash_list : sh_list;
-	const char *argv[] = {sh ? sh : "/bin/sh", "-c", list, NULL};
+	const char *sh = shell_of(q);
+	const char *list = strcmp(sh, "/bin/bash") ? sh_list : bash_list;
+	const char *argv[] = {sh, "-c", list, NULL};
 	struct cf_cmd c = {
 	    .p = {.argv = argv, .detached = true, .timeout_ms = 30000}};
 	bool fresh;
@@ -510,7 +519,7 @@ void cf_git_checkout(struct cf_req *q)
 		snprintf(deftarget, sizeof(deftarget), "/workspace/%s", name);
 		dir = deftarget;
 	}
-	if (cf_resolve(q, sess->cwd, dir, target, sizeof(target)) < 0)
+	if (cf_resolve(q, session_cwd(sess), dir, target, sizeof(target)) < 0)
 		return;
 	struct cf_exec *e = exec_new(q, GIT, "git clone");
 	if (!e)
@@ -542,8 +551,7 @@ void cf_git_checkout(struct cf_req *q)
 	buf_printf(&cmd, " && { git -C ");
 	cf_shell_quote(&cmd, target);
 	buf_printf(&cmd, " branch --show-current || true; }");
-	const char *sh = sandbox_shell(q->sb);
-	const char *argv[] = {sh ? sh : "/bin/sh", "-c", buf_cstr(&cmd), NULL};
+	const char *argv[] = {shell_of(q), "-c", buf_cstr(&cmd), NULL};
 	struct cf_cmd c = {.sess = sess};
 	buf_init(&c.script, 0);
 	c.p.timeout_ms = timeout ? timeout : GIT_DEFAULT_TIMEOUT_MS;
@@ -573,14 +581,16 @@ static struct process *find(struct cf_req *q, const char *id)
 static void started(struct process *p, void *ctx)
 {
 	struct http_req *r = ctx;
-	if (p->ended && p->error[0])
+	struct process_info pi;
+	process_info(p, &pi);
+	if (pi.ended && pi.error[0])
 		cf_error(r, "PROCESS_ERROR",
-		         json_pack("{s:s, s:s}", "processId", p->id, "stderr",
-		                   p->error),
-		         "Failed to start process: %s", p->error);
+		         json_pack("{s:s, s:s}", "processId", pi.id, "stderr",
+		                   pi.error),
+		         "Failed to start process: %s", pi.error);
 	else
-		cf_ok(r, json_pack("{s:s, s:i, s:s}", "processId", p->id, "pid",
-		                   p->pid, "command", p->command));
+		cf_ok(r, json_pack("{s:s, s:i, s:s}", "processId", pi.id, "pid",
+		                   pi.pid, "command", pi.command));
 }
 
 static bool valid_process_id(const char *id)
@@ -626,9 +636,12 @@ void cf_process_list(struct cf_req *q)
 	json_t *arr = json_array();
 	/* oldest first, as the container lists them */
 	for (struct process *p = process_next(q->sb, NULL); p;
-	     p = process_next(q->sb, p))
-		if (p->id[0])
+	     p = process_next(q->sb, p)) {
+		struct process_info pi;
+		process_info(p, &pi);
+		if (pi.id[0])
 			json_array_insert_new(arr, 0, api_process_json(p, 0));
+	}
 	cf_ok(q->r, json_pack("{s:o}", "processes", arr));
 }
 
@@ -722,9 +735,11 @@ static void kill_and_answer(struct cf_req *q, struct process **procs, size_t n,
 	http_suspend(q->r);
 	loop_timer_start(k->loop, &k->deadline, CF_KILL_GRACE_MS + 1000);
 	for (size_t i = 0; i < n; i++) {
+		struct process_info pi;
 		process_kill(procs[i], CF_KILL_GRACE_MS);
+		process_info(procs[i], &pi);
 		k->ones[i].k = k;
-		if (process_follow(procs[i], procs[i]->log_end, &kill_follow,
+		if (process_follow(procs[i], pi.log_end, &kill_follow,
 		                   &k->ones[i], &k->ones[i].f) < 0)
 			k->pending--;
 	}
@@ -737,13 +752,15 @@ void cf_process_kill(struct cf_req *q, const char *id)
 	struct process *p = find(q, id);
 	if (!p)
 		return;
-	if (p->ended) {
-		cf_ok(q->r, json_pack("{s:s}", "processId", p->id));
+	struct process_info pi;
+	process_info(p, &pi);
+	if (pi.ended) {
+		cf_ok(q->r, json_pack("{s:s}", "processId", pi.id));
 		return;
 	}
 	/* answered once it is gone, so that what the client reads next
 	 * says killed */
-	kill_and_answer(q, &p, 1, p->id);
+	kill_and_answer(q, &p, 1, pi.id);
 }
 
 void cf_process_kill_all(struct cf_req *q)
@@ -751,7 +768,7 @@ void cf_process_kill_all(struct cf_req *q)
 	size_t n = 0;
 	for (struct process *p = process_next(q->sb, NULL); p;
 	     p = process_next(q->sb, p))
-		n += !p->ended;
+		n += !process_ended(p);
 	struct process **procs = calloc(n + 1, sizeof(*procs));
 	if (!procs) {
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
@@ -760,7 +777,7 @@ void cf_process_kill_all(struct cf_req *q)
 	n = 0;
 	for (struct process *p = process_next(q->sb, NULL); p;
 	     p = process_next(q->sb, p))
-		if (!p->ended)
+		if (!process_ended(p))
 			procs[n++] = p;
 	kill_and_answer(q, procs, n, "");
 	free(procs);
@@ -770,13 +787,15 @@ void cf_process_logs(struct cf_req *q, const char *id)
 {
 	struct process *p = find(q, id);
 	struct buf out, err;
+	struct process_info pi;
 	if (!p)
 		return;
+	process_info(p, &pi);
 	process_logs(p, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 	cf_ok_big(q->r, o,
-	          json_pack("{s:s, s:o, s:o}", "processId", p->id, "stdout", jo,
+	          json_pack("{s:s, s:o, s:o}", "processId", pi.id, "stdout", jo,
 	                    "stderr", je));
 	buf_free(&out);
 	buf_free(&err);
@@ -826,12 +845,14 @@ static void pwatch_ended(void *ctx, const struct process *p, bool gone)
 		                    json_string("the process is gone"));
 	} else {
 		char msg[80];
+		struct process_info pi;
+		process_info(p, &pi);
 		pwatch_text(w, 1, "", 0, true);
 		pwatch_text(w, 2, "", 0, true);
 		snprintf(msg, sizeof(msg),
-		         "Process completed with exit code %d", p->exit_code);
+		         "Process completed with exit code %d", pi.exit_code);
 		ev = event("exit");
-		json_object_set_new(ev, "exitCode", json_integer(p->exit_code));
+		json_object_set_new(ev, "exitCode", json_integer(pi.exit_code));
 		json_object_set_new(ev, "data", json_string(msg));
 	}
 	pwatch_event(w, ev);
@@ -852,15 +873,17 @@ void cf_process_stream(struct cf_req *q, const char *id)
 		cf_error(q->r, "INTERNAL_ERROR", NULL, "out of memory");
 		return;
 	}
-	snprintf(w->id, sizeof(w->id), "%s", p->id);
+	struct process_info pi;
+	process_info(p, &pi);
+	snprintf(w->id, sizeof(w->id), "%s", pi.id);
 	if (api_follow_open(&w->fw, q->r, q->a->m->loop, &cf_stream_opts) < 0)
 		return;
 	json_t *ev = event("process_info");
-	json_object_set_new(ev, "command", json_string(p->command));
+	json_object_set_new(ev, "command", json_string(pi.command));
 	json_object_set_new(ev, "status",
-	                    json_string(process_status_name(p->status)));
-	if (p->pid)
-		json_object_set_new(ev, "pid", json_integer(p->pid));
+	                    json_string(process_status_name(pi.status)));
+	if (pi.pid)
+		json_object_set_new(ev, "pid", json_integer(pi.pid));
 	pwatch_event(w, ev);
 	api_follow_attach(&w->fw, p, 0, &pwatch_follow);
 }

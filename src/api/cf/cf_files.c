@@ -376,7 +376,7 @@ static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
 	const char *path = cf_string(q, field, &bad);
 	struct session *s;
 	if (bad || !(s = cf_session(q, &fresh)) ||
-	    cf_resolve(q, s->cwd, path, abs, sizeof(abs)) < 0)
+	    cf_resolve(q, session_cwd(s), path, abs, sizeof(abs)) < 0)
 		return NULL;
 	struct cf_file *f = calloc(1, sizeof(*f));
 	if (!f || !(f->path = strdup(path)) || !(f->abs = strdup(abs))) {
@@ -533,7 +533,7 @@ void cf_file_rename(struct cf_req *q, bool move)
 	    cf_string(q, move ? "destinationPath" : "newPath", &bad);
 	struct session *s;
 	if (bad || !(s = cf_session(q, &fresh)) ||
-	    cf_resolve(q, s->cwd, dst, to, sizeof(to)) < 0)
+	    cf_resolve(q, session_cwd(s), dst, to, sizeof(to)) < 0)
 		return;
 	struct cf_file *f =
 	    file_new(q, OP_SIMPLE, move ? "sourcePath" : "oldPath");

@@ -133,7 +133,7 @@ void cf_context_create(struct cf_req *q)
 		goto out;
 	/* anywhere in the sandbox, or relative to the session's cwd */
 	if (c && *c) {
-		if (cf_resolve(q, o.sess->cwd, c, cwd, sizeof(cwd)) < 0)
+		if (cf_resolve(q, session_cwd(o.sess), c, cwd, sizeof(cwd)) < 0)
 			goto out;
 		o.cwd = cwd;
 	}

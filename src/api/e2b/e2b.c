@@ -88,7 +88,7 @@ static json_t *labels_of(const struct sandbox *sb)
 	return j;
 }
 
-static void state_of(const struct sandbox *sb, struct e2b_state *st)
+static void state_of(struct sandbox *sb, struct e2b_state *st)
 {
 	memset(st, 0, sizeof(*st));
 	snprintf(st->template, sizeof(st->template), "base");
@@ -136,7 +136,7 @@ static int state_save(struct sandbox *sb, const struct e2b_state *st,
 	return r;
 }
 
-bool e2b_paused(const struct sandbox *sb)
+bool e2b_paused(struct sandbox *sb)
 {
 	struct e2b_state st;
 	state_of(sb, &st);
@@ -665,8 +665,9 @@ static void list_one(struct sandbox *sb, void *data)
 
 static int by_start(const void *x, const void *y)
 {
-	const struct sandbox *a = *(struct sandbox *const *)x,
-	                     *b = *(struct sandbox *const *)y;
+	/* the array's pointers are const here, not the sandboxes */
+	struct sandbox *a = *(struct sandbox *const *)x,
+	               *b = *(struct sandbox *const *)y;
 	struct sandbox_info ia, ib;
 	sandbox_info(a, &ia);
 	sandbox_info(b, &ib);

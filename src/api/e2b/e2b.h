@@ -45,7 +45,7 @@ void e2b_verror(struct http_req *r, unsigned status, const char *code,
                 const char *fmt, va_list ap)
     __attribute__((format(printf, 4, 0)));
 /* Whether the sandbox is paused (E2B's state, kept in its labels). */
-bool e2b_paused(const struct sandbox *sb);
+bool e2b_paused(struct sandbox *sb);
 /* p (absolute, or relative to the user's home) as an absolute, normalized
  * path into *out (free it); -1 when it is not a valid path. */
 int e2b_path(const struct e2b_req *q, const char *p, char **out);

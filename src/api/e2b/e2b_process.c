@@ -83,18 +83,22 @@ static json_t *end_json_of(int signo, int exit_code)
 
 static json_t *end_json(const struct process *p)
 {
-	return end_json_of(p->signo, p->exit_code);
+	struct process_info pi;
+	process_info(p, &pi);
+	return end_json_of(pi.signo, pi.exit_code);
 }
 
 static void on_ended(void *ctx, const struct process *p, bool gone)
 {
 	struct e2b_stream *s = ctx;
 	struct buf b;
+	struct process_info pi;
+	process_info(p, &pi);
 	buf_init(&b, 0);
-	if (gone || p->error[0]) {
+	if (gone || pi.error[0]) {
 		connect_end(&b, "unavailable",
-		            p->error[0] ? p->error : "the sandbox stopped");
-	} else if (p->timed_out) {
+		            pi.error[0] ? pi.error : "the sandbox stopped");
+	} else if (pi.timed_out) {
 		connect_end(&b, "deadline_exceeded",
 		            "the command's timeout was reached: it was killed");
 	} else {
@@ -136,10 +140,12 @@ static void stream_open(struct e2b_stream *s, struct process *p)
 	    s->keepalive_ms, keepalive_env, sizeof(keepalive_env) - 1);
 	if (api_follow_open(&s->fw, r, s->a->m->loop, &o) < 0)
 		return; /* s is freed */
+	struct process_info pi;
+	process_info(p, &pi);
 	connect_send(
 	    s->fw.rl, 0,
-	    json_pack("{s:{s:{s:i}}}", "event", "start", "pid", p->pid));
-	api_follow_attach(&s->fw, p, s->from_start ? 0 : p->log_end,
+	    json_pack("{s:{s:{s:i}}}", "event", "start", "pid", pi.pid));
+	api_follow_attach(&s->fw, p, s->from_start ? 0 : pi.log_end,
 	                  &follow_ops);
 }
 
@@ -152,17 +158,19 @@ static void start_gone(struct http_req *r)
 static void started(struct process *p, void *ctx)
 {
 	struct e2b_stream *s = ctx;
+	struct process_info pi;
+	process_info(p, &pi);
 	if (!s->r) {
 		stream_free(s);
 		return;
 	}
-	if (p->ended && p->error[0]) {
+	if (pi.ended && pi.error[0]) {
 		struct http_req *r = s->r;
 		r->on_close = NULL;
 		stream_free(s);
 		/* envd: a cwd that does not exist, a program that cannot run */
 		connect_stream_error(r, "invalid_argument", "%s",
-		                     p->error[0] ? p->error
+		                     pi.error[0] ? pi.error
 		                                 : "it did not start");
 		return;
 	}
@@ -379,13 +387,15 @@ static void start_pty(struct e2b_req *q, const char *const *argv, char **all,
 
 static json_t *process_config(const struct process *p)
 {
-	json_t *n = p->note ? json_loads(p->note, 0, NULL) : NULL;
+	struct process_info pi;
+	process_info(p, &pi);
+	json_t *n = pi.note ? json_loads(pi.note, 0, NULL) : NULL;
 	if (json_is_object(n))
 		return n;
 	json_decref(n);
 	return json_pack("{s:{s:s, s:[s, s], s:{}}}", "config", "cmd",
 	                 "/bin/bash", "args", "-c",
-	                 p->command ? p->command : "", "envs");
+	                 pi.command ? pi.command : "", "envs");
 }
 
 /* What List shows of a process it started: its config and tag. ("o"
@@ -491,7 +501,9 @@ static void start(struct e2b_req *q)
 		goto out;
 	}
 	json_t *note = config_note(q, proc, args, cmd, cwd);
-	pr->note = note ? json_dumps(note, JSON_COMPACT) : NULL;
+	char *text = note ? json_dumps(note, JSON_COMPACT) : NULL;
+	process_set_note(pr, text);
+	free(text);
 	json_decref(note);
 	if (!keep_stdin)
 		process_stdin_close(pr);
@@ -520,11 +532,13 @@ static struct process *selected(struct e2b_req *q)
 	} else if (tag) {
 		for (struct process *p = process_next(q->sb, NULL); p;
 		     p = process_next(q->sb, p)) {
+			struct process_info pi;
+			process_info(p, &pi);
 			json_t *n =
-			    p->note ? json_loads(p->note, 0, NULL) : NULL;
+			    pi.note ? json_loads(pi.note, 0, NULL) : NULL;
 			const char *t =
 			    json_string_value(json_object_get(n, "tag"));
-			bool hit = !p->ended && t && !strcmp(t, tag);
+			bool hit = !pi.ended && t && !strcmp(t, tag);
 			json_decref(n);
 			if (hit)
 				return p;
@@ -536,10 +550,14 @@ static struct process *selected(struct e2b_req *q)
 	struct process *p = process_find(q->sb, buf);
 	/* a pid names a live process; an ended record of an old pid does not
 	 * shadow a newer one of the same number */
-	for (struct process *o = process_next(q->sb, NULL); o && p && p->ended;
-	     o = process_next(q->sb, o))
-		if (o->pid == p->pid && !o->ended)
+	for (struct process *o = process_next(q->sb, NULL);
+	     o && p && process_ended(p); o = process_next(q->sb, o)) {
+		struct process_info po, oi;
+		process_info(p, &po);
+		process_info(o, &oi);
+		if (oi.pid == po.pid && !oi.ended)
 			p = o;
+	}
 	return p;
 }
 
@@ -576,10 +594,12 @@ static void list(struct e2b_req *q)
 	json_t *arr = json_array();
 	for (struct process *p = process_next(q->sb, NULL); p;
 	     p = process_next(q->sb, p)) {
-		if (p->ended || !p->pid)
+		struct process_info pi;
+		process_info(p, &pi);
+		if (pi.ended || !pi.pid)
 			continue;
 		json_t *j = process_config(p);
-		json_object_set_new(j, "pid", json_integer(p->pid));
+		json_object_set_new(j, "pid", json_integer(pi.pid));
 		json_array_append_new(arr, j);
 	}
 	for (struct terminal *t = terminal_next(q->sb, NULL); t;
@@ -664,7 +684,7 @@ static void send_input(struct e2b_req *q)
 		return;
 	}
 	struct process *p = selected(q);
-	if (!p || p->ended) {
+	if (!p || process_ended(p)) {
 		connect_error(q->r, "not_found", "process not found");
 		return;
 	}
@@ -739,14 +759,10 @@ static void send_signal(struct e2b_req *q)
 		connect_ok(q->r, NULL);
 		return;
 	}
-	if (!p || p->ended || !p->job) {
+	if (!p || process_signal(p, signo) < 0) {
 		connect_error(q->r, "not_found", "process not found");
 		return;
 	}
-	/* the main process by its pid too: a command that was just started
-	 * may not have joined its cgroup yet, and then has no tree either */
-	exec_signal(p->job, signo);
-	exec_signal_tree(p->job, signo);
 	connect_ok(q->r, NULL);
 }
 

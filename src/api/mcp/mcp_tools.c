@@ -945,12 +945,14 @@ static void tool_run_code(struct mcp_call *c, json_t *args)
 static void started(struct process *p, void *ctx)
 {
 	struct mcp_call *c = ctx;
-	if (p->ended && p->error[0]) {
-		mcp_call_done(c, mcp_tool_error("start_process: %s", p->error));
+	struct process_info pi;
+	process_info(p, &pi);
+	if (pi.ended && pi.error[0]) {
+		mcp_call_done(c, mcp_tool_error("start_process: %s", pi.error));
 		return;
 	}
-	json_t *j = json_pack("{s:s, s:i, s:s}", "id", p->id, "pid", p->pid,
-	                      "status", process_status_name(p->status));
+	json_t *j = json_pack("{s:s, s:i, s:s}", "id", pi.id, "pid", pi.pid,
+	                      "status", process_status_name(pi.status));
 	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	mcp_call_done(c, t ? text_result(json_string(t))
@@ -999,6 +1001,8 @@ static void tool_process_logs(struct mcp_call *c, json_t *args)
 	if (!p)
 		return;
 	struct buf out, err;
+	struct process_info pi;
+	process_info(p, &pi);
 	process_logs(p, &out, &err);
 	struct agent_keep ko, ke;
 	struct agent_stream so = {0}, se = {0};
@@ -1009,13 +1013,13 @@ static void tool_process_logs(struct mcp_call *c, json_t *args)
 	agent_keep_finish(&ko, 0, AGENT_TAIL_CHARS, &so);
 	agent_keep_finish(&ke, 0, AGENT_TAIL_CHARS, &se);
 	json_t *j =
-	    json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "id", p->id, "status",
-	              process_status_name(p->status), "stdout",
+	    json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "id", pi.id, "status",
+	              process_status_name(pi.status), "stdout",
 	              so.tail ? so.tail : "", "stderr", se.tail ? se.tail : "",
-	              "stdoutTruncated", so.cut || p->log_dropped,
-	              "stderrTruncated", se.cut || p->log_dropped);
-	if (j && p->ended)
-		json_object_set_new(j, "exitCode", json_integer(p->exit_code));
+	              "stdoutTruncated", so.cut || pi.log_dropped,
+	              "stderrTruncated", se.cut || pi.log_dropped);
+	if (j && pi.ended)
+		json_object_set_new(j, "exitCode", json_integer(pi.exit_code));
 	char *t = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	free(so.head);
@@ -1037,19 +1041,21 @@ static void tool_kill_process(struct mcp_call *c, json_t *args)
 	if (!p)
 		return;
 	char msg[300];
-	if (p->ended) {
+	struct process_info pi;
+	process_info(p, &pi);
+	if (pi.ended) {
 		snprintf(msg, sizeof(msg),
-		         "process %.100s had ended already (%s)", p->id,
-		         process_status_name(p->status));
+		         "process %.100s had ended already (%s)", pi.id,
+		         process_status_name(pi.status));
 	} else if (process_kill(p, 2000) < 0) {
 		mcp_call_done(c,
-		              mcp_tool_error("kill_process %s failed", p->id));
+		              mcp_tool_error("kill_process %s failed", pi.id));
 		return;
 	} else {
 		snprintf(msg, sizeof(msg),
 		         "process %.100s and its children: "
 		         "SIGTERM sent, SIGKILL follows in 2 s",
-		         p->id);
+		         pi.id);
 	}
 	mcp_call_done(c, text_result(json_string(msg)));
 }

@@ -159,7 +159,6 @@ static json_t *limits_json(struct api *a, const struct sandbox *sb)
 json_t *v1_sandbox_json(struct api *a, struct sandbox *sb, bool usage)
 {
 	char created[32], active[32];
-	sandbox_image_resolve(sb); /* a list's sandboxes were not found */
 	struct sandbox_info in;
 	sandbox_info(sb, &in);
 	iso8601_ms(in.created_ms, created, sizeof(created));
@@ -627,7 +626,7 @@ int v1_exec_params(struct http_req *r, json_t *body, struct sandbox *sb,
 	}
 	/* relative to the session's cwd, and never outside /workspace (as in
 	 * the Bridge) */
-	if (v1_cwd(r, cwd, sess->cwd, &h->cwd) < 0)
+	if (v1_cwd(r, cwd, session_cwd(sess), &h->cwd) < 0)
 		goto bad;
 	p->cwd = h->cwd;
 	if (to) {

@@ -105,7 +105,7 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 		goto out;
 	}
 	/* as exec's: relative to the session's cwd, and inside /workspace */
-	if (v1_cwd(r, c, sess->cwd, &cwd) < 0)
+	if (v1_cwd(r, c, session_cwd(sess), &cwd) < 0)
 		goto out;
 	o.cwd = cwd;
 	if (v1_env(r, json_object_get(body, "env"), &env, &envc) < 0)

@@ -19,8 +19,10 @@ static json_t *process_json(const struct process *p)
 static void started(struct process *p, void *ctx)
 {
 	struct http_req *r = ctx;
-	if (p->ended && p->error[0])
-		v1_error(r, 500, "exec_failed", "%s", p->error);
+	struct process_info pi;
+	process_info(p, &pi);
+	if (pi.ended && pi.error[0])
+		v1_error(r, 500, "exec_failed", "%s", pi.error);
 	else
 		http_respond_json(r, 201, process_json(p));
 }
@@ -77,9 +79,12 @@ void v1_process_list(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	json_t *arr = json_array();
 	for (struct process *p = process_next(sb, NULL); p;
-	     p = process_next(sb, p))
-		if (p->id[0])
+	     p = process_next(sb, p)) {
+		struct process_info pi;
+		process_info(p, &pi);
+		if (pi.id[0])
 			json_array_append_new(arr, process_json(p));
+	}
 	http_respond_json(r, 200, json_pack("{s:o}", "processes", arr));
 }
 
@@ -108,10 +113,13 @@ void v1_process_kill(struct api *a, struct http_req *r, struct route_match *m)
 	struct process *p = find(a, r, m);
 	if (!p)
 		return;
-	if (!p->ended)
+	struct process_info pi;
+	process_info(p, &pi);
+	if (!pi.ended)
 		process_kill(p, KILL_GRACE_MS);
 	json_t *j = process_json(p);
-	if (!p->ended)
+	process_info(p, &pi);
+	if (!pi.ended)
 		json_object_set_new(j, "status", json_string("killing"));
 	http_respond_json(r, 200, j);
 }
@@ -122,14 +130,16 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 	if (!p)
 		return;
 	struct buf out, err;
+	struct process_info pi;
+	process_info(p, &pi);
 	process_logs(p, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 	jsonout_respond(o, r, 200,
 	                json_pack("{s:o, s:o, s:b, s:I, s:I}", "stdout", jo,
-	                          "stderr", je, "truncated", p->log_dropped,
-	                          "cursorStart", (json_int_t)p->log_start,
-	                          "cursorEnd", (json_int_t)p->log_end));
+	                          "stderr", je, "truncated", pi.log_dropped,
+	                          "cursorStart", (json_int_t)pi.log_start,
+	                          "cursorEnd", (json_int_t)pi.log_end));
 	buf_free(&out);
 	buf_free(&err);
 }
@@ -153,11 +163,13 @@ static void follow_dropped(void *ctx)
 static void follow_ended(void *ctx, const struct process *p, bool gone)
 {
 	struct api_follow *fw = ctx;
+	struct process_info pi;
+	process_info(p, &pi);
 	if (!gone)
 		relay_event_json(fw->rl, "exit",
 		                 json_pack("{s:i, s:s}", "exit_code",
-		                           p->exit_code, "status",
-		                           process_status_name(p->status)));
+		                           pi.exit_code, "status",
+		                           process_status_name(pi.status)));
 	api_follow_end(fw);
 }
 
