@@ -95,10 +95,6 @@ void manager_free(struct manager *m);
 bool sandbox_id_valid(const char *id);
 struct sandbox *manager_find(struct manager *m, const char *tenant,
                              const char *id);
-/* A sandbox loaded at start reads the image its files name on first use
- * (manager_find, a start, the image GC): sb->image_id and sb->image are
- * right after this. Cheap when done already. */
-void sandbox_image_resolve(struct sandbox *sb);
 /* Handle the host's queued exit reports now (each SIGSYS death in a
  * sandbox is logged as event=seccomp-kill). Called before a command's end
  * is reported, so that the kills it saw are logged first. False when the

@@ -49,4 +49,9 @@ struct sandbox {
 	struct sandbox *hnext;
 };
 
+/* A sandbox loaded at start reads the image its files name on first use
+ * (manager_find, a start, the image GC): sb->image_id and sb->image are
+ * right after this. Cheap when done already. */
+void sandbox_image_resolve(struct sandbox *sb);
+
 #endif
