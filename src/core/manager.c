@@ -181,6 +181,8 @@ static int apply_image(struct sandbox *sb, struct image *img)
 
 /* The image its files name (a fork's or a restored snapshot's may differ
  * from what it was made with). */
+static void stop_now(struct sandbox *sb);
+
 static void refresh_image(struct sandbox *sb)
 {
 	char id[128];
@@ -426,7 +428,7 @@ static uint32_t tenant_count(struct manager *m, const char *tenant,
 	uint32_t n = 0;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
-			if ((!running || sb->state != SB_STOPPED) &&
+			if ((!running || sandbox_running(sb)) &&
 			    !strcmp(sb->tenant, tenant))
 				n++;
 	return n;
@@ -954,7 +956,7 @@ const char *sandbox_labels(const struct sandbox *sb)
 
 bool sandbox_running(const struct sandbox *sb)
 {
-	return sb->state != SB_STOPPED;
+	return sb->state == SB_STARTING || sb->state == SB_RUNNING;
 }
 
 void sandbox_info(const struct sandbox *sb, struct sandbox_info *out)
@@ -965,7 +967,7 @@ void sandbox_info(const struct sandbox *sb, struct sandbox_info *out)
 	    .sleep_after_ms = sb->sleep_after_ms ? sb->sleep_after_ms
 	                                         : sb->m->cfg->sleep_after_ms,
 	    .keep_alive = sb->keep_alive,
-	    .running = sb->state != SB_STOPPED,
+	    .running = sandbox_running(sb),
 	    .image_id = sb->image_id,
 	    .image = sb->image,
 	};
@@ -1038,7 +1040,7 @@ static struct sandbox *lru_idle(struct manager *m, const char *tenant)
 	struct sandbox *best = NULL;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
-			if (sb->state != SB_STOPPED && !sb->keep_alive &&
+			if (sandbox_running(sb) && !sb->keep_alive &&
 			    (!sb->busy || interp_only_idle(sb)) &&
 			    (!tenant || !strcmp(sb->tenant, tenant)) &&
 			    (!best ||
@@ -1051,7 +1053,7 @@ int manager_admit(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
 	uint32_t max_sandboxes = 0, max_running = 0;
-	if (sb->state != SB_STOPPED)
+	if (sandbox_running(sb))
 		return 0;
 	if (m->quota_of)
 		m->quota_of(m->quota_data, sb->tenant, &max_sandboxes,
@@ -1091,6 +1093,8 @@ int manager_admit(struct sandbox *sb, struct sbx_err *err)
 int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
+	/* what cannot wait for a stop to end (exec's commands do) */
+	stop_now(sb);
 	if (sb->state != SB_STOPPED)
 		return 0;
 	if (!sb->range_held) {
@@ -1155,24 +1159,65 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	return 0;
 }
 
-/* After init was killed: reap it (which waits for its whole pid namespace
- * to be gone, so the pipes below are at their end), remove its cgroups,
- * and end what was running there. */
-static void stop_finish(struct sandbox *sb, const char *why)
+struct sandbox_waiter {
+	void (*fn)(void *ctx);
+	void *ctx;
+	struct sandbox_waiter *next;
+};
+
+/* Its init is reaped and its cgroups removed: it is stopped. What waited
+ * for that runs: the waiters first (they want it stopped), then the
+ * commands sent while it stopped, which start it afresh. */
+static void stop_finish(struct sandbox *sb)
 {
 	struct manager *m = sb->m;
-	runtime_reap(&sb->proc);
 	sb->state = SB_STOPPED;
-	m->nrunning--;
-	exec_fail_all(sb, EXEC_STOPPED, why);
 	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
-	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id, why);
+	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id,
+	         sb->stop_why ? sb->stop_why : "");
+	free(sb->stop_why);
+	sb->stop_why = NULL;
+	struct sandbox_waiter *w = sb->stop_waiters;
+	sb->stop_waiters = NULL;
+	while (w) {
+		struct sandbox_waiter *next = w->next;
+		w->fn(w->ctx);
+		free(w);
+		w = next;
+	}
+	if (m->closing)
+		exec_fail_all(sb, EXEC_STOPPED, "daemon shutting down");
+	else if (sb->state == SB_STOPPED)
+		exec_stop_ended(sb);
+}
+
+/* init's pidfd is readable: init has exited, its namespace is gone */
+static void on_init_gone(struct loop_watch *w, uint32_t events)
+{
+	struct sandbox *sb = w->data;
+	(void)events;
+	loop_del(sb->m->loop, &sb->stop_w); /* before its fd closes */
+	if (!runtime_reap_nowait(&sb->proc)) {
+		loop_add(sb->m->loop, &sb->stop_w, EPOLLIN);
+		return;
+	}
+	stop_finish(sb);
+}
+
+/* A stopping sandbox's stop ends now: waits for its namespace to go. */
+static void stop_now(struct sandbox *sb)
+{
+	if (sb->state != SB_STOPPING)
+		return;
+	loop_del(sb->m->loop, &sb->stop_w);
+	runtime_reap(&sb->proc);
+	stop_finish(sb);
 }
 
 void sandbox_stop(struct sandbox *sb, const char *why)
 {
 	struct manager *m = sb->m;
-	if (sb->state == SB_STOPPED)
+	if (!sandbox_running(sb))
 		return;
 	/* frozen processes could never die, nor init's exit end */
 	snapshot_sandbox_stopping(sb);
@@ -1180,62 +1225,66 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	network_sandbox_stop(sb);
 	/* init's death takes the whole pid namespace with it */
 	runtime_kill(&sb->proc);
-	stop_finish(sb, why);
+	sb->state = SB_STOPPING;
+	m->nrunning--;
+	sb->stop_why = strdup(why);
+	/* what runs there ends now: its processes are killed */
+	exec_fail_all(sb, EXEC_STOPPED, why);
+	if (sb->state != SB_STOPPING)
+		return; /* something a command's end did finished it */
+	if (sb->proc.pidfd >= 0) {
+		sb->stop_w = (struct loop_watch){
+		    .fd = sb->proc.pidfd, .cb = on_init_gone, .data = sb};
+		if (loop_add(m->loop, &sb->stop_w, EPOLLIN) == 0)
+			return;
+	}
+	stop_now(sb); /* no pidfd to watch: wait here */
+}
+
+void sandbox_when_stopped(struct sandbox *sb, void (*fn)(void *ctx), void *ctx)
+{
+	struct sandbox_waiter *w;
+	if (sb->state == SB_STOPPED || !(w = malloc(sizeof(*w)))) {
+		stop_now(sb); /* out of memory: wait here */
+		fn(ctx);
+		return;
+	}
+	if (sandbox_running(sb))
+		log_warn("sandbox=%s event=when-stopped-of-running", sb->id);
+	*w = (struct sandbox_waiter){.fn = fn, .ctx = ctx};
+	struct sandbox_waiter **p = &sb->stop_waiters;
+	while (*p)
+		p = &(*p)->next;
+	*p = w;
+}
+
+void sandbox_stop_wait(struct sandbox *sb, const char *why)
+{
+	sandbox_stop(sb, why);
+	stop_now(sb);
 }
 
 /* Stop every running sandbox at once (daemon shutdown). Every init is
- * signalled first; then each is reaped as it goes, in the order their
- * sockets close (init's files close early in its exit; reaping then waits
- * for the rest of its namespace to go), and its cgroups are removed. The
- * kernel tears the pid namespaces down side by side (an init's exit kills
- * and waits for everything in its namespace and drops its mounts) instead
- * of one after the other, and the registry takes all the touches in one
+ * signalled first; then each is reaped in turn. The kernel tears the pid
+ * namespaces down side by side (an init's exit kills and waits for
+ * everything in its namespace and drops its mounts) instead of one after
+ * the other, and the registry takes all the touches in one
  * transaction. */
 static void stop_all(struct manager *m, const char *why)
 {
 	uint64_t t0 = now_mono_ms();
-	size_t n = 0, waiting = 0;
-	int ep = epoll_create1(EPOLL_CLOEXEC);
+	size_t n = 0;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext) {
-			/* the peer's close only, not the messages it left */
-			struct epoll_event ev = {.events = EPOLLRDHUP,
-			                         .data.ptr = sb};
 			n += sb->state != SB_STOPPED;
-			if (sb->state == SB_STOPPED || ep < 0 ||
-			    sb->proc.sock < 0 ||
-			    epoll_ctl(ep, EPOLL_CTL_ADD, sb->proc.sock, &ev) <
-			        0)
-				continue; /* one by one, below */
-			snapshot_sandbox_stopping(sb);
-			loop_del(m->loop, &sb->sock_w);
-			network_sandbox_stop(sb);
-			runtime_kill(&sb->proc);
-			waiting++;
+			sandbox_stop(sb, why);
 		}
-	bool batch = waiting && m->reg && registry_begin(m->reg) == 0;
-	while (waiting) {
-		struct epoll_event ev[256];
-		int k = epoll_wait(ep, ev, 256, -1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break; /* the rest below, one by one */
-		for (int i = 0; i < k; i++) {
-			struct sandbox *sb = ev[i].data.ptr;
-			epoll_ctl(ep, EPOLL_CTL_DEL, sb->proc.sock, NULL);
-			stop_finish(sb, why);
-			waiting--;
-		}
-	}
-	if (batch)
-		registry_commit(m->reg);
-	if (ep >= 0)
-		close(ep);
+	bool batch = n && m->reg && registry_begin(m->reg) == 0;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
-			if (sb->state != SB_STOPPED)
-				sandbox_stop(sb, why);
+			stop_now(sb);
+	if (batch)
+		registry_commit(m->reg);
 	if (n)
 		log_info("event=all-stopped sandboxes=%zu ms=%llu", n,
 		         (unsigned long long)(now_mono_ms() - t0));
@@ -1251,6 +1300,9 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 	if (m->fleet)
 		fleet_sandbox_gone(m->fleet, sb);
 	sandbox_stop(sb, "sandbox destroyed");
+	/* commands sent while it stopped: they never start */
+	exec_fail_all(sb, EXEC_STOPPED, "sandbox destroyed");
+	stop_now(sb);
 	/* A removal that fails does not fail the request: the sandbox is
 	 * gone for its client either way, and its files are out of reach,
 	 * in a slot no sandbox gets until they are removed (retried). */
@@ -1276,7 +1328,7 @@ static void cron(struct loop_timer *t)
 	for (size_t b = 0; b < m->nbuckets; b++) {
 		for (struct sandbox *sb = m->buckets[b], *next; sb; sb = next) {
 			next = sb->hnext;
-			if (sb->state == SB_STOPPED)
+			if (!sandbox_running(sb))
 				continue;
 			uint64_t idle_ms = sb->sleep_after_ms
 			                       ? sb->sleep_after_ms
@@ -1520,7 +1572,7 @@ void manager_free(struct manager *m)
 	for (size_t b = 0; m->buckets && b < m->nbuckets; b++) {
 		while (m->buckets[b]) {
 			struct sandbox *sb = m->buckets[b];
-			sandbox_stop(sb, "daemon shutting down");
+			sandbox_stop_wait(sb, "daemon shutting down");
 			/* uidrange_free below lets every range go at once
 			 * (one by one, each unlock splits the daemon's lock
 			 * list: quadratic in the number of sandboxes) */

@@ -384,7 +384,8 @@ static void try_freeze(struct loop_timer *t)
 	struct snapshot_op *op = t->data;
 	struct sbx_err err = {0};
 	struct sandbox *sb = op->from;
-	if (!sb->proc.cg) { /* it stopped meanwhile: nothing runs */
+	/* it stopped meanwhile, or is stopping: nothing runs */
+	if (!sb->proc.cg || sb->state == SB_STOPPING) {
 		run_task(op);
 		return;
 	}
@@ -523,7 +524,7 @@ int snapshot_restore(struct sandbox *sb, const struct snapshot *snap,
 	op->group = manager_store_group(m, sb->tenant);
 	op->limit = sb->disk_bytes ?: m->cfg->disk_bytes;
 	/* its processes end: the files under them are about to change */
-	sandbox_stop(sb, "restoring a snapshot");
+	sandbox_stop_wait(sb, "restoring a snapshot");
 	op_start(op);
 	return 0;
 }
