@@ -104,7 +104,9 @@ static struct sandbox *add(struct manager *m, const char *tenant,
 	return sb;
 }
 
-static void unlink_sandbox(struct manager *m, struct sandbox *sb)
+/* Nothing finds it any more and what it had is freed, but for its slot
+ * and uid range (a destroyed sandbox still stopping: free_sandbox). */
+static void forget_sandbox(struct manager *m, struct sandbox *sb)
 {
 	for (struct sandbox **p = &m->buckets[hash(sb->tenant, sb->id)]; *p;
 	     p = &(*p)->hnext)
@@ -112,11 +114,10 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 			*p = sb->hnext;
 			break;
 		}
-	m->slots[sb->slot] = SLOT_FREE;
+	sb->hnext = NULL;
 	if (sb->image_pending)
 		m->images_pending--;
-	if (sb->range_held)
-		uidrange_release(m->ranges, sb->base);
+	sb->image_pending = false;
 	m->count--;
 	interp_sandbox_gone(sb);
 	process_free_all(sb);
@@ -128,14 +129,31 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 		net_policy_clear(sb->net_policy);
 		free(sb->net_policy);
 	}
+	sb->net_policy = NULL;
+	sb->env = NULL;
+	sb->envc = 0;
+	sb->labels = NULL;
 	while (sb->sessions) {
 		struct session *s = sb->sessions;
 		sb->sessions = s->next;
 		session_free(s);
 	}
+}
+
+static void free_sandbox(struct manager *m, struct sandbox *sb)
+{
+	m->slots[sb->slot] = SLOT_FREE;
+	if (sb->range_held)
+		uidrange_release(m->ranges, sb->base);
 	free(sb->tenant);
 	free(sb->id);
 	free(sb);
+}
+
+static void unlink_sandbox(struct manager *m, struct sandbox *sb)
+{
+	forget_sandbox(m, sb);
+	free_sandbox(m, sb);
 }
 
 /* The sandbox's own env and labels, and its default session's env. */
@@ -182,6 +200,7 @@ static int apply_image(struct sandbox *sb, struct image *img)
 /* The image its files name (a fork's or a restored snapshot's may differ
  * from what it was made with). */
 static void stop_now(struct sandbox *sb);
+static void destroy_finish(struct sandbox *sb);
 
 static void refresh_image(struct sandbox *sb)
 {
@@ -1172,7 +1191,9 @@ static void stop_finish(struct sandbox *sb)
 {
 	struct manager *m = sb->m;
 	sb->state = SB_STOPPED;
-	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
+	if (!sb->destroyed)
+		registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms,
+		               NULL);
 	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id,
 	         sb->stop_why ? sb->stop_why : "");
 	free(sb->stop_why);
@@ -1185,7 +1206,9 @@ static void stop_finish(struct sandbox *sb)
 		free(w);
 		w = next;
 	}
-	if (m->closing)
+	if (sb->destroyed)
+		destroy_finish(sb);
+	else if (m->closing)
 		exec_fail_all(sb, EXEC_STOPPED, "daemon shutting down");
 	else if (sb->state == SB_STOPPED)
 		exec_stop_ended(sb);
@@ -1283,6 +1306,8 @@ static void stop_all(struct manager *m, const char *why)
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
 			stop_now(sb);
+	while (m->dying) /* destroyed, still stopping */
+		stop_now(m->dying);
 	if (batch)
 		registry_commit(m->reg);
 	if (n)
@@ -1290,10 +1315,43 @@ static void stop_all(struct manager *m, const char *why)
 		         (unsigned long long)(now_mono_ms() - t0));
 }
 
-int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
+/* Its files go (its stop has ended), then the rest of it. A removal that
+ * fails does not fail the destroy: the sandbox is gone for its client
+ * either way, and its files are out of reach, in a slot no sandbox gets
+ * until they are removed (retried). */
+static int remove_files(struct sandbox *sb)
 {
 	struct manager *m = sb->m;
 	struct sbx_err rerr = {0};
+	int r = runtime_files_exist(m->rt, sb->name)
+	            ? runtime_remove_files(m->rt, sb->name, &rerr)
+	            : 0; /* never started: nothing on disk */
+	if (r < 0)
+		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
+		         "until it succeeds, the slot unused until then",
+		         sb->id, sb->slot, rerr.msg);
+	return r;
+}
+
+/* A destroyed sandbox's stop has ended: its files go, then it. */
+static void destroy_finish(struct sandbox *sb)
+{
+	struct manager *m = sb->m;
+	uint32_t slot = sb->slot;
+	int r = remove_files(sb);
+	for (struct sandbox **p = &m->dying; *p; p = &(*p)->hnext)
+		if (*p == sb) {
+			*p = sb->hnext;
+			break;
+		}
+	free_sandbox(m, sb);
+	if (r < 0)
+		slot_dirty(m, slot);
+}
+
+int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
+{
+	struct manager *m = sb->m;
 	uint32_t slot = sb->slot;
 	snapshot_sandbox_gone(sb);
 	backups_sandbox_gone(m->backups, sb);
@@ -1302,19 +1360,18 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 	sandbox_stop(sb, "sandbox destroyed");
 	/* commands sent while it stopped: they never start */
 	exec_fail_all(sb, EXEC_STOPPED, "sandbox destroyed");
-	stop_now(sb);
-	/* A removal that fails does not fail the request: the sandbox is
-	 * gone for its client either way, and its files are out of reach,
-	 * in a slot no sandbox gets until they are removed (retried). */
-	int r = runtime_files_exist(m->rt, sb->name)
-	            ? runtime_remove_files(m->rt, sb->name, &rerr)
-	            : 0; /* never started: nothing on disk */
-	if (r < 0)
-		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
-		         "until it succeeds, the slot unused until then",
-		         sb->id, slot, rerr.msg);
 	int r2 = registry_delete(m->reg, sb->tenant, sb->id, err);
 	log_info("sandbox=%s event=destroyed", sb->id);
+	if (sb->state == SB_STOPPING) {
+		/* its ID is free now; its slot, uid range and files are its
+		 * own until its stop has ended (stop_finish) */
+		sb->destroyed = true;
+		forget_sandbox(m, sb);
+		sb->hnext = m->dying;
+		m->dying = sb;
+		return r2;
+	}
+	int r = remove_files(sb);
 	unlink_sandbox(m, sb);
 	if (r < 0)
 		slot_dirty(m, slot);

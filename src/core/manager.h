@@ -52,6 +52,7 @@ struct manager {
 	struct runtime *rt;
 	struct registry *reg;
 	struct sandbox **buckets;
+	struct sandbox *dying; /* destroyed, still stopping (by hnext) */
 	size_t nbuckets, count;
 	uint8_t *slots; /* 1: a sandbox's; 2: files of a removed one still
 	                 * there (removal failed): out of use until gone */

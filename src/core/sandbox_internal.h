@@ -18,6 +18,7 @@ struct sandbox {
 	struct loop_watch sock_w; /* init's messages, and its end */
 	struct loop_watch stop_w; /* init's pidfd, while stopping */
 	char *stop_why;           /* while stopping: the log line's */
+	bool destroyed; /* in m->dying: its files go when it has stopped */
 	struct sandbox_waiter *stop_waiters; /* sandbox_when_stopped */
 	struct exec_job *stop_queue;         /* commands waiting for the stop to
 	                                        end, in order (core/exec.c) */
