@@ -197,11 +197,11 @@ static int apply_image(struct sandbox *sb, struct image *img)
 	return 0;
 }
 
-/* The image its files name (a fork's or a restored snapshot's may differ
- * from what it was made with). */
 static void stop_now(struct sandbox *sb);
 static void destroy_finish(struct sandbox *sb);
 
+/* The image its files name (a fork's or a restored snapshot's may differ
+ * from what it was made with). */
 static void refresh_image(struct sandbox *sb)
 {
 	char id[128];
@@ -1251,17 +1251,14 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	sb->state = SB_STOPPING;
 	m->nrunning--;
 	sb->stop_why = strdup(why);
+	sb->stop_w = (struct loop_watch){
+	    .fd = sb->proc.pidfd, .cb = on_init_gone, .data = sb};
+	bool watched =
+	    sb->proc.pidfd >= 0 && loop_add(m->loop, &sb->stop_w, EPOLLIN) == 0;
 	/* what runs there ends now: its processes are killed */
 	exec_fail_all(sb, EXEC_STOPPED, why);
-	if (sb->state != SB_STOPPING)
-		return; /* something a command's end did finished it */
-	if (sb->proc.pidfd >= 0) {
-		sb->stop_w = (struct loop_watch){
-		    .fd = sb->proc.pidfd, .cb = on_init_gone, .data = sb};
-		if (loop_add(m->loop, &sb->stop_w, EPOLLIN) == 0)
-			return;
-	}
-	stop_now(sb); /* no pidfd to watch: wait here */
+	if (!watched)
+		stop_now(sb); /* no pidfd to watch: wait here */
 }
 
 void sandbox_when_stopped(struct sandbox *sb, void (*fn)(void *ctx), void *ctx)
