@@ -424,6 +424,12 @@ void exec_cancel(struct exec_job *j)
 		return;
 	if (!j->start_mono) { /* still queued in its session */
 		struct session *s = j->sess;
+		for (struct exec_job **p = &j->sb->stop_queue; *p;
+		     p = &(*p)->qnext)
+			if (*p == j) {
+				*p = j->qnext;
+				break;
+			}
 		for (struct exec_job **p = &s->queue_head; *p; p = &(*p)->qnext)
 			if (*p == j) {
 				*p = j->qnext;
@@ -647,6 +653,16 @@ static void start_job(struct exec_job *j)
 	bool shell = j->command != NULL;
 	bool has_stdin = j->stdin_copy || j->p.stdin_stream;
 
+	if (sb->state == SB_STOPPING) {
+		/* it starts afresh once its stop has ended (exec_stop_ended);
+		 * until then the command waits as if queued */
+		struct exec_job **p = &sb->stop_queue;
+		while (*p)
+			p = &(*p)->qnext;
+		j->qnext = NULL;
+		*p = j;
+		return;
+	}
 	if (!j->p.detached)
 		j->sess->running = j;
 	j->start_mono = now_mono_ms();
@@ -864,6 +880,11 @@ void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
 void exec_fail_all(struct sandbox *sb, enum exec_failure f, const char *why)
 {
 	/* queued ones first, so that ending a running one starts nothing */
+	while (sb->stop_queue) {
+		struct exec_job *j = sb->stop_queue;
+		sb->stop_queue = j->qnext;
+		fail(j, f, "%s", why);
+	}
 	for (struct session *s = sb->sessions; s; s = s->next) {
 		while (s->queue_head) {
 			struct exec_job *j = s->queue_head;
@@ -879,5 +900,23 @@ void exec_fail_all(struct sandbox *sb, enum exec_failure f, const char *why)
 			finish(sb->jobs);
 		else
 			fail(sb->jobs, f, "%s", why);
+	}
+}
+
+void exec_stop_ended(struct sandbox *sb)
+{
+	struct exec_job *j;
+	while (sb->state != SB_STOPPING && (j = sb->stop_queue)) {
+		sb->stop_queue = j->qnext;
+		j->qnext = NULL;
+		if (j->p.detached || !j->sess->running) {
+			start_job(j);
+			continue;
+		}
+		if (j->sess->queue_tail)
+			j->sess->queue_tail->qnext = j;
+		else
+			j->sess->queue_head = j;
+		j->sess->queue_tail = j;
 	}
 }

@@ -113,5 +113,8 @@ void exec_on_spawned(struct sandbox *sb, uint64_t id, int pid, int err,
 void exec_on_exit(struct sandbox *sb, uint64_t id, int status, int err,
                   const char *what);
 void exec_fail_all(struct sandbox *sb, enum exec_failure f, const char *why);
+/* The sandbox's stop has ended: the commands sent while it stopped start,
+ * in order (which starts it afresh). */
+void exec_stop_ended(struct sandbox *sb);
 
 #endif

@@ -458,7 +458,7 @@ static void running_one(struct sandbox *sb, void *data)
 	if (sb == c->gone || strcmp(sb->id, c->id))
 		return;
 	c->other = true;
-	if (sb->state != SB_STOPPED)
+	if (sandbox_running(sb))
 		c->running = true;
 }
 
@@ -508,7 +508,7 @@ static void own_release(struct fleet *f, const char *id,
 static void stop_one(struct sandbox *sb, void *data)
 {
 	(void)data;
-	if (sb->state != SB_STOPPED)
+	if (sandbox_running(sb))
 		sandbox_stop(sb, "the node's etcd lease ended");
 }
 
@@ -1055,12 +1055,11 @@ static void ckpt_end(struct ckpt *c, bool ok)
 	ckpt_unlink(c);
 	f->nrunning--;
 	struct sandbox *sb = manager_find(f->m, c->tenant, c->id);
-	bool redo =
-	    c->redo && ok && sb && f->draining && sb->state != SB_STOPPED;
+	bool redo = c->redo && ok && sb && f->draining && sandbox_running(sb);
 	if (sb) {
 		if (ok)
 			sb->fleet_saved_uses = c->uses;
-		if (c->stop_after && !redo && sb->state != SB_STOPPED &&
+		if (c->stop_after && !redo && sandbox_running(sb) &&
 		    (!ok || sb->uses == c->uses)) {
 			sandbox_stop(sb, "idle");
 			if (ok && !f->draining)
@@ -1299,7 +1298,7 @@ bool fleet_sandbox_idle(struct fleet *f, struct sandbox *sb)
 static void periodic_one(struct sandbox *sb, void *data)
 {
 	struct fleet *f = data;
-	if (sb->state != SB_STOPPED && dirty(sb) && owned(f, sb->id))
+	if (sandbox_running(sb) && dirty(sb) && owned(f, sb->id))
 		ckpt_queue(f, sb, false);
 }
 
@@ -1319,7 +1318,7 @@ static void drain_one(struct sandbox *sb, void *data)
 	struct fleet *f = data;
 	if (dirty(sb) && owned(f, sb->id))
 		ckpt_queue(f, sb, true);
-	else if (sb->state != SB_STOPPED)
+	else if (sandbox_running(sb))
 		sandbox_stop(sb, "the node is draining");
 }
 

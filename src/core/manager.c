@@ -105,7 +105,9 @@ static struct sandbox *add(struct manager *m, const char *tenant,
 	return sb;
 }
 
-static void unlink_sandbox(struct manager *m, struct sandbox *sb)
+/* Nothing finds it any more and what it had is freed, but for its slot
+ * and uid range (a destroyed sandbox still stopping: free_sandbox). */
+static void forget_sandbox(struct manager *m, struct sandbox *sb)
 {
 	for (struct sandbox **p = &m->buckets[hash(sb->tenant, sb->id)]; *p;
 	     p = &(*p)->hnext)
@@ -113,11 +115,10 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 			*p = sb->hnext;
 			break;
 		}
-	m->slots[sb->slot] = SLOT_FREE;
+	sb->hnext = NULL;
 	if (sb->image_pending)
 		m->images_pending--;
-	if (sb->range_held)
-		uidrange_release(m->ranges, sb->base);
+	sb->image_pending = false;
 	m->count--;
 	interp_sandbox_gone(sb);
 	process_free_all(sb);
@@ -129,14 +130,31 @@ static void unlink_sandbox(struct manager *m, struct sandbox *sb)
 		net_policy_clear(sb->net_policy);
 		free(sb->net_policy);
 	}
+	sb->net_policy = NULL;
+	sb->env = NULL;
+	sb->envc = 0;
+	sb->labels = NULL;
 	while (sb->sessions) {
 		struct session *s = sb->sessions;
 		sb->sessions = s->next;
 		session_free(s);
 	}
+}
+
+static void free_sandbox(struct manager *m, struct sandbox *sb)
+{
+	m->slots[sb->slot] = SLOT_FREE;
+	if (sb->range_held)
+		uidrange_release(m->ranges, sb->base);
 	free(sb->tenant);
 	free(sb->id);
 	free(sb);
+}
+
+static void unlink_sandbox(struct manager *m, struct sandbox *sb)
+{
+	forget_sandbox(m, sb);
+	free_sandbox(m, sb);
 }
 
 /* The sandbox's own env and labels, and its default session's env. */
@@ -179,6 +197,9 @@ static int apply_image(struct sandbox *sb, struct image *img)
 	}
 	return 0;
 }
+
+static void stop_now(struct sandbox *sb);
+static void destroy_finish(struct sandbox *sb);
 
 /* The image its files name (a fork's or a restored snapshot's may differ
  * from what it was made with). */
@@ -427,7 +448,7 @@ static uint32_t tenant_count(struct manager *m, const char *tenant,
 	uint32_t n = 0;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
-			if ((!running || sb->state != SB_STOPPED) &&
+			if ((!running || sandbox_running(sb)) &&
 			    !strcmp(sb->tenant, tenant))
 				n++;
 	return n;
@@ -955,7 +976,7 @@ const char *sandbox_labels(const struct sandbox *sb)
 
 bool sandbox_running(const struct sandbox *sb)
 {
-	return sb->state != SB_STOPPED;
+	return sb->state == SB_STARTING || sb->state == SB_RUNNING;
 }
 
 void sandbox_info(struct sandbox *sb, struct sandbox_info *out)
@@ -967,7 +988,7 @@ void sandbox_info(struct sandbox *sb, struct sandbox_info *out)
 	    .sleep_after_ms = sb->sleep_after_ms ? sb->sleep_after_ms
 	                                         : sb->m->cfg->sleep_after_ms,
 	    .keep_alive = sb->keep_alive,
-	    .running = sb->state != SB_STOPPED,
+	    .running = sandbox_running(sb),
 	    .image_id = sb->image_id,
 	    .image = sb->image,
 	};
@@ -1040,7 +1061,7 @@ static struct sandbox *lru_idle(struct manager *m, const char *tenant)
 	struct sandbox *best = NULL;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
-			if (sb->state != SB_STOPPED && !sb->keep_alive &&
+			if (sandbox_running(sb) && !sb->keep_alive &&
 			    (!sb->busy || interp_only_idle(sb)) &&
 			    (!tenant || !strcmp(sb->tenant, tenant)) &&
 			    (!best ||
@@ -1053,7 +1074,7 @@ int manager_admit(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
 	uint32_t max_sandboxes = 0, max_running = 0;
-	if (sb->state != SB_STOPPED)
+	if (sandbox_running(sb))
 		return 0;
 	if (m->quota_of)
 		m->quota_of(m->quota_data, sb->tenant, &max_sandboxes,
@@ -1093,6 +1114,8 @@ int manager_admit(struct sandbox *sb, struct sbx_err *err)
 int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
+	/* what cannot wait for a stop to end (exec's commands do) */
+	stop_now(sb);
 	if (sb->state != SB_STOPPED)
 		return 0;
 	if (!sb->range_held) {
@@ -1157,24 +1180,69 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	return 0;
 }
 
-/* After init was killed: reap it (which waits for its whole pid namespace
- * to be gone, so the pipes below are at their end), remove its cgroups,
- * and end what was running there. */
-static void stop_finish(struct sandbox *sb, const char *why)
+struct sandbox_waiter {
+	void (*fn)(void *ctx);
+	void *ctx;
+	struct sandbox_waiter *next;
+};
+
+/* Its init is reaped and its cgroups removed: it is stopped. What waited
+ * for that runs: the waiters first (they want it stopped), then the
+ * commands sent while it stopped, which start it afresh. */
+static void stop_finish(struct sandbox *sb)
 {
 	struct manager *m = sb->m;
-	runtime_reap(&sb->proc);
 	sb->state = SB_STOPPED;
-	m->nrunning--;
-	exec_fail_all(sb, EXEC_STOPPED, why);
-	registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms, NULL);
-	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id, why);
+	if (!sb->destroyed)
+		registry_touch(m->reg, sb->tenant, sb->id, sb->last_active_ms,
+		               NULL);
+	log_info("sandbox=%s event=stopped reason=\"%s\"", sb->id,
+	         sb->stop_why ? sb->stop_why : "");
+	free(sb->stop_why);
+	sb->stop_why = NULL;
+	struct sandbox_waiter *w = sb->stop_waiters;
+	sb->stop_waiters = NULL;
+	while (w) {
+		struct sandbox_waiter *next = w->next;
+		w->fn(w->ctx);
+		free(w);
+		w = next;
+	}
+	if (sb->destroyed)
+		destroy_finish(sb);
+	else if (m->closing)
+		exec_fail_all(sb, EXEC_STOPPED, "daemon shutting down");
+	else if (sb->state == SB_STOPPED)
+		exec_stop_ended(sb);
+}
+
+/* init's pidfd is readable: init has exited, its namespace is gone */
+static void on_init_gone(struct loop_watch *w, uint32_t events)
+{
+	struct sandbox *sb = w->data;
+	(void)events;
+	loop_del(sb->m->loop, &sb->stop_w); /* before its fd closes */
+	if (!runtime_reap_nowait(&sb->proc)) {
+		loop_add(sb->m->loop, &sb->stop_w, EPOLLIN);
+		return;
+	}
+	stop_finish(sb);
+}
+
+/* A stopping sandbox's stop ends now: waits for its namespace to go. */
+static void stop_now(struct sandbox *sb)
+{
+	if (sb->state != SB_STOPPING)
+		return;
+	loop_del(sb->m->loop, &sb->stop_w);
+	runtime_reap(&sb->proc);
+	stop_finish(sb);
 }
 
 void sandbox_stop(struct sandbox *sb, const char *why)
 {
 	struct manager *m = sb->m;
-	if (sb->state == SB_STOPPED)
+	if (!sandbox_running(sb))
 		return;
 	/* frozen processes could never die, nor init's exit end */
 	snapshot_sandbox_stopping(sb);
@@ -1182,89 +1250,127 @@ void sandbox_stop(struct sandbox *sb, const char *why)
 	network_sandbox_stop(sb);
 	/* init's death takes the whole pid namespace with it */
 	runtime_kill(&sb->proc);
-	stop_finish(sb, why);
+	sb->state = SB_STOPPING;
+	m->nrunning--;
+	sb->stop_why = strdup(why);
+	sb->stop_w = (struct loop_watch){
+	    .fd = sb->proc.pidfd, .cb = on_init_gone, .data = sb};
+	bool watched =
+	    sb->proc.pidfd >= 0 && loop_add(m->loop, &sb->stop_w, EPOLLIN) == 0;
+	/* what runs there ends now: its processes are killed */
+	exec_fail_all(sb, EXEC_STOPPED, why);
+	if (!watched)
+		stop_now(sb); /* no pidfd to watch: wait here */
+}
+
+void sandbox_when_stopped(struct sandbox *sb, void (*fn)(void *ctx), void *ctx)
+{
+	struct sandbox_waiter *w;
+	if (sb->state == SB_STOPPED || !(w = malloc(sizeof(*w)))) {
+		stop_now(sb); /* out of memory: wait here */
+		fn(ctx);
+		return;
+	}
+	if (sandbox_running(sb))
+		log_warn("sandbox=%s event=when-stopped-of-running", sb->id);
+	*w = (struct sandbox_waiter){.fn = fn, .ctx = ctx};
+	struct sandbox_waiter **p = &sb->stop_waiters;
+	while (*p)
+		p = &(*p)->next;
+	*p = w;
+}
+
+void sandbox_stop_wait(struct sandbox *sb, const char *why)
+{
+	sandbox_stop(sb, why);
+	stop_now(sb);
 }
 
 /* Stop every running sandbox at once (daemon shutdown). Every init is
- * signalled first; then each is reaped as it goes, in the order their
- * sockets close (init's files close early in its exit; reaping then waits
- * for the rest of its namespace to go), and its cgroups are removed. The
- * kernel tears the pid namespaces down side by side (an init's exit kills
- * and waits for everything in its namespace and drops its mounts) instead
- * of one after the other, and the registry takes all the touches in one
+ * signalled first; then each is reaped in turn. The kernel tears the pid
+ * namespaces down side by side (an init's exit kills and waits for
+ * everything in its namespace and drops its mounts) instead of one after
+ * the other, and the registry takes all the touches in one
  * transaction. */
 static void stop_all(struct manager *m, const char *why)
 {
 	uint64_t t0 = now_mono_ms();
-	size_t n = 0, waiting = 0;
-	int ep = epoll_create1(EPOLL_CLOEXEC);
+	size_t n = 0;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext) {
-			/* the peer's close only, not the messages it left */
-			struct epoll_event ev = {.events = EPOLLRDHUP,
-			                         .data.ptr = sb};
 			n += sb->state != SB_STOPPED;
-			if (sb->state == SB_STOPPED || ep < 0 ||
-			    sb->proc.sock < 0 ||
-			    epoll_ctl(ep, EPOLL_CTL_ADD, sb->proc.sock, &ev) <
-			        0)
-				continue; /* one by one, below */
-			snapshot_sandbox_stopping(sb);
-			loop_del(m->loop, &sb->sock_w);
-			network_sandbox_stop(sb);
-			runtime_kill(&sb->proc);
-			waiting++;
+			sandbox_stop(sb, why);
 		}
-	bool batch = waiting && m->reg && registry_begin(m->reg) == 0;
-	while (waiting) {
-		struct epoll_event ev[256];
-		int k = epoll_wait(ep, ev, 256, -1);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			break; /* the rest below, one by one */
-		for (int i = 0; i < k; i++) {
-			struct sandbox *sb = ev[i].data.ptr;
-			epoll_ctl(ep, EPOLL_CTL_DEL, sb->proc.sock, NULL);
-			stop_finish(sb, why);
-			waiting--;
-		}
-	}
-	if (batch)
-		registry_commit(m->reg);
-	if (ep >= 0)
-		close(ep);
+	bool batch = n && m->reg && registry_begin(m->reg) == 0;
 	for (size_t b = 0; b < m->nbuckets; b++)
 		for (struct sandbox *sb = m->buckets[b]; sb; sb = sb->hnext)
-			if (sb->state != SB_STOPPED)
-				sandbox_stop(sb, why);
+			stop_now(sb);
+	while (m->dying) /* destroyed, still stopping */
+		stop_now(m->dying);
+	if (batch)
+		registry_commit(m->reg);
 	if (n)
 		log_info("event=all-stopped sandboxes=%zu ms=%llu", n,
 		         (unsigned long long)(now_mono_ms() - t0));
 }
 
-int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
+/* Its files go (its stop has ended), then the rest of it. A removal that
+ * fails does not fail the destroy: the sandbox is gone for its client
+ * either way, and its files are out of reach, in a slot no sandbox gets
+ * until they are removed (retried). */
+static int remove_files(struct sandbox *sb)
 {
 	struct manager *m = sb->m;
 	struct sbx_err rerr = {0};
-	uint32_t slot = sb->slot;
-	snapshot_sandbox_gone(sb);
-	backups_sandbox_gone(m->backups, sb);
-	if (m->fleet)
-		fleet_sandbox_gone(m->fleet, sb);
-	sandbox_stop(sb, "sandbox destroyed");
-	/* A removal that fails does not fail the request: the sandbox is
-	 * gone for its client either way, and its files are out of reach,
-	 * in a slot no sandbox gets until they are removed (retried). */
 	int r = runtime_files_exist(m->rt, sb->name)
 	            ? runtime_remove_files(m->rt, sb->name, &rerr)
 	            : 0; /* never started: nothing on disk */
 	if (r < 0)
 		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
 		         "until it succeeds, the slot unused until then",
-		         sb->id, slot, rerr.msg);
+		         sb->id, sb->slot, rerr.msg);
+	return r;
+}
+
+/* A destroyed sandbox's stop has ended: its files go, then it. */
+static void destroy_finish(struct sandbox *sb)
+{
+	struct manager *m = sb->m;
+	uint32_t slot = sb->slot;
+	int r = remove_files(sb);
+	for (struct sandbox **p = &m->dying; *p; p = &(*p)->hnext)
+		if (*p == sb) {
+			*p = sb->hnext;
+			break;
+		}
+	free_sandbox(m, sb);
+	if (r < 0)
+		slot_dirty(m, slot);
+}
+
+int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
+{
+	struct manager *m = sb->m;
+	uint32_t slot = sb->slot;
+	snapshot_sandbox_gone(sb);
+	backups_sandbox_gone(m->backups, sb);
+	if (m->fleet)
+		fleet_sandbox_gone(m->fleet, sb);
+	sandbox_stop(sb, "sandbox destroyed");
+	/* commands sent while it stopped: they never start */
+	exec_fail_all(sb, EXEC_STOPPED, "sandbox destroyed");
 	int r2 = registry_delete(m->reg, sb->tenant, sb->id, err);
 	log_info("sandbox=%s event=destroyed", sb->id);
+	if (sb->state == SB_STOPPING) {
+		/* its ID is free now; its slot, uid range and files are its
+		 * own until its stop has ended (stop_finish) */
+		sb->destroyed = true;
+		forget_sandbox(m, sb);
+		sb->hnext = m->dying;
+		m->dying = sb;
+		return r2;
+	}
+	int r = remove_files(sb);
 	unlink_sandbox(m, sb);
 	if (r < 0)
 		slot_dirty(m, slot);
@@ -1278,7 +1384,7 @@ static void cron(struct loop_timer *t)
 	for (size_t b = 0; b < m->nbuckets; b++) {
 		for (struct sandbox *sb = m->buckets[b], *next; sb; sb = next) {
 			next = sb->hnext;
-			if (sb->state == SB_STOPPED)
+			if (!sandbox_running(sb))
 				continue;
 			uint64_t idle_ms = sb->sleep_after_ms
 			                       ? sb->sleep_after_ms
@@ -1522,7 +1628,7 @@ void manager_free(struct manager *m)
 	for (size_t b = 0; m->buckets && b < m->nbuckets; b++) {
 		while (m->buckets[b]) {
 			struct sandbox *sb = m->buckets[b];
-			sandbox_stop(sb, "daemon shutting down");
+			sandbox_stop_wait(sb, "daemon shutting down");
 			/* uidrange_free below lets every range go at once
 			 * (one by one, each unlock splits the daemon's lock
 			 * list: quadratic in the number of sandboxes) */

@@ -37,7 +37,10 @@ struct sandbox_opts {
 	struct image *image;    /* NULL: the host's own system */
 };
 
-enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING };
+/* STOPPING: init is killed and its pid namespace is going down; the loop
+ * finishes the stop when init's pidfd says it is gone (reap, cgroups
+ * removed). What needs it stopped waits for that (sandbox_when_stopped). */
+enum sandbox_state { SB_STOPPED, SB_STARTING, SB_RUNNING, SB_STOPPING };
 
 /* A sandbox: opaque outside the core (core/sandbox_internal.h); the
  * faces read it through the functions below. */
@@ -49,6 +52,7 @@ struct manager {
 	struct runtime *rt;
 	struct registry *reg;
 	struct sandbox **buckets;
+	struct sandbox *dying; /* destroyed, still stopping (by hnext) */
 	size_t nbuckets, count;
 	uint8_t *slots; /* 1: a sandbox's; 2: files of a removed one still
 	                 * there (removal failed): out of use until gone */
@@ -121,7 +125,8 @@ int manager_admit(struct sandbox *sb, struct sbx_err *err);
 const char *sandbox_id(const struct sandbox *sb);
 const char *sandbox_tenant(const struct sandbox *sb);
 const char *sandbox_labels(const struct sandbox *sb); /* JSON text, or NULL */
-bool sandbox_running(const struct sandbox *sb);       /* not stopped */
+/* starting or running (a stopping one is not) */
+bool sandbox_running(const struct sandbox *sb);
 struct sandbox_info {
 	uint64_t created_ms, last_active_ms; /* wall clock */
 	uint64_t sleep_after_ms;             /* its own, else the default */
@@ -151,8 +156,17 @@ const char *sandbox_shell(const struct sandbox *sb);
  * above the operator's ceilings. */
 void sandbox_limits(const struct sandbox *sb, struct cgroup_limits *lim,
                     uint64_t *disk_bytes);
-/* Stop: every process ends, files stay. Pending commands fail with why. */
+/* Stop: every process ends, files stay. Pending commands fail with why.
+ * Returns at once: the sandbox is stopping until its pid namespace is
+ * gone (the loop finishes it); a command sent meanwhile waits for that,
+ * then starts it afresh. */
 void sandbox_stop(struct sandbox *sb, const char *why);
+/* Run fn(ctx) once it is stopped: now when it is (not starting, running
+ * or stopping), else when its stop ends. */
+void sandbox_when_stopped(struct sandbox *sb, void (*fn)(void *ctx), void *ctx);
+/* Stop it and wait, on the loop, for the stop to end (a start, a
+ * destroy, a restore that cannot wait otherwise). */
+void sandbox_stop_wait(struct sandbox *sb, const char *why);
 /* Stop, delete files and registry entry, free sb. */
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err);
 /* A use of it (a command, a file operation, a terminal): it stays awake,

@@ -577,7 +577,7 @@ int network_sandbox_set(struct sandbox *sb, struct net_policy *p,
 		free(sb->net_policy);
 	}
 	sb->net_policy = np;
-	if (sb->state == SB_STOPPED)
+	if (!sandbox_running(sb))
 		return 0;
 	int r = 0;
 	if (np->mode == NET_NONE) {
@@ -619,7 +619,7 @@ bool sandbox_net_usage(const struct sandbox *sb, uint64_t *tx, uint64_t *rx)
 int sandbox_net_socket(struct sandbox *sb, int type)
 {
 	char path[64];
-	if (sb->state == SB_STOPPED)
+	if (!sandbox_running(sb))
 		return -ESRCH;
 	if (sb->net)
 		return net_ns_socket(sb->net->netns_fd, AF_INET, type, 0);

@@ -15,12 +15,18 @@ struct sandbox {
 	bool range_held; /* its uid range is reserved host-wide by us */
 	enum sandbox_state state;
 	struct sandbox_proc proc;
-	struct loop_watch sock_w;    /* init's messages, and its end */
-	struct cgroup_limits limits; /* 0: the daemon's default */
-	uint64_t sleep_after_ms;     /* 0: the daemon's default */
-	uint64_t disk_bytes;         /* 0: the daemon's default */
-	bool keep_alive;             /* never stopped for idleness */
-	char **env;                  /* "K=V" for every command */
+	struct loop_watch sock_w; /* init's messages, and its end */
+	struct loop_watch stop_w; /* init's pidfd, while stopping */
+	char *stop_why;           /* while stopping: the log line's */
+	bool destroyed; /* in m->dying: its files go when it has stopped */
+	struct sandbox_waiter *stop_waiters; /* sandbox_when_stopped */
+	struct exec_job *stop_queue;         /* commands waiting for the stop to
+	                                        end, in order (core/exec.c) */
+	struct cgroup_limits limits;         /* 0: the daemon's default */
+	uint64_t sleep_after_ms;             /* 0: the daemon's default */
+	uint64_t disk_bytes;                 /* 0: the daemon's default */
+	bool keep_alive;                     /* never stopped for idleness */
+	char **env;                          /* "K=V" for every command */
 	size_t envc;
 	char *labels; /* JSON text, or NULL */
 	/* its image (kept with its files, runtime_files_image): the id, and

@@ -39,6 +39,7 @@ struct snapshot_op {
 	struct loop_timer timer;
 	struct runtime_task task;
 	bool task_running;
+	bool after_stop; /* a restore waiting for its target's stop */
 	struct loop_watch w;
 	struct snapshot *snap; /* take: the one being made */
 	snapshot_done_cb done;
@@ -384,7 +385,8 @@ static void try_freeze(struct loop_timer *t)
 	struct snapshot_op *op = t->data;
 	struct sbx_err err = {0};
 	struct sandbox *sb = op->from;
-	if (!sb->proc.cg) { /* it stopped meanwhile: nothing runs */
+	/* it stopped meanwhile, or is stopping: nothing runs */
+	if (!sb->proc.cg || sb->state == SB_STOPPING) {
 		run_task(op);
 		return;
 	}
@@ -499,6 +501,18 @@ int snapshot_take(struct sandbox *sb, const char *name, snapshot_done_cb done,
 	return 0;
 }
 
+/* The target of a restore has stopped: the restore runs, unless it was
+ * given up meanwhile (the sandbox destroyed, the daemon closing). */
+static void restore_stopped(void *ctx)
+{
+	struct sandbox *sb = ctx;
+	struct snapshot_op *op = sb->snap_op;
+	if (!op || op->target != sb || !op->after_stop)
+		return;
+	op->after_stop = false;
+	op_start(op);
+}
+
 int snapshot_restore(struct sandbox *sb, const struct snapshot *snap,
                      snapshot_done_cb done, void *ctx)
 {
@@ -523,8 +537,9 @@ int snapshot_restore(struct sandbox *sb, const struct snapshot *snap,
 	op->group = manager_store_group(m, sb->tenant);
 	op->limit = sb->disk_bytes ?: m->cfg->disk_bytes;
 	/* its processes end: the files under them are about to change */
+	op->after_stop = true;
 	sandbox_stop(sb, "restoring a snapshot");
-	op_start(op);
+	sandbox_when_stopped(sb, restore_stopped, sb);
 	return 0;
 }
 

@@ -546,22 +546,23 @@ int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
 
 void runtime_kill(struct sandbox_proc *sp)
 {
+	/* a pidfd for its end, while it goes (the socket's end of file
+	 * comes early in init's exit, before its namespace is gone) */
+	if (sp->pidfd < 0 && sp->init_pid > 0)
+		sp->pidfd = (int)syscall(SYS_pidfd_open, sp->init_pid, 0);
 	if (sp->pidfd >= 0)
 		syscall(SYS_pidfd_send_signal, sp->pidfd, SIGKILL, NULL, 0);
 	else if (sp->init_pid > 0) /* not reaped yet: still ours */
 		kill(sp->init_pid, SIGKILL);
 }
 
-void runtime_reap(struct sandbox_proc *sp)
+/* init is reaped: remove its cgroups, close the handles */
+static void reaped(struct sandbox_proc *sp)
 {
-	if (sp->init_pid > 0) {
-		int st;
-		while (waitpid(sp->init_pid, &st, 0) < 0 && errno == EINTR)
-			;
-		sp->init_pid = 0;
-	}
-	/* init's death killed its pid namespace, and reaping init waited for
-	 * that: the cgroups are empty, they only need removing */
+	sp->init_pid = 0;
+	/* init's death killed its pid namespace, and init became reapable
+	 * only once that was done: the cgroups are empty, they only need
+	 * removing */
 	if (sp->cg) {
 		struct sbx_err err;
 		if (cgroup_sandbox_remove(sp->cg, &err) < 0)
@@ -576,6 +577,31 @@ void runtime_reap(struct sandbox_proc *sp)
 	free(sp->leaf_given);
 	sp->leaf_given = NULL;
 	sp->nleaf_given = 0;
+}
+
+void runtime_reap(struct sandbox_proc *sp)
+{
+	if (sp->init_pid > 0) {
+		int st;
+		while (waitpid(sp->init_pid, &st, 0) < 0 && errno == EINTR)
+			;
+	}
+	reaped(sp);
+}
+
+int runtime_reap_nowait(struct sandbox_proc *sp)
+{
+	if (sp->init_pid > 0) {
+		int st;
+		pid_t r;
+		while ((r = waitpid(sp->init_pid, &st, WNOHANG)) < 0 &&
+		       errno == EINTR)
+			;
+		if (r == 0)
+			return 0; /* its namespace is still going down */
+	}
+	reaped(sp);
+	return 1;
 }
 
 static bool cleaning(struct runtime *rt, const char *name)

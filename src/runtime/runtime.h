@@ -49,7 +49,8 @@ struct runtime {
 /* A running sandbox's handles on the daemon side. */
 struct sandbox_proc {
 	pid_t init_pid; /* host pid; our child until runtime_reap */
-	int pidfd;      /* -1: init is watched through sock */
+	int pidfd;      /* -1: init is watched through sock; made by
+	                 * runtime_kill, to watch its end */
 	int sock;       /* to init's spawner; end of file when the
 	                 * sandbox is gone (init kills it, or dies with it) */
 	struct cgroup_sandbox *cg;
@@ -111,10 +112,17 @@ int runtime_files_image(struct runtime *rt, const char *name, char *buf,
  * time that leaf is used (the spawner keeps them). */
 int runtime_spawn(struct sandbox_proc *sp, uint64_t id, struct spawn_req *req,
                   const int *stdio_fds, int *cg_idx, struct sbx_err *err);
-/* Kill init (so the whole pid namespace) without waiting. */
+/* Kill init (so the whole pid namespace) without waiting; sp->pidfd is
+ * init's from then on (-1 where the kernel has no pidfd_open). */
 void runtime_kill(struct sandbox_proc *sp);
-/* After init has exited: reap it, remove cgroups, close handles. */
+/* After runtime_kill: reap init, remove cgroups, close handles. Waits
+ * for init, whose exit waits for its whole pid namespace to be gone. */
 void runtime_reap(struct sandbox_proc *sp);
+/* The same without waiting: 1 when done, 0 while init has not exited
+ * (its namespace is still going down). sp->pidfd turns readable when it
+ * has: watch it, then call this again. Without a pidfd (-1) only
+ * runtime_reap can tell. */
+int runtime_reap_nowait(struct sandbox_proc *sp);
 /* Remove a stopped sandbox's files: its subvolume at once, or (plain
  * directories) a move to the trash, emptied by a background process.
  * Returns 0 once <sandboxes>/<name> is gone from its place; otherwise an

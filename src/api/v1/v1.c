@@ -499,6 +499,21 @@ void v1_sandbox_running(struct api *a, struct http_req *r,
 	    r, 200, json_pack("{s:b}", "running", sb && sandbox_running(sb)));
 }
 
+struct v1_stop_req {
+	struct v1_held h; /* first */
+	char id[64];
+};
+
+static void v1_stopped(void *ctx)
+{
+	struct v1_stop_req *q = ctx;
+	struct http_req *r = http_take(&q->h.held);
+	if (r)
+		http_respond_json(
+		    r, 200, json_pack("{s:b, s:s}", "stopped", 1, "id", q->id));
+	free(q);
+}
+
 void v1_sandbox_stop(struct api *a, struct http_req *r, struct route_match *m)
 {
 	if (!sandbox_id_valid(m->params[0])) {
@@ -506,10 +521,19 @@ void v1_sandbox_stop(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	}
 	struct sandbox *sb = manager_find(a->m, m->tenant, m->params[0]);
-	if (sb)
-		sandbox_stop(sb, "stopped by request");
-	http_respond_json(
-	    r, 200, json_pack("{s:b, s:s}", "stopped", 1, "id", m->params[0]));
+	struct v1_stop_req *q;
+	if (!sb) {
+		http_respond_json(
+		    r, 200,
+		    json_pack("{s:b, s:s}", "stopped", 1, "id", m->params[0]));
+		return;
+	}
+	sandbox_stop(sb, "stopped by request");
+	/* answered once its processes are gone */
+	if (!(q = v1_held_new(a, r, sizeof(*q))))
+		return;
+	snprintf(q->id, sizeof(q->id), "%s", m->params[0]);
+	sandbox_when_stopped(sb, v1_stopped, q);
 }
 
 void v1_sandbox_delete(struct api *a, struct http_req *r, struct route_match *m)
