@@ -1549,7 +1549,8 @@ int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
 	snprintf(rel, sizeof(rel), "%s/init", s->name);
 	snprintf(val, sizeof(val), "%d", (int)pid);
 	for (int i = 0; i < s->m->nh; i++) {
-		/* flat: init lives in the manager's own dir (cgroup_internal.h) */
+		/* flat: init lives in the manager's own dir (cgroup_internal.h)
+		 */
 		int r = cgroup_set(s->m, i, s->m->h[i].flat ? "" : rel,
 		                   "cgroup.procs", val, false, err);
 		if (r < 0)
@@ -1567,10 +1568,11 @@ int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
 	int n = 0;
 	snprintf(p, sizeof(p), "%s/init/cgroup.procs", s->name);
 	for (int i = 0; i < s->m->nh; i++) {
-		/* flat: init lives in the manager's own dir (cgroup_internal.h) */
-		fds[n] = openat(s->m->h[i].dfd,
-		                s->m->h[i].flat ? "cgroup.procs" : p,
-		                O_WRONLY | O_CLOEXEC);
+		/* flat: init lives in the manager's own dir (cgroup_internal.h)
+		 */
+		fds[n] =
+		    openat(s->m->h[i].dfd, s->m->h[i].flat ? "cgroup.procs" : p,
+		           O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			int r = sbx_err_sys(err, errno, "cgroup: open %s/%s",
 			                    s->m->h[i].path, p);
