@@ -1043,6 +1043,7 @@ static int manager_setup(struct cgroup_manager *m, struct own_hier *own,
 		    m->version == 2 ||
 		    (own[i].ctrls & (CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
 		                     CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER));
+		h->flat = m->version == 1 && own[i].ctrls == CGROUP_CTRL_MEMORY;
 		/* devices is a backstop, not a need: a hierarchy the daemon
 		 * cannot write to (read-only in a container) is left out */
 		bool optional = own[i].ctrls == CGROUP_CTRL_DEVICES;
@@ -1397,13 +1398,16 @@ int cgroup_manager_set_totals(struct cgroup_manager *m, uint64_t memory_bytes,
 /* ---- sandboxes ------------------------------------------------------------
  */
 
-/* mkdir rel in every hierarchy (with command leaves only, if asked).
- * excl: stop at an existing one and return -EEXIST, quietly. */
+/* mkdir rel in every hierarchy (with command leaves only, if asked; a
+ * flat one has nothing below a sandbox's own cgroup). excl: stop at an
+ * existing one and return -EEXIST, quietly. */
 static int mkdir_all(struct cgroup_manager *m, const char *rel,
                      bool leaves_only, bool excl, struct sbx_err *err)
 {
 	for (int i = 0; i < m->nh; i++) {
 		if (leaves_only && !m->h[i].leaves)
+			continue;
+		if (m->h[i].flat && strchr(rel, '/'))
 			continue;
 		int r = cgroup_mkdir(m, m->h[i].dfd, rel);
 		if (r == -EEXIST && excl)
@@ -1473,7 +1477,7 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 		r = sbx_err_set(err, EEXIST, "cgroup: %s/%s exists",
 		                m->h[0].path, cmds);
 	if (r == 0 && m->version == 2)
-		r = cgroup_v2_enable_subtree(m, cmds, err);
+		r = cgroup_v2_enable_subtree_cmds(m, cmds, err);
 	if (r == 0)
 		r = cgroup_sandbox_set_limits(s, lim, err);
 	if (r < 0) {
@@ -1545,8 +1549,10 @@ int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
 	snprintf(rel, sizeof(rel), "%s/init", s->name);
 	snprintf(val, sizeof(val), "%d", (int)pid);
 	for (int i = 0; i < s->m->nh; i++) {
-		int r =
-		    cgroup_set(s->m, i, rel, "cgroup.procs", val, false, err);
+		/* flat: init lives in the manager's own dir (cgroup_internal.h)
+		 */
+		int r = cgroup_set(s->m, i, s->m->h[i].flat ? "" : rel,
+		                   "cgroup.procs", val, false, err);
 		if (r < 0)
 			return r;
 	}
@@ -1562,7 +1568,11 @@ int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
 	int n = 0;
 	snprintf(p, sizeof(p), "%s/init/cgroup.procs", s->name);
 	for (int i = 0; i < s->m->nh; i++) {
-		fds[n] = openat(s->m->h[i].dfd, p, O_WRONLY | O_CLOEXEC);
+		/* flat: init lives in the manager's own dir (cgroup_internal.h)
+		 */
+		fds[n] =
+		    openat(s->m->h[i].dfd, s->m->h[i].flat ? "cgroup.procs" : p,
+		           O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			int r = sbx_err_sys(err, errno, "cgroup: open %s/%s",
 			                    s->m->h[i].path, p);
@@ -1653,17 +1663,6 @@ int cgroup_cmd_acquire(struct cgroup_sandbox *s, int fds[CGROUP_MAX_FDS],
 			tree_destroy(m, rel, false, NULL);
 			return r;
 		}
-		/* v2: an OOM in the sandbox ends the victim's whole command
-		 * tree, never a half of it; init and other commands live on.
-		 * (On the sandbox cgroup it would take init down too.) */
-		if (m->version == 2) {
-			r = cgroup_set(m, 0, rel, "memory.oom.group", "1", true,
-			               err);
-			if (r < 0 && r != -ENOENT) {
-				tree_destroy(m, rel, false, NULL);
-				return r;
-			}
-		}
 		s->state[idx] = CGROUP_LEAF_FREE;
 		s->nleaves++;
 	}
@@ -1688,6 +1687,8 @@ int cgroup_cmd_open(struct cgroup_sandbox *s, int idx, int fds[CGROUP_MAX_FDS],
 		                   idx);
 	leaf_rel(s, idx, rel, sizeof(rel));
 	snprintf(p, sizeof(p), "%s/cgroup.procs", rel);
+	char box[CGROUP_NAME_MAX + 16];
+	snprintf(box, sizeof(box), "%s/cgroup.procs", s->name);
 	for (int i = 0; i < m->nh; i++) {
 		if (!m->h[i].leaves)
 			continue;
@@ -1696,10 +1697,12 @@ int cgroup_cmd_open(struct cgroup_sandbox *s, int idx, int fds[CGROUP_MAX_FDS],
 			                "cgroup: too many hierarchies");
 			goto fail;
 		}
-		fds[n] = openat(m->h[i].dfd, p, O_WRONLY | O_CLOEXEC);
+		/* flat: every command in the sandbox's one cgroup */
+		const char *f = m->h[i].flat ? box : p;
+		fds[n] = openat(m->h[i].dfd, f, O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			r = sbx_err_sys(err, errno, "cgroup: open %s/%s",
-			                m->h[i].path, p);
+			                m->h[i].path, f);
 			goto fail;
 		}
 		n++;

@@ -17,7 +17,17 @@
  * its victim among the commands, never init, whatever init's oom_score_adj
  * (which root may not be able to lower). pids and CPU cover the whole
  * sandbox. v1 devices carries the sandbox's device rules on <sandbox>, and
- * commands stay in init's cgroup there. Command leaves are reused
+ * commands stay in init's cgroup there.
+ *
+ * Memory cgroups are the dear ones (the kernel gives each 1 KiB per 64
+ * superblocks on the machine), so a sandbox has as few as the layout
+ * allows. v1 memory (mounted on its own) is flat: <sandbox> alone, with
+ * the memory limit and every command in it, and init in <own>/<manager
+ * name> itself, beside all sandboxes and under none's limit: one memory
+ * cgroup per sandbox. v2: <sandbox>, init and cmds have one each (a
+ * process is in one cgroup for every controller there); the command
+ * leaves have no memory controller of their own, they share cmds'.
+ * Command leaves are reused
  * (mkdir/rmdir in four v1 hierarchies costs ~0.4 ms, a cost the exec path
  * should not pay). On v2 the daemon moves itself into <own>/daemon first
  * (the "no internal processes" rule forbids enabling controllers for

@@ -36,6 +36,13 @@ struct cgroup_hier {
 	 * inherit init's cgroup there by fork, so these need no leaves and
 	 * cost no extra fd per exec. */
 	bool leaves;
+	/* v1 memory, mounted on its own: a sandbox is one memory cgroup,
+	 * <sandbox>, which carries the memory limit and holds the commands
+	 * (no init, cmds or c<N> below it); init and the spawner live in the
+	 * manager's own dir, outside every sandbox's limit. Every memory
+	 * cgroup costs the kernel 1 KiB per 64 superblocks on the machine
+	 * (its shrinker map), so one per sandbox instead of four. */
+	bool flat;
 };
 
 struct cgroup_manager {
@@ -111,6 +118,8 @@ int cgroup_v2_prepare_own(struct cgroup_manager *m, int own_fd,
                           const char *own_path, pid_t pid, struct sbx_err *err);
 int cgroup_v2_enable_subtree(struct cgroup_manager *m, const char *rel,
                              struct sbx_err *err);
+int cgroup_v2_enable_subtree_cmds(struct cgroup_manager *m, const char *rel,
+                                  struct sbx_err *err);
 int cgroup_v2_set_limits(struct cgroup_manager *m, const char *rel,
                          const struct cgroup_limits *lim, struct sbx_err *err);
 int cgroup_v2_stats(struct cgroup_manager *m, const char *rel,

@@ -52,9 +52,12 @@ int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
 	if (hm < 0 || hp < 0 || hc < 0)
 		return sbx_err_set(err, ENOTSUP, "cgroup: missing hierarchy");
 
-	/* memory on the commands' parent only: init stays out of it */
+	/* memory on the commands' cgroup only: init stays out of it (flat:
+	 * the sandbox's own, where init is not; else its cmds) */
 	char cmds[PATH_MAX];
-	if ((r = cgroup_path(cmds, sizeof(cmds), rel, CGROUP_CMDS)) < 0)
+	if (m->h[hm].flat)
+		snprintf(cmds, sizeof(cmds), "%s", rel);
+	else if ((r = cgroup_path(cmds, sizeof(cmds), rel, CGROUP_CMDS)) < 0)
 		return sbx_err_sys(err, -r, "cgroup: %s", rel);
 	if (lim->memory_bytes)
 		snprintf(val, sizeof(val), "%llu",

@@ -9,9 +9,16 @@
  *   /proc  fresh procfs of the sandbox's pid namespace, with the kernel
  *          interfaces that leak host state masked and /proc/sys & co
  *          read-only (isolation.md A.24)
- *   /dev   small tmpfs: null zero full random urandom tty, devpts (new
- *          instance), ptmx, shm (isolation.md A.25)
+ *   /dev   tmpfs, read-only: null zero full random urandom tty, ptmx;
+ *          devpts (new instance) on /dev/pts; /dev/shm a writable bind of
+ *          its own directory (isolation.md A.25)
  *   /sys   absent
+ *
+ * Superblocks are few (each is a memcg-aware shrinker, and every memory
+ * cgroup on the machine holds 1 KiB per 64 of them): the two overlays,
+ * proc, devpts and one tmpfs, which is /dev, /dev/shm and the masks of
+ * /proc's directories (binds of /dev/pts's own empty directory, before
+ * devpts covers it).
  *
  * Every mount is nosuid,nodev (but /dev, whose nodes must work, and it is
  * noexec). The lower layers are idmapped through the sandbox's user
@@ -134,7 +141,7 @@ static int do_mount(const char *src, const char *dst, const char *type,
 	return 0;
 }
 
-static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
+static int setup_dev(uid_t base, struct sbx_err *err)
 {
 	static const struct {
 		const char *name;
@@ -150,7 +157,9 @@ static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
 	char opts[128];
 	int r;
 
-	snprintf(opts, sizeof(opts), "mode=755,size=64k,nr_inodes=64");
+	/* /dev's few nodes and what /dev/shm holds: shm's 64 MiB and 16,384
+	 * inodes, and 64 inodes for the rest */
+	snprintf(opts, sizeof(opts), "mode=755,size=64m,nr_inodes=16448");
 	if ((r = do_mount("tmpfs", "dev", "tmpfs", MS_NOSUID | MS_NOEXEC, opts,
 	                  err)))
 		return r;
@@ -173,15 +182,37 @@ static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
 		    lchown(p, base, base) < 0)
 			return sbx_err_sys(err, errno, "symlink %s", p);
 	}
-	if (mkdir("dev/pts", 0755) < 0 || mkdir("dev/shm", 01777) < 0)
+	if (mkdir("dev/pts", 0755) < 0 || mkdir("dev/shm", 01777) < 0 ||
+	    chmod("dev/shm", 01777) < 0)
 		return sbx_err_sys(err, errno, "mkdir dev/pts, dev/shm");
-	/* owned by the sandbox's root so it looks as usual, and read-only so
-	 * nothing in it can be replaced; the nodes still work, and pts and
-	 * shm are mounts of their own */
-	if ((r = do_mount(NULL, "dev", NULL,
-	                  MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NOEXEC, opts,
-	                  err)))
+	if (chown("dev/shm", base, base) < 0)
+		return sbx_err_sys(err, errno, "chown dev/shm");
+	/* /dev/shm: its directory, bound on itself, the one writable mount
+	 * of this tmpfs */
+	if ((r = do_mount("dev/shm", "dev/shm", NULL, MS_BIND, NULL, err)) ||
+	    (r = do_mount(NULL, "dev/shm", NULL,
+	                  MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
+	                      MS_NOEXEC,
+	                  NULL, err)))
 		return r;
+	/* owned by the sandbox's root so it looks as usual, and read-only so
+	 * nothing in it can be replaced; the nodes still work. Read-only as
+	 * a mount, not as a superblock (shm is the same one): nothing inside
+	 * may remount it (the mount namespace is host root's, and a copy of
+	 * it in another user namespace has the flag locked) */
+	if ((r = do_mount(NULL, "dev", NULL,
+	                  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+	                      MS_NOEXEC,
+	                  NULL, err)))
+		return r;
+	return 0;
+}
+
+/* devpts on /dev/pts, once setup_proc has bound its empty directory on
+ * /proc's masked ones */
+static int setup_pts(unsigned max_ptys, struct sbx_err *err)
+{
+	char opts[128];
 	/* A pty instance of its own, with a max= of its own: the kernel's
 	 * pool (kernel.pty.max less kernel.pty.reserve, which only the host's
 	 * initial instance may use) is shared by every instance, and one
@@ -189,16 +220,8 @@ static int setup_dev(uid_t base, unsigned max_ptys, struct sbx_err *err)
 	 * group of whoever opens it, the sandbox's root. */
 	snprintf(opts, sizeof(opts),
 	         "newinstance,ptmxmode=0666,mode=0620,max=%u", max_ptys);
-	if ((r = do_mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-	                  opts, err)))
-		return r;
-	snprintf(opts, sizeof(opts), "mode=1777,size=64m,nr_inodes=16384");
-	if ((r = do_mount("tmpfs", "dev/shm", "tmpfs",
-	                  MS_NOSUID | MS_NODEV | MS_NOEXEC, opts, err)))
-		return r;
-	if (chown("dev/shm", base, base) < 0)
-		return sbx_err_sys(err, errno, "chown dev/shm");
-	return 0;
+	return do_mount("devpts", "dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	                opts, err);
 }
 
 static int setup_proc(struct sbx_err *err)
@@ -225,13 +248,18 @@ static int setup_proc(struct sbx_err *err)
 		                  NULL, err)))
 			return r;
 	}
+	/* an empty, read-only directory: /dev/pts's own, under the devpts
+	 * mount to come (no superblock of its own) */
 	for (size_t i = 0; i < sizeof(masked_dirs) / sizeof(masked_dirs[0]);
 	     i++) {
 		if (access(masked_dirs[i], F_OK) < 0)
 			continue;
-		if ((r = do_mount("tmpfs", masked_dirs[i], "tmpfs",
-		                  MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		                  "size=0,nr_inodes=1", err)))
+		if ((r = do_mount("dev/pts", masked_dirs[i], NULL, MS_BIND,
+		                  NULL, err)) ||
+		    (r = do_mount(NULL, masked_dirs[i], NULL,
+		                  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID |
+		                      MS_NODEV | MS_NOEXEC,
+		                  NULL, err)))
 			return r;
 	}
 	for (size_t i = 0; i < sizeof(readonly) / sizeof(readonly[0]); i++) {
@@ -295,7 +323,8 @@ int rootfs_setup(const struct rootfs_spec *s, struct sbx_err *err)
 		return r;
 	if (chdir("root") < 0)
 		return sbx_err_sys(err, errno, "chdir %s/root", s->mnt_dir);
-	if ((r = setup_dev(s->base, s->max_ptys, err)) || (r = setup_proc(err)))
+	if ((r = setup_dev(s->base, err)) || (r = setup_proc(err)) ||
+	    (r = setup_pts(s->max_ptys, err)))
 		return r;
 	/* pivot_root(".", ".") stacks the old root on top of the new one;
 	 * detaching it leaves only the new tree (isolation.md A.17) */
