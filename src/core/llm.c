@@ -313,11 +313,12 @@ int llm_chat(struct llm *c, const struct llm_msg *msgs, size_t n,
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, q);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (curl_loop_add(c->cl, e) < 0) {
+	int rc = curl_loop_add(c->cl, e);
+	if (rc < 0) {
 		curl_easy_cleanup(e);
 		q->easy = NULL;
 		req_free(q);
-		return sbx_err_set(err, EIO, "curl: cannot add a transfer");
+		return sbx_err_set(err, -rc, "curl: cannot add a transfer");
 	}
 	q->next = c->reqs;
 	c->reqs = q;
