@@ -70,15 +70,39 @@ json_t *v1_body(struct http_req *r)
 	return j;
 }
 
+const struct v1_errmap *v1_err_row(const struct v1_errmap *map,
+                                   const struct sbx_err *err)
+{
+	while (map->errnum && map->errnum != err->code)
+		map++;
+	return map;
+}
+
+void v1_error_of(struct http_req *r, const struct sbx_err *err,
+                 const struct v1_errmap *map)
+{
+	const struct v1_errmap *row = v1_err_row(map, err);
+	v1_error(r, row->status, row->code, "%s", err->msg);
+}
+
+const struct v1_errmap v1_create_errs[] = {
+    {EDQUOT, 429, "quota_exceeded"},
+    {ENOSPC, 429, "limit"},
+    V1_ERR_INTERNAL,
+};
+
 void v1_create_error(struct http_req *r, const struct sbx_err *err)
 {
-	if (err->code == EDQUOT)
-		v1_error(r, 429, "quota_exceeded", "%s", err->msg);
-	else if (err->code == ENOSPC)
-		v1_error(r, 429, "limit", "%s", err->msg);
-	else
-		v1_error(r, 500, "internal", "%s", err->msg);
+	v1_error_of(r, err, v1_create_errs);
 }
+
+/* A sandbox to use: as a create, and a network that cannot be set up. */
+static const struct v1_errmap sandbox_errs[] = {
+    {ENETDOWN, 503, "network_unavailable"},
+    {EDQUOT, 429, "quota_exceeded"},
+    {ENOSPC, 429, "limit"},
+    V1_ERR_INTERNAL,
+};
 
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
                            struct route_match *m, bool create)
@@ -123,10 +147,7 @@ struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
 		return sb;
 	if (!existed) /* a refused request leaves nothing behind */
 		sandbox_destroy(sb, NULL);
-	if (err.code == ENETDOWN)
-		v1_error(r, 503, "network_unavailable", "%s", err.msg);
-	else
-		v1_create_error(r, &err);
+	v1_error_of(r, &err, sandbox_errs);
 	return NULL;
 }
 

@@ -69,23 +69,23 @@ static bool operator_only(struct api *a, struct http_req *r,
 	return false;
 }
 
+static const struct v1_errmap import_errs[] = {
+    {EFBIG, 413, "image_too_large"}, {E2BIG, 413, "image_too_large"},
+    {ENOMEM, 500, "import_failed"},  {EIO, 500, "import_failed"},
+    {ENOSPC, 500, "import_failed"},  {EDQUOT, 500, "import_failed"},
+    {0, 400, "invalid_image"},
+};
+
 static void import_error(struct http_req *r, const struct sbx_err *err)
 {
-	switch (err->code) {
-	case EFBIG:
-	case E2BIG:
-		v1_error(r, 413, "image_too_large", "%s", err->msg);
-		break;
-	case ENOMEM:
-	case EIO:
-	case ENOSPC:
-	case EDQUOT:
-		v1_error(r, 500, "import_failed", "%s", err->msg);
-		break;
-	default:
-		v1_error(r, 400, "invalid_image", "%s", err->msg);
-	}
+	v1_error_of(r, err, import_errs);
 }
+
+static const struct v1_errmap delete_errs[] = {
+    {EBUSY, 409, "image_in_use"},
+    {ENOENT, 404, "image_not_found"},
+    V1_ERR_INTERNAL,
+};
 
 static void imp_closed(struct http_req *r)
 {
@@ -255,12 +255,7 @@ void v1_image_delete(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	unsigned refs = manager_image_refs(a->m, img);
 	if (images_delete(a->m->images, name, refs, &err) < 0) {
-		if (err.code == EBUSY)
-			v1_error(r, 409, "image_in_use", "%s", err.msg);
-		else if (err.code == ENOENT)
-			v1_error(r, 404, "image_not_found", "%s", err.msg);
-		else
-			v1_error(r, 500, "internal", "%s", err.msg);
+		v1_error_of(r, &err, delete_errs);
 		return;
 	}
 	manager_images_gc(a->m);
