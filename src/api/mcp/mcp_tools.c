@@ -404,13 +404,13 @@ static void file_stop(struct file_op *f)
 	fileop_cancel(f->op);
 }
 
-/* The builtin's "E <errno> <what>" answer, or a failure: a tool error
- * (answered, true). */
-static bool file_failed(struct file_op *f, const struct fileop_result *res,
-                        const char *tool)
+/* The builtin's "E <errno> <what>" answer, or a failure: -1 after
+ * answering it as a tool error. */
+static int file_failed(struct file_op *f, const struct fileop_result *res,
+                       const char *tool)
 {
 	if (res->status == FILEOP_OK)
-		return false;
+		return 0;
 	if (res->status == FILEOP_ERRNO) {
 		int e = res->error;
 		const char *hint =
@@ -431,7 +431,7 @@ static bool file_failed(struct file_op *f, const struct fileop_result *res,
 		                                       ? "timed out"
 		                                       : res->what));
 	}
-	return true;
+	return -1;
 }
 
 /* Run the builtin; f is freed once it answered (maybe before this
@@ -507,7 +507,7 @@ static void read_finish(struct file_op *f, const struct fileop_result *res)
 		              f->abs, (unsigned long long)f->size, READ_MAX));
 		return;
 	}
-	if (file_failed(f, res, "read_file"))
+	if (file_failed(f, res, "read_file") < 0)
 		return;
 	if (f->dir) {
 		mcp_call_done(f->c,
@@ -596,7 +596,7 @@ static void tool_read_file(struct mcp_call *c, json_t *args)
 
 static void write_finish(struct file_op *f, const struct fileop_result *res)
 {
-	if (file_failed(f, res, "write_file"))
+	if (file_failed(f, res, "write_file") < 0)
 		return;
 	uint64_t n = 0;
 	bool created;
@@ -690,7 +690,7 @@ static int list_entry(void *ctx, const struct file_entry *e)
 
 static void list_finish(struct file_op *f, const struct fileop_result *res)
 {
-	if (!f->stopped && file_failed(f, res, "list_files"))
+	if (!f->stopped && file_failed(f, res, "list_files") < 0)
 		return;
 	if (!f->dir) {
 		mcp_call_done(f->c,

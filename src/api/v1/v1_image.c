@@ -59,14 +59,15 @@ json_t *v1_image_json(struct api *a, const struct image *img, const char *name)
 	return j;
 }
 
-static bool operator_only(struct api *a, struct http_req *r,
-                          struct route_match *m)
+/* -1 after answering 403 when the tenant is not the operator. */
+static int operator_only(struct api *a, struct http_req *r,
+                         struct route_match *m)
 {
 	if (auth_operator(a->auth, m->tenant))
-		return true;
+		return 0;
 	v1_error(r, 403, "forbidden",
 	         "only the operator imports and deletes images");
-	return false;
+	return -1;
 }
 
 static const struct v1_errmap import_errs[] = {
@@ -132,7 +133,7 @@ static struct v1_imp *imp_new(struct api *a, struct http_req *r, bool stream,
 
 void v1_image_import(struct api *a, struct http_req *r, struct route_match *m)
 {
-	if (!operator_only(a, r, m))
+	if (operator_only(a, r, m) < 0)
 		return;
 	json_t *body = v1_body(r);
 	if (!body)
@@ -190,7 +191,7 @@ static void upload_end(struct http_req *r)
 /* the drain callback gets the import's ctx: ours */
 void v1_image_upload(struct api *a, struct http_req *r, struct route_match *m)
 {
-	if (!operator_only(a, r, m))
+	if (operator_only(a, r, m) < 0)
 		return;
 	const char *name = m->params[0];
 	struct sbx_err err = {0};
@@ -244,7 +245,7 @@ void v1_image_info(struct api *a, struct http_req *r, struct route_match *m)
 
 void v1_image_delete(struct api *a, struct http_req *r, struct route_match *m)
 {
-	if (!operator_only(a, r, m))
+	if (operator_only(a, r, m) < 0)
 		return;
 	struct sbx_err err = {0};
 	const char *name = m->params[0];
