@@ -96,8 +96,28 @@ json_t *api_process_json(const struct process *p, unsigned flags);
 /* /v1 shared: {"error": msg, "code": code} with status. */
 void v1_error(struct http_req *r, unsigned status, const char *code,
               const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* /v1's one map from a core error (-errno + struct sbx_err) to an answer.
+ * A table per kind of request: rows {errno, status, code}, closed by a row
+ * whose errno is 0, which answers every other errno. The message is the
+ * error's own. */
+struct v1_errmap {
+	int errnum;
+	unsigned status;
+	const char *code;
+};
+#define V1_ERR_INTERNAL                                                        \
+	{                                                                      \
+		0, 500, "internal"                                             \
+	}
+/* The row of map for err->code (the closing row when none is). */
+const struct v1_errmap *v1_err_row(const struct v1_errmap *map,
+                                   const struct sbx_err *err);
+/* Answer err as map says. */
+void v1_error_of(struct http_req *r, const struct sbx_err *err,
+                 const struct v1_errmap *map);
 /* A failed manager_create/manager_admit: 429 quota_exceeded (EDQUOT) or
  * limit (ENOSPC, no uid range), else 500. */
+extern const struct v1_errmap v1_create_errs[];
 void v1_create_error(struct http_req *r, const struct sbx_err *err);
 /* The body as a JSON object (empty body: {}), or answer 400 and NULL. */
 json_t *v1_body(struct http_req *r);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "core/network.h"
+#include "lib/err.h"
 #include "lib/log.h"
 #include "lib/util.h"
 
@@ -871,8 +872,8 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
 /* One per-sandbox default against its ceiling (see config_resolve). */
 static int resolve_one(struct config *cfg, uint64_t *def, unsigned def_flag,
                        uint64_t *ceil, unsigned ceil_flag, uint64_t derived,
-                       const char *def_name, const char *ceil_name, char *why,
-                       size_t whylen)
+                       const char *def_name, const char *ceil_name,
+                       struct sbx_err *err)
 {
 	if (!(cfg->given & ceil_flag)) {
 		*ceil = max_u64(derived, *def);
@@ -881,18 +882,17 @@ static int resolve_one(struct config *cfg, uint64_t *def, unsigned def_flag,
 	if (!*def || *def <= *ceil)
 		return 0;
 	if (cfg->given & def_flag) {
-		snprintf(why, whylen,
-		         "%s is above %s: a sandbox's default limit cannot "
-		         "exceed the ceiling",
-		         def_name, ceil_name);
-		return -1;
+		return sbx_err_set(err, EINVAL,
+		                   "%s is above %s: a sandbox's default limit "
+		                   "cannot exceed the ceiling",
+		                   def_name, ceil_name);
 	}
 	*def = *ceil;
 	return 0;
 }
 
-int config_resolve(struct config *cfg, const struct machine *mc, char *why,
-                   size_t whylen)
+int config_resolve(struct config *cfg, const struct machine *mc,
+                   struct sbx_err *err)
 {
 	uint64_t mem = cfg->limits.memory_bytes,
 	         cmem = cfg->max_limits.memory_bytes;
@@ -902,17 +902,16 @@ int config_resolve(struct config *cfg, const struct machine *mc, char *why,
 	uint64_t pid_max = mc->pid_max ? mc->pid_max : 32768;
 	uint64_t ram = mc->ram_bytes ? mc->ram_bytes : 1ull << 30;
 	if (resolve_one(cfg, &mem, CFG_MEMORY, &cmem, CFG_MAX_MEMORY, ram,
-	                "--memory", "--max-memory", why, whylen) ||
+	                "--memory", "--max-memory", err) ||
 	    resolve_one(cfg, &pids, CFG_PIDS, &cpids, CFG_MAX_PIDS,
-	                max_u64(pid_max / 8, 8), "--pids", "--max-pids", why,
-	                whylen) ||
+	                max_u64(pid_max / 8, 8), "--pids", "--max-pids", err) ||
 	    resolve_one(cfg, &cpu, CFG_CPUS, &ccpu, CFG_MAX_CPUS,
 	                (uint64_t)(mc->ncpus ? mc->ncpus : 1) * 1000, "--cpus",
-	                "--max-cpus", why, whylen) ||
+	                "--max-cpus", err) ||
 	    resolve_one(cfg, &cfg->disk_bytes, CFG_DISK, &cfg->max_disk,
 	                CFG_MAX_DISK, mc->disk_bytes, "--disk", "--max-disk",
-	                why, whylen))
-		return -1;
+	                err))
+		return -EINVAL;
 	cfg->limits.memory_bytes = mem;
 	cfg->max_limits.memory_bytes = cmem;
 	cfg->limits.pids = (uint32_t)pids;

@@ -109,8 +109,9 @@ int config_parse(struct config *cfg, int argc, char **argv);
 void config_machine(struct machine *mc, const char *sandboxes_dir);
 /* Derive the ceilings and totals not given from mc (see the usage text),
  * lower a per-sandbox default that was not given to a ceiling that was,
- * and refuse (-1, why filled) a given default above a given ceiling. */
-int config_resolve(struct config *cfg, const struct machine *mc, char *why,
-                   size_t whylen);
+ * and refuse (-EINVAL, err filled) a given default above a given ceiling. */
+struct sbx_err;
+int config_resolve(struct config *cfg, const struct machine *mc,
+                   struct sbx_err *err);
 
 #endif

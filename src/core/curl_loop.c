@@ -174,7 +174,10 @@ void curl_loop_free(struct curl_loop *cl)
 
 int curl_loop_add(struct curl_loop *cl, CURL *easy)
 {
-	if (curl_multi_add_handle(cl->multi, easy) != CURLM_OK)
+	CURLMcode mc = curl_multi_add_handle(cl->multi, easy);
+	if (mc == CURLM_OUT_OF_MEMORY)
+		return -ENOMEM;
+	if (mc != CURLM_OK) /* a misuse of curl: no errno to keep */
 		return -EIO;
 	/* curl asks for its timer (timer_cb), which starts the transfer from
 	 * the loop, never inside the caller */

@@ -212,9 +212,10 @@ static void etcd_post(struct fleet *f, const char *path, json_t *body,
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (curl_loop_add(f->cl, e) < 0) {
+	int rc = curl_loop_add(f->cl, e);
+	if (rc < 0) {
 		call_free(c);
-		sbx_err_set(&err, EIO, "curl: cannot add a transfer");
+		sbx_err_set(&err, -rc, "curl: cannot add a transfer");
 		cb(f, ctx, NULL, &err);
 		return;
 	}

@@ -59,29 +59,30 @@ char *llm_completions_url(const char *base)
 	return asprintf(&u, "%.*s%s", (int)l, base, tail) < 0 ? NULL : u;
 }
 
-char *llm_parse_answer(const char *body, size_t len, char *why, size_t whylen)
+int llm_parse_answer(const char *body, size_t len, char **text,
+                     struct sbx_err *err)
 {
 	json_error_t jerr;
+	*text = NULL;
 	json_t *j = json_loadb(body, len, 0, &jerr);
-	if (!j) {
-		snprintf(why, whylen, "the model's answer is not JSON: %s",
-		         jerr.text);
-		return NULL;
-	}
+	if (!j)
+		return sbx_err_set(err, EBADMSG,
+		                   "the model's answer is not JSON: %s",
+		                   jerr.text);
 	json_t *content = json_object_get(
 	    json_object_get(json_array_get(json_object_get(j, "choices"), 0),
 	                    "message"),
 	    "content");
-	char *text = NULL;
-	if (json_is_string(content))
-		text = strndup(json_string_value(content),
-		               json_string_length(content));
-	else
-		snprintf(why, whylen,
-		         "the model's answer has no "
-		         "choices[0].message.content text");
+	int rc = 0;
+	if (!json_is_string(content))
+		rc = sbx_err_set(err, EBADMSG,
+		                 "the model's answer has no "
+		                 "choices[0].message.content text");
+	else if (!(*text = strndup(json_string_value(content),
+	                           json_string_length(content))))
+		rc = sbx_err_set(err, ENOMEM, "out of memory");
 	json_decref(j);
-	return text;
+	return rc;
 }
 
 static size_t on_data(char *p, size_t size, size_t n, void *ud)
@@ -140,6 +141,7 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
 	struct llm_answer a = {.status = LLM_FAILED, .why = why};
 	long status = 0;
 	char *text = NULL;
+	struct sbx_err perr = {0};
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&q);
 	if (!q)
 		return;
@@ -159,9 +161,10 @@ static void on_done(CURL *easy, CURLcode cc, void *data)
 		snprintf(why, sizeof(why),
 		         "the model's endpoint answered HTTP %ld%s", status,
 		         detail);
-	} else if ((text =
-	                llm_parse_answer(q->answer.data ? q->answer.data : "",
-	                                 q->answer.len, why, sizeof(why)))) {
+	} else if (llm_parse_answer(q->answer.data ? q->answer.data : "",
+	                            q->answer.len, &text, &perr) < 0) {
+		snprintf(why, sizeof(why), "%s", perr.msg);
+	} else {
 		a.status = LLM_OK;
 		a.text = text;
 		a.why = NULL;
@@ -310,11 +313,12 @@ int llm_chat(struct llm *c, const struct llm_msg *msgs, size_t n,
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, q);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (curl_loop_add(c->cl, e) < 0) {
+	int rc = curl_loop_add(c->cl, e);
+	if (rc < 0) {
 		curl_easy_cleanup(e);
 		q->easy = NULL;
 		req_free(q);
-		return sbx_err_set(err, EIO, "curl: cannot add a transfer");
+		return sbx_err_set(err, -rc, "curl: cannot add a transfer");
 	}
 	q->next = c->reqs;
 	c->reqs = q;

@@ -44,9 +44,11 @@ void llm_free(struct llm *c);
  * http://host:8081/v1 gets "/chat/completions"; a URL that ends with it
  * already is kept. Allocated. */
 char *llm_completions_url(const char *base);
-/* The text of the first choice of a chat-completions answer (allocated),
- * or NULL with why filled. */
-char *llm_parse_answer(const char *body, size_t len, char *why, size_t whylen);
+/* The text of the first choice of a chat-completions answer into *text
+ * (allocated): 0, or -EBADMSG (not JSON, or no such text) or -ENOMEM with
+ * err filled. */
+int llm_parse_answer(const char *body, size_t len, char **text,
+                     struct sbx_err *err);
 
 /* Ask; done runs exactly once, never before this returns. */
 int llm_chat(struct llm *c, const struct llm_msg *msgs, size_t n,

@@ -1547,12 +1547,9 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 		goto fail;
 	}
 	struct machine mc;
-	char why[300];
 	config_machine(&mc, m->rt->sandboxes_dir);
-	if (config_resolve(cfg, &mc, why, sizeof(why)) < 0) {
-		r = sbx_err_set(err, EINVAL, "%s", why);
+	if ((r = config_resolve(cfg, &mc, err)) < 0)
 		goto fail;
-	}
 	log_info("event=ceilings max-memory=%lluM max-pids=%u max-cpus=%.2f "
 	         "max-disk=%lluM max-sandboxes=%u total-memory=%lluM "
 	         "total-pids=%llu",

@@ -376,8 +376,9 @@ static int ensure_fw(struct network *n, struct sbx_err *err)
 		return sbx_err_sys(err, errno, "name-checking proxy: listen");
 	/* watched from now on: a socket that does not listen yet reports
 	 * EPOLLHUP, always, and the loop would spin on it */
-	if (!n->px_w.active && loop_add(n->m->loop, &n->px_w, EPOLLIN) < 0)
-		return sbx_err_set(err, EIO, "name-checking proxy: watch");
+	if (!n->px_w.active &&
+	    (r = loop_add(n->m->loop, &n->px_w, EPOLLIN)) < 0)
+		return sbx_err_sys(err, -r, "name-checking proxy: watch");
 	r = fw_install(n->fw, cfg->net_pool, cfg->deny, cfg->ndeny, n->px_port,
 	               err);
 	if (r < 0)

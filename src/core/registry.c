@@ -72,6 +72,8 @@ static const char messages_schema[] =
     "CREATE INDEX IF NOT EXISTS room_messages_room "
     "  ON room_messages (tenant, room, seq);";
 
+/* SQLite's failures carry its own codes, not an errno a caller could act
+ * on: they are EIO (an internal error to every face), with its message. */
 static int db_err(struct registry *r, struct sbx_err *err, const char *what)
 {
 	return sbx_err_set(err, EIO, "registry: %s: %s", what,

@@ -488,10 +488,11 @@ static int start_try(struct s3_req *r, struct sbx_err *err)
 	} else if (strcmp(r->method, "GET")) {
 		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
 	}
-	if (curl_loop_add(c->cl, e) < 0) {
+	int rc = curl_loop_add(c->cl, e);
+	if (rc < 0) {
 		curl_easy_cleanup(e);
 		r->easy = NULL;
-		return sbx_err_set(err, EIO, "curl: cannot add a transfer");
+		return sbx_err_set(err, -rc, "curl: cannot add a transfer");
 	}
 	return 0;
 }

@@ -370,11 +370,14 @@ static void run_task(struct snapshot_op *op)
 	op->task_running = true;
 	op->w = (struct loop_watch){
 	    .fd = op->task.pidfd, .cb = on_task, .data = op};
-	if (loop_add(op->m->loop, &op->w, EPOLLIN) < 0) {
+	int rc = loop_add(op->m->loop, &op->w, EPOLLIN);
+	if (rc < 0) {
 		op->task_running = false;
 		runtime_task_kill(&op->task);
-		sbx_err_set(&err, EIO, "cannot watch the snapshot worker");
-		op_finish(op, -EIO, &err);
+		op_finish(
+		    op,
+		    sbx_err_sys(&err, -rc, "cannot watch the snapshot worker"),
+		    &err);
 	}
 }
 

@@ -835,9 +835,13 @@ static bool word_in(const char *list, const char *word)
 	return false;
 }
 
-/* The unified hierarchy's own dir if it offers what sandboxes need. */
-static char *detect_v2(const struct cg_detect *d, char *why, size_t whylen)
+/* The unified hierarchy's own dir, if it offers what sandboxes need, into
+ * *out (allocated): 0, or -ENOTSUP with err saying why not. */
+static int detect_v2(const struct cg_detect *d, char **out, struct sbx_err *err)
 {
+	int rc =
+	    sbx_err_set(err, ENOTSUP, "no cgroup2 mount shows this process");
+	*out = NULL;
 	for (size_t s = 0; s < d->nself; s++) {
 		if (!d->self[s].v2)
 			continue;
@@ -852,15 +856,19 @@ static char *detect_v2(const struct cg_detect *d, char *why, size_t whylen)
 			ssize_t n =
 			    cgroup_file_read(AT_FDCWD, p, ctl, sizeof(ctl));
 			if (n >= 0 && word_in(ctl, "memory") &&
-			    word_in(ctl, "pids") && word_in(ctl, "cpu"))
-				return dir;
+			    word_in(ctl, "pids") && word_in(ctl, "cpu")) {
+				sbx_err_clear(err);
+				*out = dir;
+				return 0;
+			}
 			ctl[strcspn(ctl, "\n")] = '\0';
-			snprintf(why, whylen, "cgroup2 %s offers \"%s\"", dir,
-			         n >= 0 ? ctl : "nothing");
+			rc = sbx_err_set(err, ENOTSUP,
+			                 "cgroup2 %s offers \"%s\"", dir,
+			                 n >= 0 ? ctl : "nothing");
 			free(dir);
 		}
 	}
-	return NULL;
+	return rc;
 }
 
 struct own_hier {
@@ -1096,12 +1104,12 @@ int cgroup_manager_new(const struct cgroup_env *env, const char *name,
 	struct cg_detect d = {0};
 	struct own_hier own[CGROUP_HIER_MAX] = {0};
 	int nown = 0, version = 0, r;
-	char why[PATH_MAX + 600] = "no cgroup2 mount shows this process";
+	struct sbx_err why = {0};
 
 	if ((r = read_mountinfo(mi, &d, err)) < 0 ||
 	    (r = read_self_cgroup(sc, &d, err)) < 0)
 		goto out;
-	if ((own[0].dir = detect_v2(&d, why, sizeof(why)))) {
+	if (detect_v2(&d, &own[0].dir, &why) == 0) {
 		own[0].ctrls = CGROUP_CTRL_MEMORY | CGROUP_CTRL_PIDS |
 		               CGROUP_CTRL_CPU | CGROUP_CTRL_FREEZER |
 		               CGROUP_CTRL_CPUACCT;
@@ -1115,7 +1123,7 @@ int cgroup_manager_new(const struct cgroup_env *env, const char *name,
 			r = sbx_err_set(
 			    err, ENOTSUP,
 			    "cgroup: no usable hierarchy: %s; v1 lacks%s%s%s%s",
-			    why, got & CGROUP_CTRL_MEMORY ? "" : " memory",
+			    why.msg, got & CGROUP_CTRL_MEMORY ? "" : " memory",
 			    got & CGROUP_CTRL_PIDS ? "" : " pids",
 			    got & CGROUP_CTRL_CPU ? "" : " cpu",
 			    got & CGROUP_CTRL_FREEZER ? "" : " freezer");

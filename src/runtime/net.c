@@ -256,7 +256,9 @@ static int read_u64(const char *path, uint64_t *v)
 	if (fd < 0)
 		return -errno;
 	ssize_t n = read(fd, buf, sizeof(buf) - 1);
-	if (n <= 0)
+	if (n < 0)
+		return -errno;
+	if (n == 0) /* an empty counter file */
 		return -EIO;
 	buf[n] = '\0';
 	*v = strtoull(buf, NULL, 10);

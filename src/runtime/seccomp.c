@@ -600,10 +600,12 @@ static int build_one(uint32_t def, int (*add)(scmp_filter_ctx),
 	out->insns = malloc((size_t)st.st_size);
 	if (!out->insns)
 		return sbx_err_set(err, ENOMEM, "seccomp: out of memory");
-	if (pread(fd, out->insns, (size_t)st.st_size, 0) != st.st_size) {
+	ssize_t got = pread(fd, out->insns, (size_t)st.st_size, 0);
+	if (got != st.st_size) {
+		int e = got < 0 ? errno : EIO; /* EIO: a short read */
 		free(out->insns);
 		out->insns = NULL;
-		return sbx_err_sys(err, EIO, "reading seccomp BPF");
+		return sbx_err_sys(err, e, "reading seccomp BPF");
 	}
 	out->len = (unsigned short)n;
 	return 0;

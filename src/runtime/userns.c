@@ -132,7 +132,9 @@ static int create(uid_t base, const char *map, struct sbx_err *err)
 	while ((n = read(readyfd[0], &ce, sizeof(ce))) < 0 && errno == EINTR)
 		;
 	close(readyfd[0]);
-	if (n != sizeof(ce))
+	if (n < 0)
+		r = sbx_err_sys(err, errno, "userns: reading the helper");
+	else if (n != sizeof(ce))
 		r = sbx_err_set(err, EIO, "userns: helper died");
 	else if (ce)
 		r = sbx_err_sys(err, ce, "userns: new namespace as uid %u",

@@ -227,6 +227,13 @@ def test_upload_answers_one_entry_per_file(e2b):
     r = envd(e2b, sbx, "/files", data=cut,
              headers={"Content-Type": "multipart/form-data; boundary=x"})
     assert r.status_code == 400 and "ended early" in r.json()["message"], r.text
+    # a file name longer than any path is refused, never cut to another one
+    long_name = b"/home/user/" + b"d/" * 2200 + b"f.txt"
+    r = envd(e2b, sbx, "/files",
+             data=(b'--x\r\nContent-Disposition: form-data; name="file"; '
+                   b'filename="' + long_name + b'"\r\n\r\ndata\r\n--x--\r\n'),
+             headers={"Content-Type": "multipart/form-data; boundary=x"})
+    assert r.status_code == 400 and "not a valid file path" in r.json()["message"], r.text
     r = rpc(e2b, sbx, "filesystem.Filesystem/ListDir", {"path": "/home/user"})
     assert sorted(e["name"] for e in r.json()["entries"]) == ["up.txt"], r.json()
     api(e2b, "DELETE", f"/sandboxes/{sbx['sandboxID']}")

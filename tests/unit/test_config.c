@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "lib/err.h"
 
 static const struct machine box = {.ram_bytes = 24ull << 30,
                                    .ncpus = 2,
@@ -35,10 +36,10 @@ static void test_defaults_from_the_machine(void **state)
 {
 	(void)state;
 	struct config cfg;
-	char why[300];
+	struct sbx_err err = {0};
 	const char *none[] = {NULL};
 	assert_int_equal(parse(&cfg, none), 0);
-	assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)), 0);
+	assert_int_equal(config_resolve(&cfg, &box, &err), 0);
 	assert_true(cfg.max_limits.memory_bytes == 24ull << 30);
 	assert_int_equal(cfg.max_limits.pids, 32768 / 8);
 	assert_int_equal(cfg.max_limits.cpu_millis, 2000);
@@ -53,14 +54,14 @@ static void test_ceiling_never_below_the_default(void **state)
 {
 	(void)state;
 	struct config cfg;
-	char why[300];
+	struct sbx_err err = {0};
 	struct machine tiny = {.ram_bytes = 512ull << 20,
 	                       .ncpus = 1,
 	                       .pid_max = 1024,
 	                       .disk_bytes = 1ull << 30};
 	const char *none[] = {NULL};
 	assert_int_equal(parse(&cfg, none), 0);
-	assert_int_equal(config_resolve(&cfg, &tiny, why, sizeof(why)), 0);
+	assert_int_equal(config_resolve(&cfg, &tiny, &err), 0);
 	assert_true(cfg.max_limits.memory_bytes == 1ull
 	                                               << 30); /* --memory 1G */
 	assert_int_equal(cfg.max_limits.pids, 512);
@@ -72,12 +73,12 @@ static void test_given_ceiling_lowers_a_default_not_given(void **state)
 {
 	(void)state;
 	struct config cfg;
-	char why[300];
+	struct sbx_err err = {0};
 	const char *args[] = {"--max-memory", "256M",       "--max-pids",
 	                      "64",           "--max-cpus", "0.5",
 	                      "--max-disk",   "1G",         NULL};
 	assert_int_equal(parse(&cfg, args), 0);
-	assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)), 0);
+	assert_int_equal(config_resolve(&cfg, &box, &err), 0);
 	assert_true(cfg.limits.memory_bytes == 256u << 20);
 	assert_int_equal(cfg.limits.pids, 64);
 	assert_int_equal(cfg.limits.cpu_millis, 500);
@@ -95,14 +96,14 @@ static void test_given_default_above_given_ceiling_refused(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct config cfg;
-		char why[300] = "";
+		struct sbx_err err = {0};
 		const char *args[] = {cases[i][0], cases[i][1], cases[i][2],
 		                      cases[i][3], NULL};
 		assert_int_equal(parse(&cfg, args), 0);
-		assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)),
-		                 -1);
-		assert_non_null(strstr(why, cases[i][4]));
-		assert_non_null(strstr(why, cases[i][0]));
+		assert_int_equal(config_resolve(&cfg, &box, &err), -EINVAL);
+		assert_int_equal(err.code, EINVAL);
+		assert_non_null(strstr(err.msg, cases[i][4]));
+		assert_non_null(strstr(err.msg, cases[i][0]));
 	}
 }
 
@@ -110,7 +111,7 @@ static void test_flag_values(void **state)
 {
 	(void)state;
 	struct config cfg;
-	char why[300];
+	struct sbx_err err = {0};
 	const char *ok[] = {"--max-sandboxes",
 	                    "3",
 	                    "--total-memory",
@@ -119,7 +120,7 @@ static void test_flag_values(void **state)
 	                    "0",
 	                    NULL};
 	assert_int_equal(parse(&cfg, ok), 0);
-	assert_int_equal(config_resolve(&cfg, &box, why, sizeof(why)), 0);
+	assert_int_equal(config_resolve(&cfg, &box, &err), 0);
 	assert_int_equal(cfg.max_sandboxes, 3);
 	assert_true(cfg.total_memory == 0 && cfg.total_pids == 0);
 	static const char *const bad[][2] = {

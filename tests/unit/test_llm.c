@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/llm.h"
+#include "lib/err.h"
 
 static void check_url(const char *in, const char *want)
 {
@@ -33,20 +34,25 @@ static void test_url(void **state)
 static void test_parse(void **state)
 {
 	(void)state;
-	char why[200];
+	struct sbx_err err = {0};
+	char *t = NULL;
 	const char *ok = "{\"choices\":[{\"message\":{\"role\":\"assistant\","
 	                 "\"content\":\"hi <run>ls</run>\"}}]}";
-	char *t = llm_parse_answer(ok, strlen(ok), why, sizeof(why));
+	assert_int_equal(llm_parse_answer(ok, strlen(ok), &t, &err), 0);
 	assert_string_equal(t, "hi <run>ls</run>");
 	free(t);
 	const char *bad[] = {
 	    "nope", "{}", "{\"choices\":[]}",
 	    "{\"choices\":[{\"message\":{\"content\":null}}]}"};
 	for (size_t i = 0; i < 4; i++) {
-		why[0] = '\0';
-		assert_null(
-		    llm_parse_answer(bad[i], strlen(bad[i]), why, sizeof(why)));
-		assert_true(why[0] != '\0');
+		sbx_err_clear(&err);
+		t = (char *)"unset";
+		assert_int_equal(
+		    llm_parse_answer(bad[i], strlen(bad[i]), &t, &err),
+		    -EBADMSG);
+		assert_null(t);
+		assert_int_equal(err.code, EBADMSG);
+		assert_true(err.msg[0] != '\0');
 	}
 }
 

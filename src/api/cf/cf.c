@@ -222,20 +222,20 @@ void cf_errno(struct http_req *r, int e, const char *what, const char *path)
 
 /* ---- bodies ------------------------------------------------------------ */
 
-const char *cf_string(struct cf_req *q, const char *key, bool *bad)
+int cf_string(struct cf_req *q, const char *key, const char **out)
 {
 	json_t *v = json_object_get(q->body, key);
-	*bad = false;
+	*out = NULL;
 	if (!v || json_is_null(v))
-		return NULL;
+		return 0;
 	if (!json_is_string(v)) {
-		*bad = true;
 		cf_error(q->r, "VALIDATION_FAILED",
 		         json_pack("{s:s}", "field", key),
 		         "%s must be a string", key);
-		return NULL;
+		return -1;
 	}
-	return json_string_value(v);
+	*out = json_string_value(v);
+	return 0;
 }
 
 int cf_uint(struct cf_req *q, const char *key, uint64_t *out)
@@ -413,11 +413,10 @@ static unsigned count_sessions(struct sandbox *sb)
 
 struct session *cf_session(struct cf_req *q, bool *fresh)
 {
-	bool bad;
-	const char *sid = cf_string(q, "sessionId", &bad);
+	const char *sid;
 	struct session *s;
 	*fresh = false;
-	if (bad)
+	if (cf_string(q, "sessionId", &sid) < 0)
 		return NULL;
 	if (!sid)
 		sid = http_header(q->r, "X-Session-Id");
@@ -450,14 +449,13 @@ struct session *cf_session(struct cf_req *q, bool *fresh)
 static void session_create(struct cf_req *q)
 {
 	char idbuf[64], cwd[4200];
-	bool bad;
-	const char *id = cf_string(q, "id", &bad);
-	const char *c = bad ? NULL : cf_string(q, "cwd", &bad);
+	const char *id, *c = NULL;
 	uint64_t timeout;
 	char **env = NULL;
 	size_t envc = 0;
 	struct session *s;
-	if (bad || cf_uint(q, "commandTimeoutMs", &timeout) < 0 ||
+	if (cf_string(q, "id", &id) < 0 || cf_string(q, "cwd", &c) < 0 ||
+	    cf_uint(q, "commandTimeoutMs", &timeout) < 0 ||
 	    cf_env(q, json_object_get(q->body, "env"), &env, &envc) < 0)
 		return;
 	if (!id || !*id) {
@@ -533,10 +531,9 @@ static void session_closed(void *ctx)
 
 static void session_delete(struct cf_req *q)
 {
-	bool bad;
-	const char *sid = cf_string(q, "sessionId", &bad);
+	const char *sid;
 	struct session *s;
-	if (bad)
+	if (cf_string(q, "sessionId", &sid) < 0)
 		return;
 	if (!sid || !*sid) {
 		cf_error(q->r, "VALIDATION_FAILED",

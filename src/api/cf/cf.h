@@ -50,9 +50,9 @@ const char *cf_now(char *buf, size_t cap);
 /* An errno from a file operation as the protocol's error for path. */
 void cf_errno(struct http_req *r, int e, const char *what, const char *path);
 
-/* Body fields: a string (NULL when absent; answers 400 and sets *bad when
- * present but not a string). */
-const char *cf_string(struct cf_req *q, const char *key, bool *bad);
+/* Body fields: a string into *out (NULL when absent). -1 after answering
+ * 400 when present but not a string. */
+int cf_string(struct cf_req *q, const char *key, const char **out);
 /* An optional positive integer (0 when absent). -1 after answering 400. */
 int cf_uint(struct cf_req *q, const char *key, uint64_t *out);
 /* {"K": "V"} into a NULL-terminated array of "K=V" (null values

@@ -91,11 +91,11 @@ static void bk_done(void *ctx, const struct fileop_result *res)
 /* dir and archivePath, absolute (relative ones from the session's cwd). */
 static struct cf_bk *bk_new(struct cf_req *q, bool restore)
 {
-	bool bad1 = false, bad2 = false, fresh;
-	const char *dir = cf_string(q, "dir", &bad1);
-	const char *arch = bad1 ? NULL : cf_string(q, "archivePath", &bad2);
+	bool fresh;
+	const char *dir, *arch;
 	struct session *s;
-	if (bad1 || bad2)
+	if (cf_string(q, "dir", &dir) < 0 ||
+	    cf_string(q, "archivePath", &arch) < 0)
 		return NULL;
 	if (!dir || !arch) {
 		cf_error(

@@ -62,12 +62,10 @@ static const char *shell_of(struct cf_req *q)
  * own shell beside the session). -1 after answering. */
 static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 {
-	bool bad;
 	uint64_t timeout;
 	memset(c, 0, sizeof(*c));
 	buf_init(&c->script, 0);
-	c->command = cf_string(q, "command", &bad);
-	if (bad)
+	if (cf_string(q, "command", &c->command) < 0)
 		return -1;
 	if (!c->command || !*c->command) {
 		cf_error(q->r,
@@ -76,8 +74,9 @@ static int cmd_prepare(struct cf_req *q, struct cf_cmd *c, bool background)
 		         "command must be a non-empty string");
 		return -1;
 	}
-	const char *cwd = cf_string(q, "cwd", &bad);
-	if (bad || !(c->sess = cf_session(q, &c->fresh)) ||
+	const char *cwd;
+	if (cf_string(q, "cwd", &cwd) < 0 ||
+	    !(c->sess = cf_session(q, &c->fresh)) ||
 	    cf_uint(q, "timeoutMs", &timeout) < 0 ||
 	    cf_env(q, json_object_get(q->body, "env"), &c->env, &c->envc) < 0)
 		return -1;
@@ -487,14 +486,15 @@ static void repo_name(const char *repo, char *out, size_t cap)
 
 void cf_git_checkout(struct cf_req *q)
 {
-	bool bad, fresh;
+	bool fresh;
 	uint64_t depth, timeout;
 	char target[4200], name[256], deftarget[300];
-	const char *repo = cf_string(q, "repoUrl", &bad);
-	const char *branch = bad ? NULL : cf_string(q, "branch", &bad);
-	const char *dir = bad ? NULL : cf_string(q, "targetDir", &bad);
+	const char *repo, *branch = NULL, *dir = NULL;
 	struct buf cmd;
-	if (bad || cf_uint(q, "depth", &depth) < 0 ||
+	if (cf_string(q, "repoUrl", &repo) < 0 ||
+	    cf_string(q, "branch", &branch) < 0 ||
+	    cf_string(q, "targetDir", &dir) < 0 ||
+	    cf_uint(q, "depth", &depth) < 0 ||
 	    cf_uint(q, "timeoutMs", &timeout) < 0)
 		return;
 	if (!repo || !*repo || repo[0] == '-' || strpbrk(repo, "\n\r\t")) {
@@ -609,11 +609,10 @@ void cf_process_start(struct cf_req *q)
 	struct cf_cmd c;
 	struct sbx_err err = {0};
 	struct process *p;
-	bool bad;
 	if (cmd_prepare(q, &c, true) < 0)
 		goto out;
-	const char *id = cf_string(q, "processId", &bad);
-	if (bad)
+	const char *id;
+	if (cf_string(q, "processId", &id) < 0)
 		goto out;
 	if (id && !valid_process_id(id)) {
 		cf_error(q->r, "VALIDATION_FAILED",

@@ -371,11 +371,11 @@ static const struct fileop_ops file_ops = {
 static struct cf_file *file_new(struct cf_req *q, enum cf_file_op op,
                                 const char *field)
 {
-	bool bad, fresh;
+	bool fresh;
 	char abs[4200];
-	const char *path = cf_string(q, field, &bad);
+	const char *path;
 	struct session *s;
-	if (bad || !(s = cf_session(q, &fresh)) ||
+	if (cf_string(q, field, &path) < 0 || !(s = cf_session(q, &fresh)) ||
 	    cf_resolve(q, session_cwd(s), path, abs, sizeof(abs)) < 0)
 		return NULL;
 	struct cf_file *f = calloc(1, sizeof(*f));
@@ -411,10 +411,9 @@ static void run(struct cf_req *q, struct cf_file *f, const char *const *argv,
 
 void cf_file_read(struct cf_req *q)
 {
-	bool bad;
-	const char *enc = cf_string(q, "encoding", &bad);
+	const char *enc;
 	int encoding = 0;
-	if (bad)
+	if (cf_string(q, "encoding", &enc) < 0)
 		return;
 	if (enc && (!strcmp(enc, "utf-8") || !strcmp(enc, "utf8")))
 		encoding = 1;
@@ -468,13 +467,12 @@ static ssize_t decode_b64(const char *in, size_t n, char **out)
 
 void cf_file_write(struct cf_req *q)
 {
-	bool bad;
 	json_t *content = json_object_get(q->body, "content");
-	const char *enc = cf_string(q, "encoding", &bad);
+	const char *enc;
 	char *decoded = NULL, len[32];
 	const char *data;
 	size_t n;
-	if (bad)
+	if (cf_string(q, "encoding", &enc) < 0)
 		return;
 	if (!json_is_string(content)) {
 		cf_error(q->r, "VALIDATION_FAILED",
@@ -527,12 +525,12 @@ void cf_file_delete(struct cf_req *q)
 
 void cf_file_rename(struct cf_req *q, bool move)
 {
-	bool bad, fresh;
+	bool fresh;
 	char to[4200];
-	const char *dst =
-	    cf_string(q, move ? "destinationPath" : "newPath", &bad);
+	const char *dst;
 	struct session *s;
-	if (bad || !(s = cf_session(q, &fresh)) ||
+	if (cf_string(q, move ? "destinationPath" : "newPath", &dst) < 0 ||
+	    !(s = cf_session(q, &fresh)) ||
 	    cf_resolve(q, session_cwd(s), dst, to, sizeof(to)) < 0)
 		return;
 	struct cf_file *f =

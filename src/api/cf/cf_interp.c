@@ -39,9 +39,8 @@ static const char *unavailable_code(enum interp_lang l)
  * answering. */
 static int body_lang(struct cf_req *q, enum interp_lang *out)
 {
-	bool bad;
-	const char *s = cf_string(q, "language", &bad);
-	if (bad)
+	const char *s;
+	if (cf_string(q, "language", &s) < 0)
 		return -1;
 	if (!s || !*s)
 		return 1;
@@ -121,14 +120,14 @@ void cf_context_create(struct cf_req *q)
 	char cwd[4200];
 	char **env = NULL;
 	size_t envc = 0;
-	bool bad, fresh;
+	bool fresh;
 	json_t *ev = json_object_get(q->body, "env_vars");
 	if (!ev || json_is_null(ev))
 		ev = json_object_get(q->body, "envVars");
 	if (!ev || json_is_null(ev))
 		ev = json_object_get(q->body, "env");
-	const char *c = cf_string(q, "cwd", &bad);
-	if (bad || body_lang(q, &o.lang) < 0 ||
+	const char *c;
+	if (cf_string(q, "cwd", &c) < 0 || body_lang(q, &o.lang) < 0 ||
 	    !(o.sess = cf_session(q, &fresh)) || cf_env(q, ev, &env, &envc) < 0)
 		goto out;
 	/* anywhere in the sandbox, or relative to the session's cwd */
@@ -282,9 +281,8 @@ void cf_execute_code(struct cf_req *q)
 	struct sbx_err err = {0};
 	enum interp_lang lang;
 	uint64_t timeout;
-	bool bad;
-	const char *id = cf_string(q, "context_id", &bad);
-	if (bad)
+	const char *id;
+	if (cf_string(q, "context_id", &id) < 0)
 		return;
 	if (!id || !*id) {
 		cf_error(q->r, "VALIDATION_FAILED",

@@ -110,23 +110,23 @@ static json_t *post_body(struct http_req *r)
 	return body_object(r);
 }
 
-/* A string field (and not empty, with empty_msg); false after answering
+/* A string field (and not empty, with empty_msg); -1 after answering
  * 400. */
-static bool want_string(struct http_req *r, const char *field, json_t *v,
-                        const char *empty_msg)
+static int want_string(struct http_req *r, const char *field, json_t *v,
+                       const char *empty_msg)
 {
 	if (!v || !json_is_string(v)) {
 		char msg[100];
 		snprintf(msg, sizeof(msg), "Expected string, received %s",
 		         v ? json_type_name(v) : "undefined");
 		invalid(r, field, msg);
-		return false;
+		return -1;
 	}
 	if (empty_msg && json_string_length(v) == 0) {
 		invalid(r, field, empty_msg);
-		return false;
+		return -1;
 	}
-	return true;
+	return 0;
 }
 
 /* bash's "bash: line 1: foo: command not found": the name, or NULL. */
@@ -197,7 +197,7 @@ static void handle_exec(struct api *a, struct http_req *r, const char *tenant,
 	if (!body)
 		return;
 	json_t *cmd = json_object_get(body, "cmd");
-	if (!want_string(r, "cmd", cmd, "Command cannot be empty")) {
+	if (want_string(r, "cmd", cmd, "Command cannot be empty") < 0) {
 		json_decref(body);
 		return;
 	}
@@ -320,13 +320,13 @@ static void handle_message(struct api *a, struct http_req *r,
 		return;
 	json_t *text = json_object_get(body, "text");
 	json_t *user = json_object_get(body, "userId");
-	if (!want_string(r, "text", text, "Text cannot be empty")) {
+	if (want_string(r, "text", text, "Text cannot be empty") < 0) {
 		/* answered */
 	} else if (strlen(json_string_value(text)) !=
 	           json_string_length(text)) {
 		invalid(r, "text", "Text cannot contain NUL characters");
 	} else if (user && !json_is_null(user) &&
-	           !want_string(r, "userId", user, NULL)) {
+	           want_string(r, "userId", user, NULL) < 0) {
 		/* answered */
 	} else if (json_is_string(user) && (json_string_length(user) > 256 ||
 	                                    strlen(json_string_value(user)) !=

@@ -61,6 +61,13 @@ void e2b_verror(struct http_req *r, unsigned status, const char *code,
 	        : json_pack("{s:i, s:s}", "code", (int)status, "message", msg));
 }
 
+unsigned e2b_status(const struct sbx_err *err, const struct e2b_errmap *map)
+{
+	while (map->errnum && map->errnum != err->code)
+		map++;
+	return map->status;
+}
+
 void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
 {
 	va_list ap;
@@ -438,9 +445,9 @@ static void create(struct api *a, struct http_req *r, const char *tenant)
 			break;
 	}
 	if (!sb) {
-		unsigned st =
-		    err.code == EDQUOT || err.code == ENOSPC ? 429 : 500;
-		e2b_error(r, st, "%s", err.msg);
+		static const struct e2b_errmap create_errs[] = {
+		    {EDQUOT, 429}, {ENOSPC, 429}, {0, 500}};
+		e2b_error(r, e2b_status(&err, create_errs), "%s", err.msg);
 		goto out;
 	}
 	log_info("sandbox=%s event=e2b-created template=%s timeout=%llus", id,
@@ -512,7 +519,9 @@ static void set_end(struct api *a, struct http_req *r, const char *tenant,
 		return;
 	}
 	if (resumed && sandbox_ensure_started(sb, &err) < 0) {
-		e2b_error(r, err.code == EDQUOT ? 429 : 500, "%s", err.msg);
+		static const struct e2b_errmap start_errs[] = {{EDQUOT, 429},
+		                                               {0, 500}};
+		e2b_error(r, e2b_status(&err, start_errs), "%s", err.msg);
 		return;
 	}
 	http_respond_json(r, resumed ? 201 : 200,
@@ -801,10 +810,12 @@ static void snap_req_free(struct snap_req *q)
 
 static unsigned snap_status(const struct sbx_err *err)
 {
-	return err->code == ENOENT                          ? 404
-	       : err->code == EBUSY                         ? 409
-	       : err->code == EDQUOT || err->code == ENOSPC ? 429
-	                                                    : 500;
+	static const struct e2b_errmap snap_errs[] = {{ENOENT, 404},
+	                                              {EBUSY, 409},
+	                                              {EDQUOT, 429},
+	                                              {ENOSPC, 429},
+	                                              {0, 500}};
+	return e2b_status(err, snap_errs);
 }
 
 static void snap_taken(void *ctx, const struct snapshot *snap,

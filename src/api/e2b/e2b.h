@@ -36,6 +36,14 @@ struct e2b_req {
 };
 
 /* ---- e2b.c ---- */
+/* The face's one map from a core error to a status: rows {errno, status}
+ * per kind of request, closed by {0, 500}. */
+struct e2b_errmap {
+	int errnum;
+	unsigned status;
+};
+struct sbx_err;
+unsigned e2b_status(const struct sbx_err *err, const struct e2b_errmap *map);
 /* The control plane's error: {"code": status, "message": ...}. */
 void e2b_error(struct http_req *r, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

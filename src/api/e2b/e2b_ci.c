@@ -250,8 +250,11 @@ static void create_context(struct e2b_req *q, const char *id,
 	struct sbx_err err = {0};
 	struct interp_opts o = {.lang = l, .id = id, .cwd = cwd};
 	http_suspend(q->r);
-	if (interp_create(q->sb, &o, ctx_created, q->r, NULL, &err) < 0)
-		e2b_error(q->r, err.code == ENOSPC ? 429 : 500, "%s", err.msg);
+	if (interp_create(q->sb, &o, ctx_created, q->r, NULL, &err) < 0) {
+		static const struct e2b_errmap create_errs[] = {{ENOSPC, 429},
+		                                                {0, 500}};
+		e2b_error(q->r, e2b_status(&err, create_errs), "%s", err.msg);
+	}
 }
 
 static void list_one(struct interp_ctx *c, void *data)

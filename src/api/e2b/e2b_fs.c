@@ -1149,6 +1149,18 @@ static void up_pump(struct upload *u)
 				if (f) {
 					f += 10;
 					size_t l = strcspn(f, "\"\r\n");
+					if (l >= sizeof(fname) &&
+					    !u->query_path) {
+						/* never cut: a cut name is
+						 * another file */
+						up_fail(
+						    u, 400,
+						    "'%.200s...': not a valid "
+						    "file path (longer than "
+						    "%zu bytes)",
+						    f, sizeof(fname) - 1);
+						return;
+					}
 					if (l < sizeof(fname)) {
 						memcpy(fname, f, l);
 						fname[l] = '\0';

@@ -331,23 +331,24 @@ const char *mcp_sandbox_id(const struct mcp_call *c)
 	return c->s->sandbox_id;
 }
 
-struct sandbox *mcp_sandbox(struct mcp_call *c, char *why, size_t cap)
+int mcp_sandbox(struct mcp_call *c, struct sandbox **out, struct sbx_err *err)
 {
-	struct sbx_err err = {0};
+	struct sbx_err e = {0};
 	struct manager *m = c->a->m;
 	struct sandbox *sb;
 	bool existed = manager_find(m, c->s->tenant, c->s->sandbox_id) != NULL;
-	int rc = manager_get(m, c->s->tenant, c->s->sandbox_id, &sb, &err);
+	*out = NULL;
+	int rc = manager_get(m, c->s->tenant, c->s->sandbox_id, &sb, &e);
 	if (rc == 0) {
 		sandbox_touch(sb);
-		if ((rc = manager_admit(sb, &err)) < 0 && !existed)
+		if ((rc = manager_admit(sb, &e)) < 0 && !existed)
 			sandbox_destroy(sb, NULL);
 	}
-	if (rc < 0) {
-		snprintf(why, cap, "sandbox %s: %s", c->s->sandbox_id, err.msg);
-		return NULL;
-	}
-	return sb;
+	if (rc < 0)
+		return sbx_err_set(err, -rc, "sandbox %s: %s", c->s->sandbox_id,
+		                   e.msg);
+	*out = sb;
+	return 0;
 }
 
 /* ---- JSON-RPC ------------------------------------------------------------ */

@@ -35,8 +35,9 @@ void mcp_call_done(struct mcp_call *c, json_t *result);
 /* A result {"content": [{"type": "text", "text": ...}], "isError": true}. */
 json_t *mcp_tool_error(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
-/* The session's sandbox, made or started as needed; NULL with why. */
-struct sandbox *mcp_sandbox(struct mcp_call *c, char *why, size_t cap);
+/* The session's sandbox, made or started as needed, into *out: 0, or
+ * -errno with err filled (nothing answered). */
+int mcp_sandbox(struct mcp_call *c, struct sandbox **out, struct sbx_err *err);
 /* The sandbox's id (for messages). */
 const char *mcp_sandbox_id(const struct mcp_call *c);
 

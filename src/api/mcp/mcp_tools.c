@@ -177,17 +177,19 @@ static json_t *text_result(json_t *text)
 	                 text ? text : json_string(""));
 }
 
-/* A string argument; NULL (and *bad set) when present but not a string. */
-static const char *arg_str(json_t *args, const char *name, bool *bad)
+/* A string argument into *out (NULL when absent): 0, or -EINVAL when
+ * present but not a string (nothing answered: the tool says what it
+ * takes). */
+static int arg_str(json_t *args, const char *name, const char **out)
 {
 	json_t *v = json_object_get(args, name);
-	if (v && !json_is_null(v) && !json_is_string(v))
-		*bad = true;
-	return json_string_value(v);
+	*out = json_string_value(v);
+	return v && !json_is_null(v) && !json_is_string(v) ? -EINVAL : 0;
 }
 
-static bool unknown_args(struct mcp_call *c, json_t *args,
-                         const char *const *known)
+/* -1 after answering when args has a name not in known. */
+static int unknown_args(struct mcp_call *c, json_t *args,
+                        const char *const *known)
 {
 	const char *k;
 	json_t *v;
@@ -202,10 +204,10 @@ static bool unknown_args(struct mcp_call *c, json_t *args,
 			           "unknown argument \"%.100s\" (see the "
 			           "tool's inputSchema)",
 			           k));
-			return true;
+			return -1;
 		}
 	}
-	return false;
+	return 0;
 }
 
 /* The one argument a tool takes, a non-empty string; NULL after answering
@@ -214,11 +216,10 @@ static const char *sole_arg(struct mcp_call *c, json_t *args, const char *name,
                             const char *what)
 {
 	const char *const known[] = {name, NULL};
-	bool bad = false;
-	const char *v = arg_str(args, name, &bad);
-	if (unknown_args(c, args, known))
+	const char *v;
+	if (unknown_args(c, args, known) < 0)
 		return NULL;
-	if (bad || !v || !*v) {
+	if (arg_str(args, name, &v) < 0 || !v || !*v) {
 		mcp_call_done(c, mcp_tool_error("%s", what));
 		return NULL;
 	}
@@ -246,15 +247,15 @@ static const char *sandbox_path(struct mcp_call *c, const char *path,
 
 static struct sandbox *sandbox_of(struct mcp_call *c)
 {
-	char why[700];
-	struct sandbox *sb = mcp_sandbox(c, why, sizeof(why));
-	if (!sb)
-		mcp_call_done(c, mcp_tool_error("%s", why));
+	struct sbx_err err = {0};
+	struct sandbox *sb;
+	if (mcp_sandbox(c, &sb, &err) < 0)
+		mcp_call_done(c, mcp_tool_error("%s", err.msg));
 	return sb;
 }
 
-/* timeout_seconds: 1..3600 (default 60) into *ms; false after answering. */
-static bool timeout_arg(struct mcp_call *c, json_t *args, uint64_t *ms)
+/* timeout_seconds: 1..3600 (default 60) into *ms; -1 after answering. */
+static int timeout_arg(struct mcp_call *c, json_t *args, uint64_t *ms)
 {
 	json_t *t = json_object_get(args, "timeout_seconds");
 	double v = RUN_DEFAULT_TIMEOUT_S;
@@ -265,12 +266,12 @@ static bool timeout_arg(struct mcp_call *c, json_t *args, uint64_t *ms)
 			                     "timeout_seconds must be a number "
 			                     "from 1 to %d",
 			                     RUN_MAX_TIMEOUT_S));
-			return false;
+			return -1;
 		}
 		v = json_number_value(t);
 	}
 	*ms = (uint64_t)(v * 1000);
-	return true;
+	return 0;
 }
 
 /* ---- run_command --------------------------------------------------------- */
@@ -308,20 +309,19 @@ static void tool_run_command(struct mcp_call *c, json_t *args)
 {
 	static const char *const known[] = {"command", "timeout_seconds", "cwd",
 	                                    NULL};
-	bool bad = false;
-	const char *cmd = arg_str(args, "command", &bad);
-	const char *cwd = arg_str(args, "cwd", &bad);
+	const char *cmd = NULL, *cwd = NULL;
 	uint64_t ms;
 	char *abs = NULL;
-	if (unknown_args(c, args, known))
+	if (unknown_args(c, args, known) < 0)
 		return;
-	if (bad || !cmd || !*cmd) {
+	if (arg_str(args, "command", &cmd) < 0 ||
+	    arg_str(args, "cwd", &cwd) < 0 || !cmd || !*cmd) {
 		mcp_call_done(
 		    c, mcp_tool_error("command must be a non-empty "
 		                      "string (cwd, if given, a string)"));
 		return;
 	}
-	if (!timeout_arg(c, args, &ms))
+	if (timeout_arg(c, args, &ms) < 0)
 		return;
 	if (cwd && !sandbox_path(c, cwd, &abs))
 		return;
@@ -404,13 +404,13 @@ static void file_stop(struct file_op *f)
 	fileop_cancel(f->op);
 }
 
-/* The builtin's "E <errno> <what>" answer, or a failure: a tool error
- * (answered, true). */
-static bool file_failed(struct file_op *f, const struct fileop_result *res,
-                        const char *tool)
+/* The builtin's "E <errno> <what>" answer, or a failure: -1 after
+ * answering it as a tool error. */
+static int file_failed(struct file_op *f, const struct fileop_result *res,
+                       const char *tool)
 {
 	if (res->status == FILEOP_OK)
-		return false;
+		return 0;
 	if (res->status == FILEOP_ERRNO) {
 		int e = res->error;
 		const char *hint =
@@ -431,7 +431,7 @@ static bool file_failed(struct file_op *f, const struct fileop_result *res,
 		                                       ? "timed out"
 		                                       : res->what));
 	}
-	return true;
+	return -1;
 }
 
 /* Run the builtin; f is freed once it answered (maybe before this
@@ -507,7 +507,7 @@ static void read_finish(struct file_op *f, const struct fileop_result *res)
 		              f->abs, (unsigned long long)f->size, READ_MAX));
 		return;
 	}
-	if (file_failed(f, res, "read_file"))
+	if (file_failed(f, res, "read_file") < 0)
 		return;
 	if (f->dir) {
 		mcp_call_done(f->c,
@@ -596,7 +596,7 @@ static void tool_read_file(struct mcp_call *c, json_t *args)
 
 static void write_finish(struct file_op *f, const struct fileop_result *res)
 {
-	if (file_failed(f, res, "write_file"))
+	if (file_failed(f, res, "write_file") < 0)
 		return;
 	uint64_t n = 0;
 	bool created;
@@ -612,13 +612,13 @@ static const struct fileop_ops write_ops = {.on_done = file_done};
 static void tool_write_file(struct mcp_call *c, json_t *args)
 {
 	static const char *const known[] = {"path", "content", "base64", NULL};
-	bool bad = false;
-	const char *path = arg_str(args, "path", &bad);
+	const char *path;
 	json_t *content = json_object_get(args, "content");
 	json_t *is64 = json_object_get(args, "base64");
-	if (unknown_args(c, args, known))
+	if (unknown_args(c, args, known) < 0)
 		return;
-	if (bad || !path || !*path || !json_is_string(content) ||
+	if (arg_str(args, "path", &path) < 0 || !path || !*path ||
+	    !json_is_string(content) ||
 	    (is64 && !json_is_boolean(is64) && !json_is_null(is64))) {
 		mcp_call_done(c,
 		              mcp_tool_error("path must be a non-empty string, "
@@ -690,7 +690,7 @@ static int list_entry(void *ctx, const struct file_entry *e)
 
 static void list_finish(struct file_op *f, const struct fileop_result *res)
 {
-	if (!f->stopped && file_failed(f, res, "list_files"))
+	if (!f->stopped && file_failed(f, res, "list_files") < 0)
 		return;
 	if (!f->dir) {
 		mcp_call_done(f->c,
@@ -719,12 +719,12 @@ static const struct fileop_ops list_ops = {
 static void tool_list_files(struct mcp_call *c, json_t *args)
 {
 	static const char *const known[] = {"path", "recursive", NULL};
-	bool bad = false;
-	const char *path = arg_str(args, "path", &bad);
+	const char *path;
 	json_t *rec = json_object_get(args, "recursive");
-	if (unknown_args(c, args, known))
+	if (unknown_args(c, args, known) < 0)
 		return;
-	if (bad || (rec && !json_is_boolean(rec) && !json_is_null(rec))) {
+	if (arg_str(args, "path", &path) < 0 ||
+	    (rec && !json_is_boolean(rec) && !json_is_null(rec))) {
 		mcp_call_done(c,
 		              mcp_tool_error("path must be a string, recursive "
 		                             "a boolean"));
@@ -862,22 +862,21 @@ static void tool_run_code(struct mcp_call *c, json_t *args)
 {
 	static const char *const known[] = {"language", "code", "context",
 	                                    "timeout_seconds", NULL};
-	bool bad = false;
-	const char *lang = arg_str(args, "language", &bad);
-	const char *code = arg_str(args, "code", &bad);
-	const char *ctx = arg_str(args, "context", &bad);
+	const char *lang = NULL, *code = NULL, *ctx = NULL;
 	enum interp_lang l;
 	uint64_t ms;
-	if (unknown_args(c, args, known))
+	if (unknown_args(c, args, known) < 0)
 		return;
-	if (bad || !code || !lang || interp_lang_parse(lang, &l) < 0 ||
-	    l == INTERP_TYPESCRIPT) {
+	if (arg_str(args, "language", &lang) < 0 ||
+	    arg_str(args, "code", &code) < 0 ||
+	    arg_str(args, "context", &ctx) < 0 || !code || !lang ||
+	    interp_lang_parse(lang, &l) < 0 || l == INTERP_TYPESCRIPT) {
 		mcp_call_done(c,
 		              mcp_tool_error("language must be \"python\" or "
 		                             "\"javascript\", code a string"));
 		return;
 	}
-	if (!timeout_arg(c, args, &ms))
+	if (timeout_arg(c, args, &ms) < 0)
 		return;
 	char id[80];
 	snprintf(id, sizeof(id), "mcp-%s", interp_lang_name(l));

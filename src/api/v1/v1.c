@@ -70,15 +70,39 @@ json_t *v1_body(struct http_req *r)
 	return j;
 }
 
+const struct v1_errmap *v1_err_row(const struct v1_errmap *map,
+                                   const struct sbx_err *err)
+{
+	while (map->errnum && map->errnum != err->code)
+		map++;
+	return map;
+}
+
+void v1_error_of(struct http_req *r, const struct sbx_err *err,
+                 const struct v1_errmap *map)
+{
+	const struct v1_errmap *row = v1_err_row(map, err);
+	v1_error(r, row->status, row->code, "%s", err->msg);
+}
+
+const struct v1_errmap v1_create_errs[] = {
+    {EDQUOT, 429, "quota_exceeded"},
+    {ENOSPC, 429, "limit"},
+    V1_ERR_INTERNAL,
+};
+
 void v1_create_error(struct http_req *r, const struct sbx_err *err)
 {
-	if (err->code == EDQUOT)
-		v1_error(r, 429, "quota_exceeded", "%s", err->msg);
-	else if (err->code == ENOSPC)
-		v1_error(r, 429, "limit", "%s", err->msg);
-	else
-		v1_error(r, 500, "internal", "%s", err->msg);
+	v1_error_of(r, err, v1_create_errs);
 }
+
+/* A sandbox to use: as a create, and a network that cannot be set up. */
+static const struct v1_errmap sandbox_errs[] = {
+    {ENETDOWN, 503, "network_unavailable"},
+    {EDQUOT, 429, "quota_exceeded"},
+    {ENOSPC, 429, "limit"},
+    V1_ERR_INTERNAL,
+};
 
 struct sandbox *v1_sandbox(struct api *a, struct http_req *r,
                            struct route_match *m, bool create)
@@ -123,10 +147,7 @@ struct sandbox *v1_sandbox_to_run(struct api *a, struct http_req *r,
 		return sb;
 	if (!existed) /* a refused request leaves nothing behind */
 		sandbox_destroy(sb, NULL);
-	if (err.code == ENETDOWN)
-		v1_error(r, 503, "network_unavailable", "%s", err.msg);
-	else
-		v1_create_error(r, &err);
+	v1_error_of(r, &err, sandbox_errs);
 	return NULL;
 }
 
@@ -232,17 +253,15 @@ static int parse_sleep(json_t *v, uint64_t *ms)
 
 /* A client's limits: 400 invalid_request for a wrong type or a value
  * below the minimum, 400 limit_exceeds_ceiling (naming the flag) above
- * the operator's ceiling: never clamped. -1 with code and why filled. */
-static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
-                        uint64_t *disk_bytes, const char **code, char *why,
-                        size_t whylen)
+ * the operator's ceiling: never clamped. -1 after answering. */
+static int parse_limits(struct api *a, struct http_req *r, json_t *l,
+                        struct cgroup_limits *out, uint64_t *disk_bytes)
 {
 	const struct config *cfg = a->m->cfg;
-	*code = "invalid_request";
 	if (!l)
 		return 0;
 	if (!json_is_object(l)) {
-		snprintf(why, whylen, "limits must be an object");
+		v1_error(r, 400, "invalid_request", "limits must be an object");
 		return -1;
 	}
 	json_t *mem = json_object_get(l, "memoryMB"),
@@ -250,33 +269,36 @@ static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
 	       *cpus = json_object_get(l, "cpus"),
 	       *disk = json_object_get(l, "diskMB");
 	if (mem && (!json_is_integer(mem) || json_integer_value(mem) < 16)) {
-		snprintf(why, whylen, "limits.memoryMB: an integer from 16");
+		v1_error(r, 400, "invalid_request",
+		         "limits.memoryMB: an integer from 16");
 		return -1;
 	}
 	if (pids && (!json_is_integer(pids) || json_integer_value(pids) < 8)) {
-		snprintf(why, whylen, "limits.pids: an integer from 8");
+		v1_error(r, 400, "invalid_request",
+		         "limits.pids: an integer from 8");
 		return -1;
 	}
 	if (cpus && (!json_is_number(cpus) || json_number_value(cpus) < 0.01)) {
-		snprintf(why, whylen, "limits.cpus: a number from 0.01");
+		v1_error(r, 400, "invalid_request",
+		         "limits.cpus: a number from 0.01");
 		return -1;
 	}
 	if (disk && (!json_is_integer(disk) || json_integer_value(disk) < 1)) {
-		snprintf(why, whylen, "limits.diskMB: a positive integer");
+		v1_error(r, 400, "invalid_request",
+		         "limits.diskMB: a positive integer");
 		return -1;
 	}
-	*code = "limit_exceeds_ceiling";
 	uint64_t cmem = cfg->max_limits.memory_bytes >> 20,
 	         cdisk = cfg->max_disk >> 20;
 	if (mem && (uint64_t)json_integer_value(mem) > cmem) {
-		snprintf(why, whylen,
+		v1_error(r, 400, "limit_exceeds_ceiling",
 		         "limits.memoryMB: %" JSON_INTEGER_FORMAT " is above "
 		         "this daemon's ceiling of %" PRIu64 " (--max-memory)",
 		         json_integer_value(mem), cmem);
 		return -1;
 	}
 	if (pids && (uint64_t)json_integer_value(pids) > cfg->max_limits.pids) {
-		snprintf(why, whylen,
+		v1_error(r, 400, "limit_exceeds_ceiling",
 		         "limits.pids: %" JSON_INTEGER_FORMAT " is above this "
 		         "daemon's ceiling of %u (--max-pids)",
 		         json_integer_value(pids), cfg->max_limits.pids);
@@ -284,7 +306,7 @@ static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
 	}
 	if (cpus &&
 	    json_number_value(cpus) * 1000 > cfg->max_limits.cpu_millis + 0.5) {
-		snprintf(why, whylen,
+		v1_error(r, 400, "limit_exceeds_ceiling",
 		         "limits.cpus: %g is above this daemon's ceiling of "
 		         "%g (--max-cpus)",
 		         json_number_value(cpus),
@@ -292,7 +314,7 @@ static int parse_limits(struct api *a, json_t *l, struct cgroup_limits *out,
 		return -1;
 	}
 	if (disk && (uint64_t)json_integer_value(disk) > cdisk) {
-		snprintf(why, whylen,
+		v1_error(r, 400, "limit_exceeds_ceiling",
 		         "limits.diskMB: %" JSON_INTEGER_FORMAT
 		         " is above this "
 		         "daemon's ceiling of %" PRIu64 " (--max-disk)",
@@ -352,7 +374,7 @@ int v1_env(struct http_req *r, json_t *env, char ***out, size_t *n)
 void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 {
 	struct sbx_err err = {0};
-	char why[300], idbuf[32];
+	char idbuf[32];
 	json_t *body = v1_body(r);
 	if (!body)
 		return;
@@ -409,12 +431,9 @@ void v1_sandbox_create(struct api *a, struct http_req *r, struct route_match *m)
 		         "fromSnapshot: a snapshot id string");
 		goto out;
 	}
-	const char *code;
-	if (parse_limits(a, json_object_get(body, "limits"), &o.limits,
-	                 &o.disk_bytes, &code, why, sizeof(why))) {
-		v1_error(r, 400, code, "%s", why);
+	if (parse_limits(a, r, json_object_get(body, "limits"), &o.limits,
+	                 &o.disk_bytes) < 0)
 		goto out;
-	}
 	if (v1_env(r, json_object_get(body, "env"), &env, &envc) < 0)
 		goto out;
 	if (labels) {

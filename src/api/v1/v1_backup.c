@@ -42,56 +42,29 @@ static json_t *info_json(struct api *a, const struct backup_info *in)
 }
 
 /* An engine error as status and code. */
-static unsigned err_status(const struct sbx_err *err, const char **code)
-{
-	switch (err->code) {
-	case ENOENT:
-		*code = "backup_not_found";
-		return 404;
-	case EKEYEXPIRED:
-		*code = "backup_expired";
-		return 410;
-	case ENOTDIR:
-		*code = "file_not_found";
-		return 404;
-	case EACCES:
-	case EPERM:
-		*code = "permission_denied";
-		return 403;
-	case EDQUOT:
-	case ENOSPC:
-	case EFBIG:
-		*code = "disk_full";
-		return 507;
-	case EBADMSG:
-		*code = "backup_corrupt";
-		return 502;
-	case EKEYREJECTED:
-		*code = "backup_store_denied";
-		return 502;
-	case EREMOTEIO:
-	case ECONNREFUSED:
-	case ETIMEDOUT:
-	case EHOSTUNREACH:
-		*code = "backup_store_unavailable";
-		return 503;
-	case ECANCELED:
-		*code = "cancelled";
-		return 409;
-	case ESRCH:
-		*code = "sandbox_stopped";
-		return 409;
-	default:
-		*code = "internal";
-		return 500;
-	}
-}
+static const struct v1_errmap backup_errs[] = {
+    {ENOENT, 404, "backup_not_found"},
+    {EKEYEXPIRED, 410, "backup_expired"},
+    {ENOTDIR, 404, "file_not_found"},
+    {EACCES, 403, "permission_denied"},
+    {EPERM, 403, "permission_denied"},
+    {EDQUOT, 507, "disk_full"},
+    {ENOSPC, 507, "disk_full"},
+    {EFBIG, 507, "disk_full"},
+    {EBADMSG, 502, "backup_corrupt"},
+    {EKEYREJECTED, 502, "backup_store_denied"},
+    {EREMOTEIO, 503, "backup_store_unavailable"},
+    {ECONNREFUSED, 503, "backup_store_unavailable"},
+    {ETIMEDOUT, 503, "backup_store_unavailable"},
+    {EHOSTUNREACH, 503, "backup_store_unavailable"},
+    {ECANCELED, 409, "cancelled"},
+    {ESRCH, 409, "sandbox_stopped"},
+    V1_ERR_INTERNAL,
+};
 
 static void answer_error(struct http_req *r, const struct sbx_err *err)
 {
-	const char *code;
-	unsigned st = err_status(err, &code);
-	v1_error(r, st, code, "%s", err->msg);
+	v1_error_of(r, err, backup_errs);
 }
 
 /* ---- create and restore: one request per operation
@@ -136,11 +109,10 @@ static void bop_done(void *ctx, const struct backup_info *info,
 		if (j) {
 			relay_event_json(q->rl, "done", j);
 		} else {
-			const char *code;
-			err_status(err, &code);
-			relay_event_json(q->rl, "error",
-			                 json_pack("{s:s, s:s}", "error",
-			                           err->msg, "code", code));
+			relay_event_json(
+			    q->rl, "error",
+			    json_pack("{s:s, s:s}", "error", err->msg, "code",
+			              v1_err_row(backup_errs, err)->code));
 		}
 		relay_end(q->rl);
 	} else if (r) {

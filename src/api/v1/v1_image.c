@@ -59,33 +59,34 @@ json_t *v1_image_json(struct api *a, const struct image *img, const char *name)
 	return j;
 }
 
-static bool operator_only(struct api *a, struct http_req *r,
-                          struct route_match *m)
+/* -1 after answering 403 when the tenant is not the operator. */
+static int operator_only(struct api *a, struct http_req *r,
+                         struct route_match *m)
 {
 	if (auth_operator(a->auth, m->tenant))
-		return true;
+		return 0;
 	v1_error(r, 403, "forbidden",
 	         "only the operator imports and deletes images");
-	return false;
+	return -1;
 }
+
+static const struct v1_errmap import_errs[] = {
+    {EFBIG, 413, "image_too_large"}, {E2BIG, 413, "image_too_large"},
+    {ENOMEM, 500, "import_failed"},  {EIO, 500, "import_failed"},
+    {ENOSPC, 500, "import_failed"},  {EDQUOT, 500, "import_failed"},
+    {0, 400, "invalid_image"},
+};
 
 static void import_error(struct http_req *r, const struct sbx_err *err)
 {
-	switch (err->code) {
-	case EFBIG:
-	case E2BIG:
-		v1_error(r, 413, "image_too_large", "%s", err->msg);
-		break;
-	case ENOMEM:
-	case EIO:
-	case ENOSPC:
-	case EDQUOT:
-		v1_error(r, 500, "import_failed", "%s", err->msg);
-		break;
-	default:
-		v1_error(r, 400, "invalid_image", "%s", err->msg);
-	}
+	v1_error_of(r, err, import_errs);
 }
+
+static const struct v1_errmap delete_errs[] = {
+    {EBUSY, 409, "image_in_use"},
+    {ENOENT, 404, "image_not_found"},
+    V1_ERR_INTERNAL,
+};
 
 static void imp_closed(struct http_req *r)
 {
@@ -132,7 +133,7 @@ static struct v1_imp *imp_new(struct api *a, struct http_req *r, bool stream,
 
 void v1_image_import(struct api *a, struct http_req *r, struct route_match *m)
 {
-	if (!operator_only(a, r, m))
+	if (operator_only(a, r, m) < 0)
 		return;
 	json_t *body = v1_body(r);
 	if (!body)
@@ -190,7 +191,7 @@ static void upload_end(struct http_req *r)
 /* the drain callback gets the import's ctx: ours */
 void v1_image_upload(struct api *a, struct http_req *r, struct route_match *m)
 {
-	if (!operator_only(a, r, m))
+	if (operator_only(a, r, m) < 0)
 		return;
 	const char *name = m->params[0];
 	struct sbx_err err = {0};
@@ -244,7 +245,7 @@ void v1_image_info(struct api *a, struct http_req *r, struct route_match *m)
 
 void v1_image_delete(struct api *a, struct http_req *r, struct route_match *m)
 {
-	if (!operator_only(a, r, m))
+	if (operator_only(a, r, m) < 0)
 		return;
 	struct sbx_err err = {0};
 	const char *name = m->params[0];
@@ -255,12 +256,7 @@ void v1_image_delete(struct api *a, struct http_req *r, struct route_match *m)
 	}
 	unsigned refs = manager_image_refs(a->m, img);
 	if (images_delete(a->m->images, name, refs, &err) < 0) {
-		if (err.code == EBUSY)
-			v1_error(r, 409, "image_in_use", "%s", err.msg);
-		else if (err.code == ENOENT)
-			v1_error(r, 404, "image_not_found", "%s", err.msg);
-		else
-			v1_error(r, 500, "internal", "%s", err.msg);
+		v1_error_of(r, &err, delete_errs);
 		return;
 	}
 	manager_images_gc(a->m);

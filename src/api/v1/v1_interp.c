@@ -114,10 +114,9 @@ void v1_context_create(struct api *a, struct http_req *r, struct route_match *m)
 	o.envc = envc;
 	http_suspend(r);
 	if (interp_create(sb, &o, created, r, NULL, &err) < 0) {
-		if (err.code == ENOSPC)
-			v1_error(r, 429, "limit", "%s", err.msg);
-		else
-			v1_error(r, 500, "internal", "%s", err.msg);
+		static const struct v1_errmap create_errs[] = {
+		    {ENOSPC, 429, "limit"}, V1_ERR_INTERNAL};
+		v1_error_of(r, &err, create_errs);
 	}
 out:
 	free(cwd);
@@ -326,10 +325,9 @@ void v1_context_run(struct api *a, struct http_req *r, struct route_match *m)
 			                "traceback"));
 			relay_end(e->c.rl);
 		} else {
-			v1_error(r, err.code == EINVAL ? 400 : 500,
-			         err.code == EINVAL ? "invalid_request"
-			                            : "internal",
-			         "%s", err.msg);
+			static const struct v1_errmap run_errs[] = {
+			    {EINVAL, 400, "invalid_request"}, V1_ERR_INTERNAL};
+			v1_error_of(r, &err, run_errs);
 		}
 		run_free(e);
 	}

@@ -102,10 +102,10 @@ void v1_network_put(struct api *a, struct http_req *r, struct route_match *m)
 	if (sb && v1_network_parse(r, body, &p) == 0) {
 		int rc = network_sandbox_set(sb, &p, &err);
 		net_policy_clear(&p);
-		if (rc == -ENETDOWN)
-			v1_error(r, 503, "network_unavailable", "%s", err.msg);
-		else if (rc < 0)
-			v1_error(r, 500, "internal", "%s", err.msg);
+		static const struct v1_errmap set_errs[] = {
+		    {ENETDOWN, 503, "network_unavailable"}, V1_ERR_INTERNAL};
+		if (rc < 0)
+			v1_error_of(r, &err, set_errs);
 		else
 			http_respond_json(r, 200, v1_network_json(sb));
 	}

@@ -63,10 +63,9 @@ void v1_process_start(struct api *a, struct http_req *r, struct route_match *m)
 	                       r, &proc, &err);
 	buf_free(&disp);
 	if (rc < 0) {
-		if (err.code == EEXIST)
-			v1_error(r, 409, "process_exists", "%s", err.msg);
-		else
-			v1_error(r, 500, "internal", "%s", err.msg);
+		static const struct v1_errmap start_errs[] = {
+		    {EEXIST, 409, "process_exists"}, V1_ERR_INTERNAL};
+		v1_error_of(r, &err, start_errs);
 	}
 out:
 	v1_exec_request_free(&q);

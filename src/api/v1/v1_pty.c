@@ -229,12 +229,7 @@ void v1_pty(struct api *a, struct http_req *r, struct route_match *m)
 	    .shell = shell, .cols = (unsigned)cols, .rows = (unsigned)rows};
 	struct terminal *t;
 	if (terminal_open(sb, sid, &o, &t, &err) < 0) {
-		if (err.code == ENOSPC)
-			v1_error(r, 429, "limit", "%s", err.msg);
-		else if (err.code == EDQUOT)
-			v1_error(r, 429, "quota_exceeded", "%s", err.msg);
-		else
-			v1_error(r, 500, "internal", "%s", err.msg);
+		v1_error_of(r, &err, v1_create_errs);
 		return;
 	}
 	struct pty_client *c = calloc(1, sizeof(*c));

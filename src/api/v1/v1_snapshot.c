@@ -26,28 +26,16 @@ static struct v1_snap_req *req_new(struct api *a, struct http_req *r)
 }
 
 /* errno -> status and code; anything else is 500 internal */
-static const struct {
-	int e;
-	unsigned status;
-	const char *code;
-} snap_errors[] = {
+static const struct v1_errmap snap_errs[] = {
     {EBUSY, 409, "sandbox_busy"},       {EEXIST, 409, "sandbox_exists"},
     {ENOENT, 404, "not_found"},         {ECANCELED, 409, "cancelled"},
     {ETIMEDOUT, 503, "freeze_timeout"}, {ENOSPC, 507, "disk_full"},
-    {EDQUOT, 507, "disk_full"},
+    {EDQUOT, 507, "disk_full"},         V1_ERR_INTERNAL,
 };
 
 void v1_snapshot_error(struct http_req *r, const struct sbx_err *err)
 {
-	unsigned status = 500;
-	const char *code = "internal";
-	for (size_t i = 0; i < sizeof(snap_errors) / sizeof(*snap_errors); i++)
-		if (snap_errors[i].e == err->code) {
-			status = snap_errors[i].status;
-			code = snap_errors[i].code;
-			break;
-		}
-	v1_error(r, status, code, "%s", err->msg);
+	v1_error_of(r, err, snap_errs);
 }
 
 json_t *v1_snapshot_json(const struct snapshot *s)
