@@ -85,6 +85,14 @@ void api_e2b_stop(struct api *a);
 /* encode.c: a JSON string of arbitrary bytes: invalid UTF-8 becomes
  * U+FFFD. */
 json_t *json_bytes(const char *data, size_t len);
+/* A protocol's error code and the HTTP status it goes with; code's status
+ * in a table of n of them, 500 for a code the table lacks. */
+struct api_code_status {
+	const char *code;
+	unsigned status;
+};
+unsigned api_status_of(const struct api_code_status *table, size_t n,
+                       const char *code);
 /* A background process as the faces show it: id, command, status,
  * startTime, pid (when it has one, or always), and once it ended endTime,
  * exitCode (and error, why it could not start). */

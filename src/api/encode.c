@@ -1,5 +1,6 @@
 /* Encodings every face shares. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "api/api.h"
 #include "core/process.h"
@@ -39,4 +40,13 @@ json_t *api_process_json(const struct process *p, unsigned flags)
 			json_object_set_new(j, "error", json_string(pi.error));
 	}
 	return j;
+}
+
+unsigned api_status_of(const struct api_code_status *table, size_t n,
+                       const char *code)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(table[i].code, code))
+			return table[i].status;
+	return 500;
 }

@@ -379,8 +379,10 @@ int process_signal(struct process *p, int signo)
 	return 0;
 }
 
-void process_logs(const struct process *p, struct buf *out, struct buf *err)
+void process_logs(const struct process *p, struct process_info *info,
+                  struct buf *out, struct buf *err)
 {
+	process_info(p, info);
 	buf_init(out, 0);
 	buf_init(err, 0);
 	for (const struct log_chunk *c = p->head; c; c = c->next)

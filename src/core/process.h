@@ -73,9 +73,10 @@ int process_set_note(struct process *p, const char *note);
 int process_signal(struct process *p, int signo);
 /* TERM the tree now, KILL it after grace_ms. */
 int process_kill(struct process *p, uint64_t grace_ms);
-/* stdout and stderr as retained, into out and err (initialised here; the
- * caller frees them). */
-void process_logs(const struct process *p, struct buf *out, struct buf *err);
+/* Its info, and stdout and stderr as retained, into out and err
+ * (initialised here; the caller frees them), all of the same moment. */
+void process_logs(const struct process *p, struct process_info *info,
+                  struct buf *out, struct buf *err);
 
 struct process_follow_ops {
 	/* bytes of fd (1 stdout, 2 stderr) whose last byte is at cursor

@@ -35,10 +35,7 @@
 #define CF_MAX_SESSIONS 1024
 
 /* The SDK's error code -> HTTP status table (errors/status-map). */
-static const struct {
-	const char *code;
-	unsigned status;
-} statuses[] = {
+static const struct api_code_status statuses[] = {
     {"FILE_NOT_FOUND", 404},
     {"COMMAND_NOT_FOUND", 404},
     {"PROCESS_NOT_FOUND", 404},
@@ -91,10 +88,8 @@ static const struct {
 
 unsigned cf_status(const char *code)
 {
-	for (size_t i = 0; i < sizeof(statuses) / sizeof(statuses[0]); i++)
-		if (!strcmp(statuses[i].code, code))
-			return statuses[i].status;
-	return 500;
+	return api_status_of(statuses, sizeof(statuses) / sizeof(statuses[0]),
+	                     code);
 }
 
 const char *cf_now(char *buf, size_t cap)

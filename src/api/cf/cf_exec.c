@@ -789,8 +789,7 @@ void cf_process_logs(struct cf_req *q, const char *id)
 	struct process_info pi;
 	if (!p)
 		return;
-	process_info(p, &pi);
-	process_logs(p, &out, &err);
+	process_logs(p, &pi, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 	cf_ok_big(q->r, o,

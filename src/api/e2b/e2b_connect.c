@@ -14,10 +14,7 @@
 
 #include "api/e2b/e2b.h"
 
-static const struct {
-	const char *code;
-	unsigned status;
-} codes[] = {
+static const struct api_code_status codes[] = {
     {"canceled", 499},
     {"unknown", 500},
     {"invalid_argument", 400},
@@ -38,10 +35,7 @@ static const struct {
 
 unsigned connect_status(const char *code)
 {
-	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
-		if (!strcmp(codes[i].code, code))
-			return codes[i].status;
-	return 500;
+	return api_status_of(codes, sizeof(codes) / sizeof(codes[0]), code);
 }
 
 void connect_ok(struct http_req *r, json_t *msg)

@@ -1001,8 +1001,7 @@ static void tool_process_logs(struct mcp_call *c, json_t *args)
 		return;
 	struct buf out, err;
 	struct process_info pi;
-	process_info(p, &pi);
-	process_logs(p, &out, &err);
+	process_logs(p, &pi, &out, &err);
 	struct agent_keep ko, ke;
 	struct agent_stream so = {0}, se = {0};
 	agent_keep_init(&ko, 0, AGENT_TAIL_CHARS);

@@ -130,8 +130,7 @@ void v1_process_logs(struct api *a, struct http_req *r, struct route_match *m)
 		return;
 	struct buf out, err;
 	struct process_info pi;
-	process_info(p, &pi);
-	process_logs(p, &out, &err);
+	process_logs(p, &pi, &out, &err);
 	struct jsonout *o = jsonout_new();
 	json_t *jo = jsonout_string(o, &out), *je = jsonout_string(o, &err);
 	jsonout_respond(o, r, 200,
