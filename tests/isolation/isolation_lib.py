@@ -735,8 +735,10 @@ def assert_sandbox_gone(daemon, sb, timeout=10):
     mounts = daemon.stray_mounts()
     if mounts:
         problems.append(f"host mounts mention the state dir: {mounts}")
+    # a running sandbox's files go once its stop has ended (the kernel
+    # tears its namespaces down after DELETE answers)
     sdir = os.path.join(daemon.state_dir, "sandboxes", f"s{slot}")
-    if os.path.exists(sdir):
+    if not wait_until(lambda: not os.path.exists(sdir), timeout):
         problems.append(f"sandbox files left: {sdir}")
     trash = os.path.join(daemon.state_dir, "trash")
     if not wait_until(lambda: not any(n.startswith(f"s{slot}.") for n in _listdir(trash)),
