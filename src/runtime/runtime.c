@@ -589,6 +589,16 @@ void runtime_reap(struct sandbox_proc *sp)
 	reaped(sp);
 }
 
+void runtime_wait_exit(struct sandbox_proc *sp)
+{
+	siginfo_t si;
+	if (sp->init_pid > 0)
+		while (waitid(P_PID, (id_t)sp->init_pid, &si,
+		              WEXITED | WNOWAIT) < 0 &&
+		       errno == EINTR)
+			;
+}
+
 int runtime_reap_nowait(struct sandbox_proc *sp)
 {
 	if (sp->init_pid > 0) {

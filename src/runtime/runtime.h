@@ -123,6 +123,9 @@ void runtime_reap(struct sandbox_proc *sp);
  * has: watch it, then call this again. Without a pidfd (-1) only
  * runtime_reap can tell. */
 int runtime_reap_nowait(struct sandbox_proc *sp);
+/* After runtime_kill: wait until init has exited (its namespaces and
+ * mounts are gone), without reaping it or removing its cgroups. */
+void runtime_wait_exit(struct sandbox_proc *sp);
 /* Remove a stopped sandbox's files: its subvolume at once, or (plain
  * directories) a move to the trash, emptied by a background process.
  * Returns 0 once <sandboxes>/<name> is gone from its place; otherwise an
