@@ -8,8 +8,11 @@
 
 #include "runtime/cgroup_internal.h"
 
-#define CPU_PERIOD_US "100000"
-/* The kernel refuses a cfs quota below 1 ms. */
+/* The quota is per period of 100 ms, the kernel's default period, which is
+ * never written: every write of a cfs knob checks the bandwidth of every
+ * task group on the machine (tg_set_cfs_bandwidth), one per sandbox, so
+ * each write costs O(sandboxes) and a start made two of them.
+ * The kernel refuses a cfs quota below 1 ms. */
 #define CPU_QUOTA_MIN_US 1000
 
 static int set_memory(struct cgroup_manager *m, int h, const char *rel,
@@ -74,9 +77,6 @@ int cgroup_v1_set_limits(struct cgroup_manager *m, const char *rel,
 	if ((r = cgroup_set(m, hp, rel, "pids.max", val, false, err)) < 0)
 		return r;
 
-	if ((r = cgroup_set(m, hc, rel, "cpu.cfs_period_us", CPU_PERIOD_US,
-	                    false, err)) < 0)
-		return r;
 	if (lim->cpu_millis) {
 		unsigned long long q =
 		    (unsigned long long)lim->cpu_millis * 100;

@@ -234,6 +234,8 @@ def test_39_cpu_spin_throttled(sandbox):
     sb.install_probe()
     cpu = sb.cgroup("cpu")
     assert lib.read_int(os.path.join(cpu, "cpu.cfs_quota_us")) == 100000
+    # the kernel's default period, which the daemon does not write
+    assert lib.read_int(os.path.join(cpu, "cpu.cfs_period_us")) == 100000
     r = sb.probe("cpuspin", 1500, 2)
     used, wall = int(r["CPU_MS"]), int(r["WALL_MS"])
     assert used >= 0.3 * wall, f"did not spin: {r}"

@@ -296,6 +296,8 @@ static void test_limits_read_back(void **state)
 		    "67108864");
 	assert_string_equal(readf("%s/lim/pids.max", hpath(CGROUP_CTRL_PIDS)),
 	                    "16");
+	/* the kernel's default period, which the daemon does not write
+	 * (each write checks every task group on the machine) */
 	assert_string_equal(
 	    readf("%s/lim/cpu.cfs_period_us", hpath(CGROUP_CTRL_CPU)),
 	    "100000");
