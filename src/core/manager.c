@@ -1328,44 +1328,42 @@ static void stop_all(struct manager *m, const char *why)
 		    (unsigned long long)(t_exited - t0));
 }
 
-/* Its files go (its stop has ended), then the rest of it. A removal that
- * fails does not fail the destroy: the sandbox is gone for its client
- * either way, and its files are out of reach, in a slot no sandbox gets
- * until they are removed (retried). */
-static int remove_files(struct sandbox *sb)
+/* A destroyed sandbox nothing finds any more, whose stop has ended: its
+ * files go, then the rest of it. A removal that fails does not fail the
+ * destroy: the sandbox is gone for its client either way, and its files
+ * are out of reach, in a slot no sandbox gets until they are removed
+ * (retried). */
+static void remove_and_free(struct sandbox *sb)
 {
 	struct manager *m = sb->m;
 	struct sbx_err rerr = {0};
+	uint32_t slot = sb->slot;
 	int r = runtime_files_exist(m->rt, sb->name)
 	            ? runtime_remove_files(m->rt, sb->name, &rerr)
 	            : 0; /* never started: nothing on disk */
 	if (r < 0)
 		log_warn("sandbox=%s event=remove-failed slot=%u %s; retried "
 		         "until it succeeds, the slot unused until then",
-		         sb->id, sb->slot, rerr.msg);
-	return r;
-}
-
-/* A destroyed sandbox's stop has ended: its files go, then it. */
-static void destroy_finish(struct sandbox *sb)
-{
-	struct manager *m = sb->m;
-	uint32_t slot = sb->slot;
-	int r = remove_files(sb);
-	for (struct sandbox **p = &m->dying; *p; p = &(*p)->hnext)
-		if (*p == sb) {
-			*p = sb->hnext;
-			break;
-		}
+		         sb->id, slot, rerr.msg);
 	free_sandbox(m, sb);
 	if (r < 0)
 		slot_dirty(m, slot);
 }
 
+/* A destroyed sandbox's stop has ended (stop_finish). */
+static void destroy_finish(struct sandbox *sb)
+{
+	for (struct sandbox **p = &sb->m->dying; *p; p = &(*p)->hnext)
+		if (*p == sb) {
+			*p = sb->hnext;
+			break;
+		}
+	remove_and_free(sb);
+}
+
 int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 {
 	struct manager *m = sb->m;
-	uint32_t slot = sb->slot;
 	snapshot_sandbox_gone(sb);
 	backups_sandbox_gone(m->backups, sb);
 	if (m->fleet)
@@ -1384,10 +1382,8 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 		m->dying = sb;
 		return r2;
 	}
-	int r = remove_files(sb);
-	unlink_sandbox(m, sb);
-	if (r < 0)
-		slot_dirty(m, slot);
+	forget_sandbox(m, sb);
+	remove_and_free(sb);
 	return r2;
 }
 
