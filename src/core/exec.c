@@ -767,6 +767,23 @@ uint64_t exec_timeout_for(const struct sandbox *sb, const struct session *sess,
 	return sb->m->cfg->exec_timeout_ms;
 }
 
+/* It starts now, or after the command its session is running (a
+ * detached one never waits). */
+static void start_or_queue(struct exec_job *j)
+{
+	struct session *s = j->sess;
+	j->qnext = NULL;
+	if (j->p.detached || !s->running) {
+		start_job(j);
+		return;
+	}
+	if (s->queue_tail)
+		s->queue_tail->qnext = j;
+	else
+		s->queue_head = j;
+	s->queue_tail = j;
+}
+
 int exec_submit(struct sandbox *sb, struct session *sess,
                 const struct exec_params *p, exec_done_cb done, void *ctx,
                 struct exec_job **out, struct sbx_err *err)
@@ -810,15 +827,7 @@ int exec_submit(struct sandbox *sb, struct session *sess,
 	sb->busy++;
 	if (out)
 		*out = j;
-	if (!p->detached && j->sess->running) {
-		if (j->sess->queue_tail)
-			j->sess->queue_tail->qnext = j;
-		else
-			j->sess->queue_head = j;
-		j->sess->queue_tail = j;
-		return 0;
-	}
-	start_job(j);
+	start_or_queue(j);
 	return 0;
 }
 
@@ -908,15 +917,6 @@ void exec_stop_ended(struct sandbox *sb)
 	struct exec_job *j;
 	while (sb->state != SB_STOPPING && (j = sb->stop_queue)) {
 		sb->stop_queue = j->qnext;
-		j->qnext = NULL;
-		if (j->p.detached || !j->sess->running) {
-			start_job(j);
-			continue;
-		}
-		if (j->sess->queue_tail)
-			j->sess->queue_tail->qnext = j;
-		else
-			j->sess->queue_head = j;
-		j->sess->queue_tail = j;
+		start_or_queue(j);
 	}
 }
