@@ -23,7 +23,8 @@ endif
 # libarchive for the backups' builtins: no libseccomp, sqlite, microhttpd,
 # jansson or libcurl in a sandbox), embedded in the daemon (runtime/init_blob.S), never sanitized
 # (a sanitizer runtime cannot be linked statically)
-INIT_ONLY := src/runtime/init.c src/runtime/spawner.c src/runtime/spawn.c
+INIT_ONLY := src/runtime/init.c src/runtime/spawner.c src/runtime/spawn.c \
+             src/runtime/zygote.c
 INIT_SRC := $(INIT_ONLY) src/runtime/rootfs.c src/runtime/caps.c \
             src/runtime/proto.c $(wildcard src/runtime/builtin*.c) \
             src/runtime/fsutil.c src/runtime/seccomp_prog.c src/lib/err.c

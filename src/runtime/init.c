@@ -1,7 +1,7 @@
-/* The sandbox's init (init.h says how it is started). It is exec'd, not a
- * fork of the daemon: nothing of the daemon's memory (its heap, its
- * libraries, its clients' data) is mapped here, and a fork of init copies
- * a few pages, not the daemon's.
+/* The sandbox's init (init.h says how it is started). It is a fork of the
+ * zygote, a program exec'd once (zygote.h), not of the daemon: nothing of
+ * the daemon's memory (its heap, its libraries, its clients' data) is
+ * mapped here, and a fork of init copies a few pages, not the daemon's.
  *
  * It stays host root inside the sandbox's namespaces (which are owned by
  * the host's user namespace, so nothing in the sandbox can reconfigure
@@ -39,6 +39,7 @@
 #include "runtime/proto.h"
 #include "runtime/rootfs.h"
 #include "runtime/spawner.h"
+#include "runtime/zygote.h"
 
 static void send_status(int sock, uint32_t type, uint64_t id, pid_t pid,
                         int status, int err, const char *what)
@@ -132,7 +133,28 @@ static int recv_params(char *buf, size_t cap, struct init_params *p,
 	}
 }
 
+/* The binary is exec'd once per daemon, as its zygote (zygote.h): fd 3 its
+ * socket, fd 4 closed. Each sandbox's init is a fork of it that runs
+ * init_run. Anything else is refused. */
 int main(int argc, char **argv)
+{
+	struct stat st;
+
+	(void)argc;
+	(void)argv;
+	if (fstat(INIT_SOCK_FD, &st) < 0 || !S_ISSOCK(st.st_mode) ||
+	    fcntl(INIT_USERNS_FD, F_GETFD) >= 0 || errno != EBADF)
+		_exit(127);
+	zygote_main();
+}
+
+_Noreturn void init_failed(int sock, const struct sbx_err *err)
+{
+	send_status(sock, PROTO_FAILED, 0, 0, 0, err->code, err->msg);
+	_exit(1);
+}
+
+_Noreturn void init_run(void)
 {
 	struct sbx_err err = {0};
 	static struct init_params params;
@@ -141,12 +163,11 @@ int main(int argc, char **argv)
 	const int sock = INIT_SOCK_FD;
 	struct stat st;
 
-	(void)argc;
-	(void)argv;
 	prctl(PR_SET_NAME, INIT_NAME);
+	/* the daemon: the zygote cloned us as its sibling (CLONE_PARENT) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
-	/* Started as runtime.c starts us, or not at all: fd 3 the daemon's
+	/* Started as zygote.c starts us, or not at all: fd 3 the daemon's
 	 * socket, fd 4 a user namespace. */
 	if (fstat(sock, &st) < 0 || !S_ISSOCK(st.st_mode) ||
 	    ioctl(INIT_USERNS_FD, NS_GET_NSTYPE) != CLONE_NEWUSER)
@@ -231,6 +252,5 @@ int main(int argc, char **argv)
 			_exit(0); /* the daemon let go of it, or it died */
 	}
 failed:
-	send_status(sock, PROTO_FAILED, 0, 0, 0, err.code, err.msg);
-	_exit(1);
+	init_failed(sock, &err);
 }

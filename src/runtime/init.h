@@ -1,23 +1,31 @@
 /* pid 1 of a sandbox: a small program of its own (build/sandboxd-init,
  * static: libc, and libarchive's tar and zstd parts for the backups'
- * builtins its forks run), embedded in the daemon and
- * exec'd from a sealed memfd by the clone child that made the sandbox's
- * namespaces. It builds the sandbox's filesystem, then forks the spawner
- * (spawner.h), which serves PROTO_SPAWN/PROTO_SIGNAL requests and reports
- * every exit.
+ * builtins its forks run), embedded in the daemon and exec'd from a sealed
+ * memfd once per daemon, as the zygote (zygote.h). Each sandbox's init is
+ * a fork of the zygote, made with the sandbox's namespaces: nothing is
+ * exec'd per sandbox. It builds the sandbox's filesystem, then forks the
+ * spawner (spawner.h), which serves PROTO_SPAWN/PROTO_SIGNAL requests and
+ * reports every exit.
  *
- * How it is started (runtime.c runtime_start): argv is INIT_NAME alone, the
- * environment is empty, and the only fds are 0-2, the socket to the daemon
- * at INIT_SOCK_FD and the sandbox's user namespace at INIT_USERNS_FD. Its
- * parameters are the first packet on the socket (PROTO_INIT, proto.h),
- * with at most one fd: the user namespace that idmaps the sandbox's files
- * when another range owns them on disk (rootfs.h files_userns_fd). */
+ * How it starts (init_run): argv is INIT_NAME alone (the zygote's, so
+ * /proc/1/cmdline), the environment is empty, and the only fds are 0-2,
+ * the socket to the daemon at INIT_SOCK_FD and the sandbox's user
+ * namespace at INIT_USERNS_FD. Its parameters are the first packet on the
+ * socket (PROTO_INIT, proto.h), with at most one fd: the user namespace
+ * that idmaps the sandbox's files when another range owns them on disk
+ * (rootfs.h files_userns_fd). */
 #ifndef SBX_INIT_H
 #define SBX_INIT_H
 
 #define INIT_NAME "sandboxd-init" /* argv[0], comm and /proc/1/cmdline */
 #define INIT_SOCK_FD 3
 #define INIT_USERNS_FD 4
+
+struct sbx_err;
+/* In the init binary: be a sandbox's init, its fds in place. */
+_Noreturn void init_run(void);
+/* Report a failed start on sock (PROTO_FAILED) and exit. */
+_Noreturn void init_failed(int sock, const struct sbx_err *err);
 
 /* the init binary, linked in by runtime/init_blob.S */
 extern const char sbx_init_blob[];

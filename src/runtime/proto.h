@@ -25,6 +25,8 @@ enum proto_type {
 	PROTO_EXIT,    /* init -> daemon: a spawned command ended */
 	PROTO_SIGNAL,  /* daemon -> init: signal a spawned command's pid */
 	PROTO_INIT,    /* daemon -> init: its parameters, the first packet */
+	PROTO_START,   /* daemon -> zygote: make an init (zygote.h) */
+	PROTO_STARTED, /* zygote -> daemon: its pid, or errno */
 };
 
 struct proto_hdr {
@@ -66,7 +68,7 @@ struct spawn_req {
 	const char *const *envp; /* envc entries */
 };
 
-struct proto_status {   /* payload of SPAWNED, EXIT, FAILED */
+struct proto_status {   /* payload of SPAWNED, EXIT, FAILED, STARTED */
 	int32_t pid;    /* pid in the sandbox's pid namespace */
 	int32_t status; /* wait status (EXIT) */
 	int32_t err;    /* errno: spawn failed (SPAWNED/EXIT) or setup */

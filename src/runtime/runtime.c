@@ -1,26 +1,22 @@
 /* Sandbox lifecycle on the daemon's side of the socket. The start sequence
  * is DESIGN.md's: a user namespace with the sandbox's uid range (kept alive
- * by an fd), then a clone with new mount, pid, ipc, uts and net namespaces
- * that stay owned by the host's user namespace, so the sandbox can never
- * reconfigure them. The clone child shares the daemon's memory and fd
- * table (CLONE_VM | CLONE_VFORK | CLONE_FILES: no page table or fd table is
- * copied), keeps only init's two fds and execs init from a sealed memfd
- * (init.h); the daemon sends init its parameters as the first packet. */
+ * by an fd), then init in new mount, pid, ipc, uts and net namespaces that
+ * stay owned by the host's user namespace, so the sandbox can never
+ * reconfigure them. init is a fork of the zygote (zygote.h), the init
+ * binary exec'd once from a sealed memfd when the runtime is made; the
+ * daemon sends init its parameters as the first packet. */
 #include "runtime/runtime.h"
 
 #include <fcntl.h>
-#include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -28,7 +24,6 @@
 #include "lib/log.h"
 #include "runtime/fsutil.h"
 #include "runtime/image.h"
-#include "runtime/init.h"
 #include "runtime/proto.h"
 #include "runtime/rootfs.h"
 #include "runtime/userns.h"
@@ -50,35 +45,6 @@ static uint32_t fnv1a(const char *s)
 	return h;
 }
 
-/* init's binary in a memfd sealed as daemon/main.c seals the daemon's own:
- * nothing can write it, and init's /proc/self/exe names no host file
- * (isolation.md A.8). The fd kept is a read-only one, so that no open
- * writer makes an exec of it ETXTBSY. */
-static int init_memfd(int *out, struct sbx_err *err)
-{
-	const size_t len = sbx_init_blob_size;
-	_cleanup_close_ int fd =
-	    memfd_create(INIT_NAME, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return sbx_err_sys(err, errno, "memfd_create");
-	for (size_t off = 0; off < len;) {
-		ssize_t n = write(fd, sbx_init_blob + off, len - off);
-		if (n <= 0)
-			return sbx_err_sys(err, n < 0 ? errno : EIO,
-			                   "writing init's memfd");
-		off += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS,
-	          F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
-		return sbx_err_sys(err, errno, "sealing init's memfd");
-	char p[64];
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	*out = open(p, O_RDONLY | O_CLOEXEC);
-	if (*out < 0)
-		return sbx_err_sys(err, errno, "reopening init's memfd");
-	return 0;
-}
-
 int runtime_new(const char *state_dir, uint64_t store_bytes,
                 const struct image_file *files, size_t nfiles,
                 struct runtime **out, struct sbx_err *err)
@@ -88,17 +54,9 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	int r;
 	if (!rt)
 		return sbx_err_set(err, ENOMEM, "out of memory");
-	rt->init_fd = rt->slot_fds[0] = rt->slot_fds[1] = rt->devnull = -1;
 	/* first, while the daemon has few fds: these stay low numbers */
-	if ((r = init_memfd(&rt->init_fd, err)))
+	if ((r = zygote_prepare(&rt->zygote, err)))
 		goto fail;
-	rt->devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (int i = 0; i < 2 && rt->devnull >= 0; i++)
-		rt->slot_fds[i] = fcntl(rt->devnull, F_DUPFD_CLOEXEC, 0);
-	if (rt->devnull < 0 || rt->slot_fds[0] < 0 || rt->slot_fds[1] < 0) {
-		r = sbx_err_sys(err, errno, "open /dev/null");
-		goto fail;
-	}
 	rt->state_dir = realpath(state_dir, NULL);
 	if (!rt->state_dir) {
 		r = sbx_err_sys(err, errno, "state dir %s", state_dir);
@@ -177,6 +135,9 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 		fprintf(stderr, "%s\n", serr.msg);
 	/* whatever a previous daemon left in the trash */
 	runtime_remove_files(rt, NULL, NULL);
+	/* the daemon's cgroup is settled (cgroup_manager_new) */
+	if ((r = zygote_launch(&rt->zygote, err)))
+		goto fail;
 	*out = rt;
 	return 0;
 fail:
@@ -202,11 +163,7 @@ void runtime_free(struct runtime *rt)
 	}
 	store_close(rt->store);
 	seccomp_prog_free(&rt->seccomp);
-	int fds[] = {rt->init_fd, rt->slot_fds[0], rt->slot_fds[1],
-	             rt->devnull};
-	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
+	zygote_close(&rt->zygote);
 	free(rt->state_dir);
 	free(rt->image_dir);
 	free(rt->mnt_dir);
@@ -216,100 +173,6 @@ void runtime_free(struct runtime *rt)
 	free(rt->image_top_dir);
 	free(rt->layers_dir);
 	free(rt);
-}
-
-struct start_args {
-	int init_fd, sock_slot, userns_slot, hi; /* hi: the highest of them */
-	const int *cg_fds; /* cgroup.procs of init's cgroup */
-	int ncg;
-	int err; /* set by the child */
-};
-
-/* The clone child: on the daemon's memory and, until its first call, on its
- * fd table too, while the daemon waits (CLONE_VFORK). Async-signal-safe
- * calls only, and nothing that writes memory but its own stack and
- * a->err. */
-static int start_child(void *arg)
-{
-	struct start_args *a = arg;
-	static const char *const argv[] = {INIT_NAME, NULL};
-	static const char *const envp[] = {NULL};
-
-	/* Into init's cgroups first (what CLONE_INTO_CGROUP would do):
-	 * init, and the spawner it forks, never run anywhere else. */
-	for (int i = 0; i < a->ncg; i++)
-		if (write(a->cg_fds[i], "0", 1) != 1)
-			goto fail;
-	/* A table of its own with only the fds below hi + 1 (a handful of
-	 * the daemon's, made before any sandbox's): however many sandboxes
-	 * the daemon runs, their fds are neither copied here nor closed. */
-	if (syscall(SYS_close_range, a->hi + 1, ~0U, CLOSE_RANGE_UNSHARE) < 0)
-		goto fail;
-	/* above every target first, so no dup2 clobbers one not yet placed */
-	int s = fcntl(a->sock_slot, F_DUPFD_CLOEXEC, a->hi + 1);
-	int u = fcntl(a->userns_slot, F_DUPFD_CLOEXEC, a->hi + 1);
-	int x = fcntl(a->init_fd, F_DUPFD_CLOEXEC, a->hi + 1);
-	if (s < 0 || u < 0 || x < 0 || dup2(s, INIT_SOCK_FD) < 0 ||
-	    dup2(u, INIT_USERNS_FD) < 0 ||
-	    dup3(x, INIT_USERNS_FD + 1, O_CLOEXEC) < 0 ||
-	    syscall(SYS_close_range, INIT_USERNS_FD + 2, ~0U, 0) < 0)
-		goto fail;
-	syscall(SYS_execveat, INIT_USERNS_FD + 1, "", argv, envp,
-	        AT_EMPTY_PATH);
-fail:
-	a->err = errno ? errno : EINVAL;
-	_exit(127);
-}
-
-/* Clone init's namespaces and exec init there, in the cgroups of cg_fds,
- * with sock and userns as its fds 3 and 4. Returns its pid, or -errno.
- * No pidfd: a running sandbox costs the daemon one fd, its socket, whose
- * end of file says init is gone (10,000 sandboxes fit in 20,000 fds);
- * init is our child, reaped only by runtime_reap, so its pid names it
- * until then. */
-static pid_t start_init(struct runtime *rt, int sock, int userns,
-                        const int *cg_fds, int ncg, struct sbx_err *err)
-{
-	struct start_args a = {.init_fd = rt->init_fd,
-	                       .sock_slot = rt->slot_fds[0],
-	                       .userns_slot = rt->slot_fds[1],
-	                       .cg_fds = cg_fds,
-	                       .ncg = ncg};
-	a.hi = a.init_fd > a.sock_slot ? a.init_fd : a.sock_slot;
-	a.hi = a.hi > a.userns_slot ? a.hi : a.userns_slot;
-	/* the child runs here while the daemon waits for its exec (one at a
-	 * time: runtime_start is not reentrant) */
-	static char stack[16384] __attribute__((aligned(16)));
-	sigset_t all, old;
-
-	if (dup3(sock, a.sock_slot, O_CLOEXEC) < 0 ||
-	    dup3(userns, a.userns_slot, O_CLOEXEC) < 0) {
-		int e = errno;
-		dup3(rt->devnull, a.sock_slot, O_CLOEXEC);
-		return sbx_err_sys(err, e, "dup3 init's fds");
-	}
-	/* no handler of the daemon's may run on the child's stack */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid = clone(start_child, stack + sizeof(stack),
-	                  CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_NEWNS |
-	                      CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
-	                      CLONE_NEWNET | SIGCHLD,
-	                  &a);
-	int e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	/* give the places back: init holds its own copies now */
-	dup3(rt->devnull, a.sock_slot, O_CLOEXEC);
-	dup3(rt->devnull, a.userns_slot, O_CLOEXEC);
-	if (pid < 0)
-		return sbx_err_sys(err, e, "clone sandbox init");
-	if (a.err) {
-		int st;
-		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-			;
-		return sbx_err_sys(err, a.err, "exec sandbox init");
-	}
-	return pid;
 }
 
 /* The /usr mask, once built: its layer, or none when nothing is masked.
@@ -401,7 +264,13 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	int cg_fds[CGROUP_MAX_HIER], ncg = 0;
 	if (r == 0)
 		r = cgroup_sandbox_init_fds(out->cg, cg_fds, &ncg, err);
-	pid_t pid = r < 0 ? r : start_init(rt, sv[1], userns, cg_fds, ncg, err);
+	/* No pidfd: a running sandbox costs the daemon one fd, its socket,
+	 * whose end of file says init is gone (10,000 sandboxes fit in 20,000
+	 * fds); init is our child, reaped only by runtime_reap, so its pid
+	 * names it until then. */
+	pid_t pid = r < 0 ? r
+	                  : zygote_make_init(&rt->zygote, sv[1], userns, cg_fds,
+	                                     ncg, err);
 	for (int i = 0; i < ncg; i++)
 		close(cg_fds[i]);
 	close(sv[1]);

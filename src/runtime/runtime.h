@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "lib/err.h"
+#include "runtime/zygote.h"
 #include "runtime/cgroup.h"
 #include "runtime/image.h"
 #include "runtime/proto.h"
@@ -33,10 +34,7 @@ struct runtime {
 	struct cgroup_manager *cg;
 	struct store *store;
 	struct seccomp_prog seccomp;
-	/* init's binary, a sealed memfd, and two fds that hold the places of
-	 * init's socket and user namespace while it is cloned: all three low
-	 * numbers, made at start (see runtime_start) */
-	int init_fd, slot_fds[2], devnull;
+	struct zygote zygote; /* makes every init (zygote.h) */
 	struct {
 		pid_t pid;
 		char name[16]; /* the sandbox it removes in place, or "" */

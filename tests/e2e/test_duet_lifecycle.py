@@ -223,12 +223,9 @@ def test_sigterm_stops_many_sandboxes_at_once_and_keeps_everything(make_daemon, 
         assert res["stdout"] == f"/tmp/s{i}\n{i}\nfile{i}\n", (r, res)
 
 
-def test_init_killed_from_the_host_is_noticed_and_the_room_starts_again(make_daemon, room):
-    d = make_daemon()
-    d.run(room, "cd /tmp; export K=1; echo k > /workspace/k.txt")
-    base = start_background_sleep(d, room)
-    # the daemon's one child named sandboxd-init
-    inits = []
+def children_named(ppid, name):
+    """Pids of ppid's children whose comm is name."""
+    out = []
     for p in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{p}/stat") as f:
@@ -236,8 +233,18 @@ def test_init_killed_from_the_host_is_noticed_and_the_room_starts_again(make_dae
         except (FileNotFoundError, ProcessLookupError):
             continue
         comm = st[st.index("(") + 1:st.rindex(")")]
-        if comm == "sandboxd-init" and int(st[st.rindex(")") + 2:].split()[1]) == d.pid:
-            inits.append(int(p))
+        if comm == name and int(st[st.rindex(")") + 2:].split()[1]) == ppid:
+            out.append(int(p))
+    return out
+
+
+def test_init_killed_from_the_host_is_noticed_and_the_room_starts_again(make_daemon, room):
+    d = make_daemon()
+    d.run(room, "cd /tmp; export K=1; echo k > /workspace/k.txt")
+    base = start_background_sleep(d, room)
+    # the daemon's one child named sandboxd-init (the zygote makes it the
+    # daemon's child, not its own)
+    inits = children_named(d.pid, "sandboxd-init")
     assert len(inits) == 1, inits
     os.kill(inits[0], 9)
     # the daemon sees its end of init's socket close, and stops the room
@@ -246,3 +253,24 @@ def test_init_killed_from_the_host_is_noticed_and_the_room_starts_again(make_dae
     assert not left, describe_pids(left)
     res = d.run(room, 'pwd; echo "$K"; cat /workspace/k.txt')
     assert res["stdout"] == "/tmp\n1\nk\n", res
+
+
+def test_zygote_killed_from_the_host_is_replaced_and_rooms_still_start(make_daemon, new_room):
+    d = make_daemon()
+    first = new_room()
+    assert d.run(first, "echo a")["stdout"] == "a\n"
+    zygotes = children_named(d.pid, "sandboxd-zygote")
+    assert len(zygotes) == 1, zygotes
+    os.kill(zygotes[0], 9)
+    # the next start finds it gone, reaps it and makes another
+    second = new_room()
+    res = d.run(second, "echo b; cat /proc/1/cmdline | tr '\\0' ' '")
+    assert res["stdout"] == "b\nsandboxd-init ", res
+    assert not os.path.exists(f"/proc/{zygotes[0]}"), "the killed zygote was not reaped"
+    again = children_named(d.pid, "sandboxd-zygote")
+    assert len(again) == 1 and again != zygotes, again
+    # the room that ran before is untouched
+    assert d.run(first, "echo c")["stdout"] == "c\n"
+    # and the zygote goes with the daemon
+    d.stop()
+    assert wait_until(lambda: not os.path.exists(f"/proc/{again[0]}"), 10)
