@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -183,9 +185,26 @@ static int veth_new(struct mnl_socket *nl, const char *host_if, int netns_fd)
 	return talk(nl, nlh);
 }
 
+/* Whether fd is the daemon's own network namespace (the host's). */
+static bool is_own_ns(int fd)
+{
+	struct stat a, b;
+	return fstat(fd, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 &&
+	       a.st_ino == b.st_ino && a.st_dev == b.st_dev;
+}
+
 int net_veth_setup(int netns_fd, const char *host_if, uint32_t host_ip,
                    uint32_t sb_ip, int prefix, struct sbx_err *err)
 {
+	/* the inside end is named eth0 and gets the sandbox's address and
+	 * default route: in the host's namespace it would take over the
+	 * host's network, so a namespace that is not a sandbox's is refused
+	 * before anything is made */
+	if (is_own_ns(netns_fd))
+		return sbx_err_set(err, EINVAL,
+		                   "veth %s: the namespace given is the "
+		                   "daemon's own, not a sandbox's",
+		                   host_if);
 	struct mnl_socket *nl = nl_open(-1), *in = NULL;
 	int r;
 	if (!nl)

@@ -7,6 +7,7 @@
 #include <linux/sched.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -47,10 +48,6 @@ static _Noreturn void child(const int *fds, size_t nfds)
 {
 	struct sbx_err err = {0};
 	int hi = INIT_USERNS_FD;
-	if (pool_net >= 0 && setns(pool_net, CLONE_NEWNET) < 0) {
-		sbx_err_sys(&err, errno, "entering its network namespace");
-		init_failed(fds[0], &err);
-	}
 	for (size_t i = 0; i < nfds; i++)
 		if (fds[i] > hi)
 			hi = fds[i];
@@ -74,24 +71,34 @@ static _Noreturn void child(const int *fds, size_t nfds)
 
 /* A child in new namespaces, the daemon's child: its pid, or -errno. A
  * raw clone3 without a stack: the child goes on, on a copy of this one,
- * as after a fork. */
+ * as after a fork.
+ *
+ * The network namespace made ahead is entered by the zygote itself for
+ * the clone, so that the child is born in it: the daemon opens
+ * /proc/<pid>/ns/net as soon as it has the pid (a network's veth), and a
+ * child that entered it later could still be in the host's then. */
 static pid_t start(const int *fds, size_t nfds)
 {
 	struct clone_args ca = {.flags = CLONE_PARENT | CLONE_NEWNS |
 	                                 CLONE_NEWPID | CLONE_NEWIPC |
 	                                 CLONE_NEWUTS};
-	if (pool_net < 0)
+	bool pooled = pool_net >= 0 && setns(pool_net, CLONE_NEWNET) == 0;
+	if (!pooled)
 		ca.flags |= CLONE_NEWNET;
 	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
-	if (pid < 0)
-		return -errno;
+	int e = errno;
 	if (pid == 0)
 		child(fds, nfds);
-	if (pool_net >= 0) {
-		close(pool_net); /* the child's now */
-		pool_net = -1;
+	if (pooled) {
+		/* never serve from anything but the daemon's own namespace */
+		if (setns(own_net, CLONE_NEWNET) < 0)
+			_exit(1);
+		if (pid > 0) {
+			close(pool_net); /* the child's now */
+			pool_net = -1;
+		}
 	}
-	return (pid_t)pid;
+	return pid < 0 ? -e : (pid_t)pid;
 }
 
 _Noreturn void zygote_main(void)

@@ -19,8 +19,11 @@
  *     is its parent-death signal's parent). The child joins the cgroups
  *     first, places its two fds and runs init_run. The answer is
  *     PROTO_STARTED, payload struct proto_status: pid (host pid) or err.
- *     A failure after the clone is the child's to report, on init's socket
- *     (PROTO_FAILED), as init's own failures are.
+ *     The child is in its namespaces from birth (the daemon may open
+ *     a namespace of /proc/<pid>/ns at once), but the answer can come before it
+ * has joined its cgroups: nothing the daemon does with a starting sandbox
+ *     depends on that. A failure after the clone is the child's to report,
+ *     on init's socket (PROTO_FAILED), as init's own failures are.
  * It exits when the daemon closes the socket, or dies with the daemon. */
 #ifndef SBX_ZYGOTE_H
 #define SBX_ZYGOTE_H

@@ -1,17 +1,22 @@
 /* The network's pure parts: policy rules, the DNS messages the daemon
  * reads and writes, and the names read from a connection's first bytes
- * (TLS SNI, HTTP Host). */
+ * (TLS SNI, HTTP Host); and the veth's refusal of the host's namespace. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "core/dns.h"
 #include "core/network.h"
 #include "core/peek.h"
+#include "runtime/net.h"
 
 static void test_rules(void **state)
 {
@@ -209,12 +214,32 @@ static void test_http_host(void **state)
 	                 -1);
 }
 
+/* A sandbox's veth end is eth0 with the sandbox's address and default
+ * route: given the daemon's own namespace (an init not yet in its own),
+ * nothing is made, on either side. */
+static void test_veth_refuses_the_daemons_namespace(void **state)
+{
+	(void)state;
+	struct sbx_err err = {0};
+	int fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(
+	    net_veth_setup(fd, "sxunit-0", 0x0a000001, 0x0a000002, 30, &err),
+	    -EINVAL);
+	assert_non_null(strstr(err.msg, "daemon's own"));
+	assert_int_equal(if_nametoindex("sxunit-0"), 0);
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_rules),      cmocka_unit_test(test_dns_query),
-	    cmocka_unit_test(test_dns_answer), cmocka_unit_test(test_sni),
+	    cmocka_unit_test(test_rules),
+	    cmocka_unit_test(test_dns_query),
+	    cmocka_unit_test(test_dns_answer),
+	    cmocka_unit_test(test_sni),
 	    cmocka_unit_test(test_http_host),
+	    cmocka_unit_test(test_veth_refuses_the_daemons_namespace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
