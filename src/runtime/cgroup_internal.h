@@ -38,7 +38,7 @@ struct cgroup_hier {
 	bool leaves;
 	/* v1 memory, mounted on its own: a sandbox is one memory cgroup,
 	 * <sandbox>, which carries the memory limit and holds the commands
-	 * (no init, cmds or c<N> below it); init and the spawner live in the
+	 * (no init, cmds or c<N> below it); init (the spawner) lives in the
 	 * manager's own dir, outside every sandbox's limit. Every memory
 	 * cgroup costs the kernel 1 KiB per 64 superblocks on the machine
 	 * (its shrinker map), so one per sandbox instead of four. */

@@ -3,17 +3,17 @@
  * the daemon's memory (its heap, its libraries, its clients' data) is
  * mapped here, and a fork of init copies a few pages, not the daemon's.
  *
- * It stays host root inside the sandbox's namespaces (which are owned by
+ * It is host root inside the sandbox's namespaces (which are owned by
  * the host's user namespace, so nothing in the sandbox can reconfigure
- * them) and is non-dumpable (no ptrace, no /proc/1/mem from the sandbox,
- * whose processes run under another uid anyway). It builds the sandbox:
- * rlimits, hostname, loopback, the root filesystem (rootfs.c); then it
- * forks the sandbox's spawner (spawner.c), which takes over the daemon's
- * socket and makes the commands, and keeps nothing of the daemon's but its
- * stderr: from then on it only reaps (the orphans of the sandbox, and the
- * spawner). The spawner exits when the daemon closes the socket (daemon
- * gone or sandbox stopped), init exits with it, and the kernel kills every
- * process of the pid namespace. */
+ * them) while it builds the sandbox: rlimits, hostname, loopback, the root
+ * filesystem (rootfs.c). Then it becomes the sandbox's spawner
+ * (spawner.c): it enters the sandbox's user namespace, keeps four
+ * capabilities there and none in any other, installs the seccomp filter,
+ * and makes the commands and reaps them and the sandbox's orphans. It is
+ * non-dumpable throughout (no ptrace, no /proc/1/mem from the sandbox,
+ * whose processes run under another uid anyway). It exits when the daemon
+ * closes the socket (daemon gone or sandbox stopped), and the kernel kills
+ * every process of the pid namespace. */
 #include "runtime/init.h"
 
 #include <fcntl.h>
@@ -33,7 +33,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "runtime/proto.h"
@@ -173,17 +172,9 @@ _Noreturn void init_run(void)
 	    ioctl(INIT_USERNS_FD, NS_GET_NSTYPE) != CLONE_NEWUSER)
 		_exit(127);
 	/* An OOM inside the sandbox never picks init: it lives beside the
-	 * memory-limited cgroup of the commands (cgroup.h). This only keeps
-	 * it out of a host-wide OOM, where root has CAP_SYS_RESOURCE; where
-	 * it has not, the write fails and init keeps the daemon's score.
-	 * Commands get their own score (spawner.c), never inheriting this. */
-	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-	if (oom >= 0) {
-		if (write(oom, "-1000", 5) < 0) {
-			/* EACCES without CAP_SYS_RESOURCE; see above */
-		}
-		close(oom);
-	}
+	 * memory-limited cgroup of the commands (cgroup.h). Its score under a
+	 * host-wide OOM is the commands' (spawner.c): they share its memory
+	 * until they exec, and with it the score. */
 	/* The daemon passed nothing else; make sure. */
 	syscall(SYS_close_range, INIT_USERNS_FD + 1, ~0U, 0);
 	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -196,9 +187,9 @@ _Noreturn void init_run(void)
 
 	/* No handlers, nothing ignored: as the pid namespace's init, the
 	 * kernel already drops every signal sent from inside it that init
-	 * has no handler for, and the spawner and its commands start with
-	 * clean dispositions without resetting 64 of them. The exec kept the
-	 * daemon's mask and ignored signals: set both. SIGCHLD stays
+	 * has no handler for, and its commands start with clean
+	 * dispositions without resetting 64 of them. The zygote's exec kept
+	 * the daemon's mask and ignored signals: set both. SIGCHLD stays
 	 * blocked for the spawner's signalfd. */
 	sigset_t mask;
 	sigemptyset(&mask);
@@ -233,24 +224,9 @@ _Noreturn void init_run(void)
 		goto failed;
 	if (files_userns >= 0)
 		close(files_userns); /* the mount keeps what it needs */
-	/* The commands' spawner serves the daemon from here on; init keeps
-	 * nothing of the daemon's but its stderr, and reaps what the
-	 * commands leave behind. */
-	pid_t spawner = fork();
-	if (spawner < 0) {
-		sbx_err_sys(&err, errno, "fork the spawner");
-		goto failed;
-	}
-	if (spawner == 0)
-		spawner_main(sock, INIT_USERNS_FD, a);
-	close(sock);
-	close(INIT_USERNS_FD);
-	for (;;) {
-		int status;
-		pid_t pid = waitpid(-1, &status, 0);
-		if (pid == spawner || (pid < 0 && errno == ECHILD))
-			_exit(0); /* the daemon let go of it, or it died */
-	}
+	/* From here on init is the commands' spawner: it drops what it can
+	 * and serves the daemon until the daemon lets go. */
+	spawner_main(sock, INIT_USERNS_FD, a);
 failed:
 	init_failed(sock, &err);
 }

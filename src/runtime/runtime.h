@@ -49,8 +49,8 @@ struct sandbox_proc {
 	pid_t init_pid; /* host pid; our child until runtime_reap */
 	int pidfd;      /* -1: init is watched through sock; made by
 	                 * runtime_kill, to watch its end */
-	int sock;       /* to init's spawner; end of file when the
-	                 * sandbox is gone (init kills it, or dies with it) */
+	int sock;       /* to init, the spawner; end of file when the
+	                 * sandbox is gone (init exits, or dies) */
 	struct cgroup_sandbox *cg;
 	/* command leaves whose fds the spawner has: [idx] != 0 */
 	uint8_t *leaf_given;

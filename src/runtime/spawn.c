@@ -23,14 +23,12 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <linux/close_range.h>
 
 #include "runtime/builtin.h"
 #include "runtime/caps.h"
-#include "runtime/init.h"
 #include "runtime/proto.h"
 
 static _Noreturn void fail(struct spawn_ctx *c, int e, const char *what)
@@ -185,8 +183,7 @@ _Noreturn void spawn_child(struct spawn_ctx *c)
 		 * commands' pipes and error pipes) would stay open in a
 		 * process the sandbox's root may signal. No fd but its stdio
 		 * stays open at all; its errors go to stdout from here on.
-		 * It goes by init's name, as when it was a fork of init. */
-		prctl(PR_SET_NAME, INIT_NAME);
+		 * It goes by init's name (comm), as a fork of init. */
 		if (sweep_fds(have, 0) < 0)
 			fail(c, errno, "close_range");
 		builtin_run((int)req->argc, req->argv);

@@ -1,7 +1,8 @@
-/* The spawner of a sandbox (spawner.h). It is made once per sandbox start
- * so that a command costs no more than a clone without a copy of any
- * address space (CLONE_VM | CLONE_VFORK: the spawner waits until the child
- * has exec'd), a join of its cgroup leaf and an execve:
+/* The spawner of a sandbox (spawner.h): init itself, once the rootfs is
+ * built. It is set up once per sandbox start so that a command costs no
+ * more than a clone without a copy of any address space (CLONE_VM |
+ * CLONE_VFORK: the spawner waits until the child has exec'd), a join of
+ * its cgroup leaf and an execve:
  *
  *   - oom_score_adj 500, written while still host root (so that, where
  *     root has CAP_SYS_RESOURCE, it is also the floor no command can go
@@ -22,8 +23,9 @@
  * do not have (`kill -9 -1` inside leaves it alone), and it is
  * non-dumpable. It holds the daemon's socket, a signalfd, /dev/null and
  * the cgroup.procs fds of the command leaves the daemon gave it. Its
- * commands are its children: it reaps them and reports their exits;
- * orphans go to init. */
+ * commands are its children: it reaps them and reports their exits; as
+ * pid 1 it reaps the orphans too. It has no signal handler, so the kernel
+ * drops every signal sent to it from inside its pid namespace. */
 #include "runtime/spawner.h"
 
 #include <fcntl.h>
@@ -51,7 +53,7 @@
  * with CAP_SYS_RESOURCE it also sets oom_score_adj_min, below which
  * nothing without that capability (no command) can go again. Without it
  * the write still raises the score (raising needs nothing), but the floor
- * stays init's, which is then the daemon's (0 unless started lower). */
+ * stays the daemon's (0 unless started lower). */
 #define SPAWN_OOM_SCORE_ADJ "500"
 
 #define KEEP_CAPS                                                              \
@@ -99,7 +101,6 @@ static _Noreturn void failed(int e, const char *what)
 
 static void setup(int userns, const struct init_params *p)
 {
-	prctl(PR_SET_NAME, SPAWNER_NAME);
 	int oom = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
 	if (oom < 0 ||
 	    write(oom, SPAWN_OOM_SCORE_ADJ, sizeof(SPAWN_OOM_SCORE_ADJ) - 1) !=
@@ -114,11 +115,13 @@ static void setup(int userns, const struct init_params *p)
 	int r = caps_limit(KEEP_CAPS);
 	if (r < 0)
 		failed(-r, "spawner: drop capabilities");
-	/* after the last change of credentials, which may reset it */
+	/* after the last change of credentials, which resets both (entering
+	 * a user namespace owned by another uid is one) */
 	prctl(PR_SET_DUMPABLE, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if ((r = seccomp_prog_apply(&p->seccomp)) < 0)
 		failed(-r, "spawner: seccomp");
-	/* the daemon's stderr, which init keeps, is nothing of ours */
+	/* the daemon's stderr, kept for init's failures, is nothing of ours */
 	dup2(0, 2);
 	sp.stack = mmap(NULL, CHILD_STACK, PROT_READ | PROT_WRITE,
 	                MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);

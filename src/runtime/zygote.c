@@ -41,7 +41,7 @@ static void pool_refill(void)
 }
 
 /* The child, in the sandbox's namespaces: its cgroups first (init, and the
- * spawner it forks, never run anywhere else), then its two fds in place
+ * file operations it forks, never run anywhere else), then its two fds in place
  * and nothing else open but 0-2. fds: init's socket, the user namespace,
  * then cgroup.procs files. */
 static _Noreturn void child(const int *fds, size_t nfds)

@@ -177,18 +177,6 @@ def procs_in_pidns_of(init_pid):
             if d.isdigit() and int(d) != init_pid and _pidns(d) == ns]
 
 
-def is_spawner_of(pid, init_pid):
-    """Is pid the spawner of the sandbox whose init is init_pid (the child
-    of init that makes the commands, src/runtime/spawner.c)?"""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            st = f.read()
-    except OSError:
-        return False
-    comm = st[st.index("(") + 1:st.rindex(")")]
-    return comm == "sandboxd-spawn" and int(st.rsplit(")", 1)[1].split()[1]) == init_pid
-
-
 def host_mounts_mentioning(text):
     with open("/proc/self/mountinfo") as f:
         return [l.strip() for l in f if text in l]
@@ -667,20 +655,11 @@ class Sandbox:
     def init_pid(self):
         return self.d.init_pids(self.name)[-1]
 
-    def spawner_pid(self):
-        """Host pid of the sandbox's spawner (init's child that makes the
-        commands)."""
-        init = self.init_pid()
-        found = [p for p in procs_in_pidns_of(init) if is_spawner_of(p, init)]
-        assert len(found) == 1, f"spawners of init {init}: {found}"
-        return found[0]
-
     def host_pids(self, timeout=5):
-        """Host pids of the sandbox's processes but init and its spawner
-        (waits for one)."""
+        """Host pids of the sandbox's processes but init, which is also
+        the spawner of its commands (waits for one)."""
         init = self.init_pid()
-        pids = wait_until(lambda: [p for p in procs_in_pidns_of(init)
-                                   if not is_spawner_of(p, init)], timeout)
+        pids = wait_until(lambda: procs_in_pidns_of(init), timeout)
         assert pids, "no process of the sandbox on the host"
         return pids
 

@@ -30,9 +30,9 @@ def test_07_pid_namespace(sandbox, daemon):
 
 def test_07b_kill_all_inside_spares_init_and_spawner(sandbox):
     """`kill -9 -1` inside signals every process the caller may signal: all
-    of the sandbox's own, not init nor the spawner that makes its commands
-    (host uid 0, src/runtime/spawner.c). The sandbox goes on with the same
-    init; it is not restarted behind the client's back."""
+    of the sandbox's own, not init, which is also the spawner that makes
+    its commands (host uid 0, src/runtime/spawner.c). The sandbox goes on
+    with the same init; it is not restarted behind the client's back."""
     sb = sandbox()
     sb.background("sleep 60")
     before = sb.d.init_pids(sb.name)
