@@ -27,7 +27,8 @@ INIT_ONLY := src/runtime/init.c src/runtime/spawner.c src/runtime/spawn.c \
              src/runtime/zygote.c
 INIT_SRC := $(INIT_ONLY) src/runtime/rootfs.c src/runtime/caps.c \
             src/runtime/proto.c $(wildcard src/runtime/builtin*.c) \
-            src/runtime/fsutil.c src/runtime/seccomp_prog.c src/lib/err.c
+            src/runtime/fsutil.c src/runtime/seccomp_prog.c src/lib/err.c \
+            src/runtime/userns.c
 INIT_OBJ := $(INIT_SRC:%.c=$(BUILD)/init/%.o)
 INIT_CFLAGS = -std=gnu17 $(WARN) $(HARDEN) $(CFLAGS) -ffunction-sections -fdata-sections
 INIT_LDFLAGS := -static-pie -s -Wl,--gc-sections,-z,relro,-z,now

@@ -388,6 +388,22 @@ static bool slot_usable(struct manager *m, uint32_t slot)
 	return false;
 }
 
+/* The uid base the next new sandbox will most likely have: that of the
+ * slot sandbox_create would take now (without its checks of leftover
+ * files and other daemons' reservations, which only a create may make);
+ * 0 when none is free. A hint for the runtime, which makes that sandbox's
+ * user namespace ahead. */
+static uid_t next_new_base(struct manager *m)
+{
+	for (uint32_t k = 0; k < m->nslots; k++) {
+		uint32_t s = (m->slot_start + k) % m->nslots;
+		uid_t first = m->cfg->uid_base + s * USERNS_RANGE;
+		if (m->slots[s] == SLOT_FREE && !uidrange_reserved(first))
+			return first;
+	}
+	return 0;
+}
+
 /* Try the removals that failed again, less often while they keep
  * failing (from the housekeeping tick). */
 static void retry_dirty(struct manager *m)
@@ -1155,6 +1171,7 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 	int r = manager_admit(sb, err);
 	if (r < 0)
 		return r;
+	runtime_expect_base(m->rt, next_new_base(m));
 	r = runtime_start(m->rt, sb->name, sb->base, &lim, &files, &sb->proc,
 	                  err);
 	if (r < 0) {

@@ -198,6 +198,11 @@ static int usr_mask_ready(struct runtime *rt, struct sbx_err *err)
 	return 0;
 }
 
+void runtime_expect_base(struct runtime *rt, uid_t base)
+{
+	rt->next_base = base;
+}
+
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
                   const struct cgroup_limits *lim,
                   const struct runtime_files *files, struct sandbox_proc *out,
@@ -218,9 +223,6 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 		return r;
 	if ((r = rootfs_prepare_dir(dir, owner, err)))
 		return r;
-	_cleanup_close_ int userns = userns_create(base, err);
-	if (userns < 0)
-		return userns;
 	_cleanup_close_ int files_userns = -1;
 	if (owner != base &&
 	    (files_userns = userns_create_idmap(base, owner, err)) < 0)
@@ -269,8 +271,8 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	 * fds); init is our child, reaped only by runtime_reap, so its pid
 	 * names it until then. */
 	pid_t pid = r < 0 ? r
-	                  : zygote_make_init(&rt->zygote, sv[1], userns, cg_fds,
-	                                     ncg, err);
+	                  : zygote_make_init(&rt->zygote, sv[1], base,
+	                                     rt->next_base, cg_fds, ncg, err);
 	for (int i = 0; i < ncg; i++)
 		close(cg_fds[i]);
 	close(sv[1]);

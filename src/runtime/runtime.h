@@ -35,6 +35,7 @@ struct runtime {
 	struct store *store;
 	struct seccomp_prog seccomp;
 	struct zygote zygote; /* makes every init (zygote.h) */
+	uid_t next_base;      /* runtime_expect_base */
 	struct {
 		pid_t pid;
 		char name[16]; /* the sandbox it removes in place, or "" */
@@ -81,6 +82,11 @@ struct runtime_files {
 	const char *const *layers;
 	size_t nlayers;
 };
+
+/* The uid base the next start is expected to have (the next new
+ * sandbox's), so that its user namespace is made ahead; 0: no guess. A
+ * wrong guess costs a namespace made for nothing, never a wrong one. */
+void runtime_expect_base(struct runtime *rt, uid_t base);
 
 /* Start a sandbox's init. Returns at once: setup continues in init, which
  * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued

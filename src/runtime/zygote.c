@@ -1,5 +1,5 @@
 /* The zygote's loop (zygote.h says what it is and why). One request at a
- * time; it holds nothing between them but its socket. */
+ * time; between them it holds its socket and what it made ahead. */
 #include "runtime/zygote.h"
 
 #include <errno.h>
@@ -18,15 +18,30 @@
 #include "lib/err.h"
 #include "runtime/init.h"
 #include "runtime/proto.h"
+#include "runtime/userns.h"
 
-/* A network namespace made ahead, for the next init (-1: none), and the
- * zygote's own to go back to. Making one (the kernel's setup_net, ~1 ms
- * here) is then done between requests, on whichever CPU is free, instead
- * of while a start waits. */
+/* Made ahead, between requests, on whichever CPU is free, instead of
+ * while a start waits: a network namespace for the next init (the
+ * kernel's setup_net, ~1 ms here; -1: none), with the zygote's own to go
+ * back to, and the user namespace of the base the daemon expects the next
+ * start to have (a helper process and three map writes, ~1 ms; -1: none).
+ * A user namespace made for a base that the next start does not have is
+ * dropped: nothing ever ran in it. */
 static int pool_net = -1, own_net = -1;
+static int pool_user = -1;
+static uint32_t pool_user_base, want_user_base;
 
 static void pool_refill(void)
 {
+	if (want_user_base && pool_user < 0) {
+		struct sbx_err err;
+		int fd = userns_create((uid_t)want_user_base, &err);
+		if (fd >= 0) {
+			pool_user = fd;
+			pool_user_base = want_user_base;
+		}
+		want_user_base = 0; /* one try: a failure recurs at the start */
+	}
 	if (pool_net >= 0)
 		return;
 	if (own_net < 0 &&
@@ -40,25 +55,40 @@ static void pool_refill(void)
 		_exit(1);
 }
 
+/* The user namespace of base: the one made ahead, or a new one. */
+static int user_ns(uint32_t base, struct sbx_err *err)
+{
+	if (pool_user >= 0 && pool_user_base == base) {
+		int fd = pool_user;
+		pool_user = -1;
+		return fd;
+	}
+	if (pool_user >= 0) {
+		close(pool_user);
+		pool_user = -1;
+	}
+	return userns_create((uid_t)base, err);
+}
+
 /* The child, in the sandbox's namespaces: its cgroups first (init, and the
- * file operations it forks, never run anywhere else), then its two fds in place
- * and nothing else open but 0-2. fds: init's socket, the user namespace,
- * then cgroup.procs files. */
-static _Noreturn void child(const int *fds, size_t nfds)
+ * file operations it forks, never run anywhere else), then its two fds in
+ * place and nothing else open but 0-2. fds: init's socket, then
+ * cgroup.procs files. */
+static _Noreturn void child(int userns, const int *fds, size_t nfds)
 {
 	struct sbx_err err = {0};
-	int hi = INIT_USERNS_FD;
+	int hi = userns > INIT_USERNS_FD ? userns : INIT_USERNS_FD;
 	for (size_t i = 0; i < nfds; i++)
 		if (fds[i] > hi)
 			hi = fds[i];
-	for (size_t i = 2; i < nfds; i++)
+	for (size_t i = 1; i < nfds; i++)
 		if (write(fds[i], "0", 1) != 1) {
 			sbx_err_sys(&err, errno, "joining init's cgroups");
 			init_failed(fds[0], &err);
 		}
-	/* above every target first: fds[0] may be INIT_USERNS_FD itself */
+	/* above every target first: either may be at the other's place */
 	int s = fcntl(fds[0], F_DUPFD_CLOEXEC, hi + 1);
-	int u = fcntl(fds[1], F_DUPFD_CLOEXEC, hi + 1);
+	int u = fcntl(userns, F_DUPFD_CLOEXEC, hi + 1);
 	if (s < 0 || u < 0 || dup2(s, INIT_SOCK_FD) < 0 ||
 	    dup2(u, INIT_USERNS_FD) < 0) {
 		sbx_err_sys(&err, errno, "placing init's fds");
@@ -77,7 +107,7 @@ static _Noreturn void child(const int *fds, size_t nfds)
  * the clone, so that the child is born in it: the daemon opens
  * /proc/<pid>/ns/net as soon as it has the pid (a network's veth), and a
  * child that entered it later could still be in the host's then. */
-static pid_t start(const int *fds, size_t nfds)
+static pid_t start(int userns, const int *fds, size_t nfds)
 {
 	struct clone_args ca = {.flags = CLONE_PARENT | CLONE_NEWNS |
 	                                 CLONE_NEWPID | CLONE_NEWIPC |
@@ -88,7 +118,7 @@ static pid_t start(const int *fds, size_t nfds)
 	long pid = syscall(SYS_clone3, &ca, sizeof(ca));
 	int e = errno;
 	if (pid == 0)
-		child(fds, nfds);
+		child(userns, fds, nfds);
 	if (pooled) {
 		/* never serve from anything but the daemon's own namespace */
 		if (setns(own_net, CLONE_NEWNET) < 0)
@@ -125,19 +155,30 @@ _Noreturn void zygote_main(void)
 			_exit(0); /* the daemon let go */
 		struct proto_status st = {0};
 		struct zygote_start zs;
+		struct sbx_err err = {0};
 		if (r < 0)
 			st.err = -r;
 		else if (h.type != PROTO_START || h.len != sizeof(zs))
 			st.err = EPROTO;
 		else {
 			memcpy(&zs, payload, sizeof(zs));
-			pid_t pid = nfds == 2 + (size_t)zs.ncg
-			                ? start(fds, nfds)
-			                : -EPROTO;
-			if (pid < 0)
+			int userns =
+			    nfds == 1 + (size_t)zs.ncg
+			        ? user_ns(zs.base, &err)
+			        : sbx_err_set(&err, EPROTO, "zygote: fd count");
+			pid_t pid =
+			    userns < 0 ? userns : start(userns, fds, nfds);
+			if (userns >= 0)
+				close(userns); /* the child's now */
+			if (pid < 0) {
 				st.err = -pid;
-			else
+				if (err.code) /* else the clone's errno alone */
+					memcpy(st.what, err.msg,
+					       strnlen(err.msg,
+					               sizeof(st.what) - 1));
+			} else
 				st.pid = pid;
+			want_user_base = zs.next_base;
 		}
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);

@@ -11,10 +11,12 @@
  * environment, fds 0-2, its socket at INIT_SOCK_FD and nothing at
  * INIT_USERNS_FD. It serves one request at a time on that socket
  * (proto.h framing):
- *   PROTO_START, payload struct zygote_start, fds: init's socket, the
- *     sandbox's user namespace, then ncg cgroup.procs files of init's
- *     cgroups. The zygote clones a child with new mount, pid, ipc, uts
- *     and net namespaces (owned by the host's user namespace) as the
+ *   PROTO_START, payload struct zygote_start, fds: init's socket, then
+ *     ncg cgroup.procs files of init's cgroups. The zygote makes the
+ *     sandbox's user namespace (runtime/userns.c; made ahead when the
+ *     previous request named this base as the next one), then clones a
+ *     child with new mount, pid, ipc, uts and net namespaces (owned by the
+ *     host's user namespace) as the
  *     daemon's child, not its own (CLONE_PARENT: the daemon reaps it and
  *     is its parent-death signal's parent). The child joins the cgroups
  *     first, places its two fds and runs init_run. The answer is
@@ -36,7 +38,10 @@
 #define ZYGOTE_NAME "sandboxd-zygote" /* its comm (argv[0] is INIT_NAME) */
 
 struct zygote_start {
-	uint32_t ncg; /* cgroup.procs fds after the first two */
+	uint32_t ncg;       /* cgroup.procs fds after init's socket */
+	uint32_t base;      /* the sandbox's host uid base (userns.h) */
+	uint32_t next_base; /* the base the next start is expected to have,
+	                       to make its user namespace ahead; 0: none */
 };
 
 /* In the init binary (zygote.c): serve the daemon until it lets go. */
@@ -58,10 +63,11 @@ int zygote_prepare(struct zygote *z, struct sbx_err *err);
  * and cgroup: once the daemon's cgroup is settled (on v2 the daemon moves
  * into <own>/daemon, and whatever else is in its cgroup with it). */
 int zygote_launch(struct zygote *z, struct sbx_err *err);
-/* init, in new namespaces and in the cgroups of cg_fds (cgroup.procs),
- * with sock and userns as its fds 3 and 4: its host pid, our child, or
- * -errno. A zygote found gone is started again. */
-pid_t zygote_make_init(struct zygote *z, int sock, int userns,
+/* init, in new namespaces (its user namespace mapping base..) and in the
+ * cgroups of cg_fds (cgroup.procs), with sock as its fd 3: its host pid,
+ * our child, or -errno. next_base: see struct zygote_start. A zygote
+ * found gone is started again. */
+pid_t zygote_make_init(struct zygote *z, int sock, uid_t base, uid_t next_base,
                        const int *cg_fds, int ncg, struct sbx_err *err);
 /* Stop the zygote and close the fds. */
 void zygote_close(struct zygote *z);

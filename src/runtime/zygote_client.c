@@ -208,26 +208,33 @@ static int answer(struct zygote *z, struct proto_status *st)
 	}
 }
 
-pid_t zygote_make_init(struct zygote *z, int sock, int userns,
+pid_t zygote_make_init(struct zygote *z, int sock, uid_t base, uid_t next_base,
                        const int *cg_fds, int ncg, struct sbx_err *err)
 {
-	int fds[PROTO_MAX_FDS] = {sock, userns};
-	struct zygote_start zs = {.ncg = (uint32_t)ncg};
+	int fds[PROTO_MAX_FDS] = {sock};
+	struct zygote_start zs = {.ncg = (uint32_t)ncg,
+	                          .base = (uint32_t)base,
+	                          .next_base = (uint32_t)next_base};
 	struct proto_status st;
 	int r;
 
-	if (ncg < 0 || ncg > PROTO_MAX_FDS - 2)
+	if (ncg < 0 || ncg > PROTO_MAX_FDS - 1)
 		return sbx_err_set(err, E2BIG, "too many cgroups for init");
 	for (int i = 0; i < ncg; i++)
-		fds[2 + i] = cg_fds[i];
+		fds[1 + i] = cg_fds[i];
 	/* A zygote that is gone (killed by hand, say) is started again. Only
 	 * an unsent request is sent again: one the zygote took may have made
 	 * an init already. */
 	for (int tries = 0;; tries++) {
+		/* dead already (a zombie): never send it what it cannot take */
+		if (z->pid > 0 && waitpid(z->pid, NULL, WNOHANG) == z->pid) {
+			z->pid = 0;
+			drop(z);
+		}
 		if (z->sock < 0 && (r = zygote_launch(z, err)) < 0)
 			return r;
 		r = proto_send(z->sock, PROTO_START, 0, &zs, sizeof(zs), fds,
-		               2 + (size_t)ncg);
+		               1 + (size_t)ncg);
 		if (r == 0)
 			break;
 		drop(z);
@@ -239,6 +246,9 @@ pid_t zygote_make_init(struct zygote *z, int sock, int userns,
 		drop(z);
 		return sbx_err_sys(err, -r, "waiting for the zygote");
 	}
+	st.what[sizeof(st.what) - 1] = '\0';
+	if (st.err && st.what[0]) /* the zygote's own words */
+		return sbx_err_set(err, st.err, "%s", st.what);
 	if (st.err)
 		return sbx_err_sys(err, st.err, "clone sandbox init");
 	return st.pid;

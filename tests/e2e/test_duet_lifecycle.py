@@ -262,6 +262,14 @@ def test_zygote_killed_from_the_host_is_replaced_and_rooms_still_start(make_daem
     zygotes = children_named(d.pid, "sandboxd-zygote")
     assert len(zygotes) == 1, zygotes
     os.kill(zygotes[0], 9)
+
+    def dead():  # a zombie: the daemon reaps it on its next start
+        try:
+            with open(f"/proc/{zygotes[0]}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except FileNotFoundError:
+            return True
+    assert wait_until(dead, 10)
     # the next start finds it gone, reaps it and makes another
     second = new_room()
     res = d.run(second, "echo b; cat /proc/1/cmdline | tr '\\0' ' '")
