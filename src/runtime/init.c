@@ -163,7 +163,8 @@ _Noreturn void init_run(void)
 	struct stat st;
 
 	prctl(PR_SET_NAME, INIT_NAME);
-	/* the daemon: the zygote cloned us as its sibling (CLONE_PARENT) */
+	/* our parent is the daemon: the zygote cloned us as its sibling
+	 * (CLONE_PARENT) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
 	/* Started as zygote.c starts us, or not at all: fd 3 the daemon's
