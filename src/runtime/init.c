@@ -40,8 +40,8 @@
 #include "runtime/spawner.h"
 #include "runtime/zygote.h"
 
-static void send_status(int sock, uint32_t type, uint64_t id, pid_t pid,
-                        int status, int err, const char *what)
+void init_send_status(int sock, uint32_t type, uint64_t id, pid_t pid,
+                      int status, int err, const char *what)
 {
 	struct proto_status st = {.pid = pid, .status = status, .err = err};
 	if (what) {
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
 
 _Noreturn void init_failed(int sock, const struct sbx_err *err)
 {
-	send_status(sock, PROTO_FAILED, 0, 0, 0, err->code, err->msg);
+	init_send_status(sock, PROTO_FAILED, 0, 0, 0, err->code, err->msg);
 	_exit(1);
 }
 

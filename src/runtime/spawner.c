@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "runtime/caps.h"
+#include "runtime/init.h"
 #include "runtime/spawn.h"
 
 /* what a command's child needs until it has exec'd */
@@ -84,13 +85,7 @@ static struct {
 static void send_status(uint32_t type, uint64_t id, pid_t pid, int status,
                         int err, const char *what)
 {
-	struct proto_status st = {.pid = pid, .status = status, .err = err};
-	if (what) {
-		size_t l = strnlen(what, sizeof(st.what) - 1);
-		memcpy(st.what, what, l); /* st is zeroed: NUL-terminated */
-	}
-	if (proto_send(sp.sock, type, id, &st, sizeof(st), NULL, 0) == -EPIPE)
-		_exit(0);
+	init_send_status(sp.sock, type, id, pid, status, err, what);
 }
 
 static _Noreturn void failed(int e, const char *what)

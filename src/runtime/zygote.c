@@ -153,37 +153,29 @@ _Noreturn void zygote_main(void)
 			continue;
 		if (r == 0)
 			_exit(0); /* the daemon let go */
-		struct proto_status st = {0};
 		struct zygote_start zs;
 		struct sbx_err err = {0};
+		pid_t pid;
 		if (r < 0)
-			st.err = -r;
+			pid = r;
 		else if (h.type != PROTO_START || h.len != sizeof(zs))
-			st.err = EPROTO;
+			pid = -EPROTO;
 		else {
 			memcpy(&zs, payload, sizeof(zs));
 			int userns =
 			    nfds == 1 + (size_t)zs.ncg
 			        ? user_ns(zs.base, &err)
 			        : sbx_err_set(&err, EPROTO, "zygote: fd count");
-			pid_t pid =
-			    userns < 0 ? userns : start(userns, fds, nfds);
+			pid = userns < 0 ? userns : start(userns, fds, nfds);
 			if (userns >= 0)
 				close(userns); /* the child's now */
-			if (pid < 0) {
-				st.err = -pid;
-				if (err.code) /* else the clone's errno alone */
-					memcpy(st.what, err.msg,
-					       strnlen(err.msg,
-					               sizeof(st.what) - 1));
-			} else
-				st.pid = pid;
 			want_user_base = zs.next_base;
 		}
 		for (size_t i = 0; i < nfds; i++)
 			close(fds[i]);
-		if (proto_send(INIT_SOCK_FD, PROTO_STARTED, h.id, &st,
-		               sizeof(st), NULL, 0) == -EPIPE)
-			_exit(0);
+		/* the words of a failure before the clone; else its errno */
+		init_send_status(INIT_SOCK_FD, PROTO_STARTED, h.id,
+		                 pid > 0 ? pid : 0, 0, pid < 0 ? -pid : 0,
+		                 err.code ? err.msg : NULL);
 	}
 }
