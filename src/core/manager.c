@@ -1178,6 +1178,10 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
 	}
+	/* while init builds the sandbox on another CPU (a 0 ms timer runs
+	 * once this batch of events is done) */
+	m->ahead_lim = lim;
+	loop_timer_start(m->loop, &m->ahead, 0);
 	sb->sock_w = (struct loop_watch){
 	    .fd = sb->proc.sock, .cb = on_init_msg, .data = sb};
 	loop_add(m->loop, &sb->sock_w, EPOLLIN);
@@ -1404,6 +1408,13 @@ int sandbox_destroy(struct sandbox *sb, struct sbx_err *err)
 	return r2;
 }
 
+static void make_ahead(struct loop_timer *t)
+{
+	struct manager *m = t->data;
+	if (!m->closing)
+		runtime_make_ahead(m->rt, &m->ahead_lim);
+}
+
 static void cron(struct loop_timer *t)
 {
 	struct manager *m = t->data;
@@ -1616,6 +1627,8 @@ int manager_new(struct config *cfg, struct loop *loop, struct manager **out,
 	m->cron.cb = cron;
 	m->cron.data = m;
 	loop_timer_start(loop, &m->cron, 1000);
+	m->ahead.cb = make_ahead;
+	m->ahead.data = m;
 	struct sbx_err terr = {0};
 	m->exits_fd = taskstats_open(&terr);
 	if (m->exits_fd < 0) {
@@ -1640,6 +1653,7 @@ void manager_free(struct manager *m)
 		return;
 	m->closing = true;
 	loop_timer_stop(m->loop, &m->cron);
+	loop_timer_stop(m->loop, &m->ahead);
 	/* first: a fork in flight destroys the sandbox it was making */
 	snapshots_free(m);
 	backups_closing(m->backups);

@@ -62,6 +62,9 @@ struct manager {
 	struct uidrange *ranges;                  /* host-wide reservations */
 	uint64_t next_job_id;
 	struct loop_timer cron;
+	/* after a start: the next one's cgroups made ahead, with its limits */
+	struct loop_timer ahead;
+	struct cgroup_limits ahead_lim;
 	uint32_t nrunning; /* sandboxes not stopped */
 	/* a tenant's quotas (0: none); NULL: no tenant has any */
 	void (*quota_of)(void *data, const char *tenant,

@@ -1168,6 +1168,7 @@ out:
 
 int cgroup_manager_clean(struct cgroup_manager *m, struct sbx_err *err)
 {
+	m->ahead = false;
 	return tree_destroy(m, "", true, err);
 }
 
@@ -1427,13 +1428,18 @@ static int mkdir_all(struct cgroup_manager *m, const char *rel,
 	return 0;
 }
 
+static int set_limits(struct cgroup_manager *m, const char *rel,
+                      const struct cgroup_limits *lim, struct sbx_err *err)
+{
+	return m->version == 2 ? cgroup_v2_set_limits(m, rel, lim, err)
+	                       : cgroup_v1_set_limits(m, rel, lim, err);
+}
+
 int cgroup_sandbox_set_limits(struct cgroup_sandbox *s,
                               const struct cgroup_limits *lim,
                               struct sbx_err *err)
 {
-	return s->m->version == 2
-	           ? cgroup_v2_set_limits(s->m, s->name, lim, err)
-	           : cgroup_v1_set_limits(s->m, s->name, lim, err);
+	return set_limits(s->m, s->name, lim, err);
 }
 
 static void sandbox_free(struct cgroup_sandbox *s)
@@ -1444,21 +1450,11 @@ static void sandbox_free(struct cgroup_sandbox *s)
 	free(s);
 }
 
-int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
-                       const struct cgroup_limits *lim,
-                       struct cgroup_sandbox **out, struct sbx_err *err)
+/* The cgroups of a sandbox named name, with their limits: <name>, its init
+ * and its cmds, in every hierarchy (removing a stale <name> first). */
+static int tree_make(struct cgroup_manager *m, const char *name,
+                     const struct cgroup_limits *lim, struct sbx_err *err)
 {
-	*out = NULL;
-	if (!name_valid(name))
-		return sbx_err_set(err, EINVAL,
-		                   "cgroup: invalid sandbox name \"%s\"", name);
-	struct cgroup_sandbox *s = calloc(1, sizeof(*s));
-	if (!s || !(s->name = strdup(name))) {
-		free(s);
-		return sbx_err_sys(err, ENOMEM, "cgroup");
-	}
-	s->m = m;
-
 	char init[CGROUP_NAME_MAX + 8], cmds[CGROUP_NAME_MAX + 8];
 	snprintf(init, sizeof(init), "%s/init", name);
 	snprintf(cmds, sizeof(cmds), "%s/" CGROUP_CMDS, name);
@@ -1487,9 +1483,73 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 	if (r == 0 && m->version == 2)
 		r = cgroup_v2_enable_subtree_cmds(m, cmds, err);
 	if (r == 0)
-		r = cgroup_sandbox_set_limits(s, lim, err);
-	if (r < 0) {
+		r = set_limits(m, name, lim, err);
+	if (r < 0)
 		tree_destroy(m, name, false, NULL);
+	return r;
+}
+
+int cgroup_manager_make_ahead(struct cgroup_manager *m,
+                              const struct cgroup_limits *lim,
+                              struct sbx_err *err)
+{
+	/* cgroupfs renames a directory on v1 only (cgroup1_rename) */
+	if (m->version != 1 || m->ahead)
+		return 0;
+	int r = tree_make(m, CGROUP_AHEAD, lim, err);
+	if (r == 0) {
+		m->ahead = true;
+		m->ahead_lim = *lim;
+	}
+	return r;
+}
+
+/* The set made ahead becomes name's: a rename per hierarchy, and the
+ * limits written only where they differ. On any failure the set is
+ * dropped and the caller makes the cgroups the long way (a stale <name>
+ * included). */
+static int ahead_take(struct cgroup_manager *m, const char *name,
+                      const struct cgroup_limits *lim, struct sbx_err *err)
+{
+	if (!m->ahead)
+		return -ENOENT;
+	m->ahead = false;
+	int i, r = 0;
+	for (i = 0; i < m->nh; i++)
+		if (renameat(m->h[i].dfd, CGROUP_AHEAD, m->h[i].dfd, name) <
+		    0) {
+			r = -errno;
+			break;
+		}
+	if (r == 0 && memcmp(lim, &m->ahead_lim, sizeof(*lim)) != 0 &&
+	    (r = set_limits(m, name, lim, err)) < 0)
+		i = m->nh;
+	if (r == 0)
+		return 0;
+	while (i-- > 0)
+		renameat(m->h[i].dfd, name, m->h[i].dfd, CGROUP_AHEAD);
+	tree_destroy(m, CGROUP_AHEAD, false, NULL);
+	return r;
+}
+
+int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
+                       const struct cgroup_limits *lim,
+                       struct cgroup_sandbox **out, struct sbx_err *err)
+{
+	*out = NULL;
+	if (!name_valid(name) || strcmp(name, CGROUP_AHEAD) == 0)
+		return sbx_err_set(err, EINVAL,
+		                   "cgroup: invalid sandbox name \"%s\"", name);
+	struct cgroup_sandbox *s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		return sbx_err_sys(err, ENOMEM, "cgroup");
+	}
+	s->m = m;
+	int r = ahead_take(m, name, lim, NULL) == 0
+	            ? 0
+	            : tree_make(m, name, lim, err);
+	if (r < 0) {
 		sandbox_free(s);
 		return r;
 	}

@@ -26,6 +26,8 @@ enum {
 /* Beneath a sandbox's cgroup: the parent of its command leaves, and the
  * only cgroup with the sandbox's memory limit (init lives beside it). */
 #define CGROUP_CMDS "cmds"
+/* Beside the sandboxes' cgroups: the next sandbox's, made ahead. */
+#define CGROUP_AHEAD "ahead"
 
 struct cgroup_hier {
 	char *path;     /* <own>/<manager name>, absolute; for messages */
@@ -54,6 +56,10 @@ struct cgroup_manager {
 	char *name;
 	char *lock_dir; /* where ownership locks live */
 	int lock_fd;    /* a shared lock on <lock_dir>/<name>.lock, or -1 */
+	/* v1: a sandbox's cgroups made ahead, named CGROUP_AHEAD, with these
+	 * limits (cgroup_manager_make_ahead) */
+	bool ahead;
+	struct cgroup_limits ahead_lim;
 	void (*fake_mkdir)(int dirfd, const char *name);
 	void (*fake_rmdir)(int dirfd, const char *name);
 	/* Unit tests only: called after a cgroup's pids are read and before

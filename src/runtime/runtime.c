@@ -203,6 +203,13 @@ void runtime_expect_base(struct runtime *rt, uid_t base)
 	rt->next_base = base;
 }
 
+void runtime_make_ahead(struct runtime *rt, const struct cgroup_limits *lim)
+{
+	struct sbx_err err = {0};
+	if (cgroup_manager_make_ahead(rt->cg, lim, &err) < 0)
+		log_warn("event=cgroups-ahead-failed %s", err.msg);
+}
+
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
                   const struct cgroup_limits *lim,
                   const struct runtime_files *files, struct sandbox_proc *out,

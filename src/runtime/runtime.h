@@ -88,6 +88,11 @@ struct runtime_files {
  * wrong guess costs a namespace made for nothing, never a wrong one. */
 void runtime_expect_base(struct runtime *rt, uid_t base);
 
+/* Make the next start's cgroups ahead, with lim (cgroup_manager_make_ahead);
+ * for an idle moment of the daemon. A failure only means the next start
+ * makes them itself. */
+void runtime_make_ahead(struct runtime *rt, const struct cgroup_limits *lim);
+
 /* Start a sandbox's init. Returns at once: setup continues in init, which
  * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued
  * in the socket and served after setup. */

@@ -690,6 +690,100 @@ static void test_stale_sandbox_replaced(void **state)
 	destroy(s);
 }
 
+static void make_ahead(uint64_t mem, uint32_t pids, uint32_t cpu)
+{
+	struct cgroup_limits lim = {mem, pids, cpu};
+	struct sbx_err err = {0};
+	if (cgroup_manager_make_ahead(M, &lim, &err) < 0)
+		fail_msg("cgroup_manager_make_ahead: %s", err.msg);
+}
+
+static void test_made_ahead_becomes_the_next_sandbox(void **state)
+{
+	(void)state;
+	NEED_V1();
+	make_ahead(64 << 20, 16, 500);
+	for (int i = 0; i < M->nh; i++)
+		assert_true(existsf("%s/ahead", M->h[i].path));
+	const char *mem = hpath(CGROUP_CTRL_MEMORY);
+	const char *pids = hpath(CGROUP_CTRL_PIDS);
+	/* the same limits: the set is renamed, nothing rewritten */
+	struct cgroup_sandbox *s = sandbox("ah1", 64 << 20, 16, 500);
+	for (int i = 0; i < M->nh; i++) {
+		assert_false(existsf("%s/ahead", M->h[i].path));
+		assert_int_equal(existsf("%s/ah1/init", M->h[i].path),
+		                 has_init_dir(i));
+		assert_int_equal(existsf("%s/ah1/cmds", M->h[i].path),
+		                 M->h[i].leaves && has_init_dir(i));
+	}
+	assert_string_equal(
+	    readf("%s/%s/memory.limit_in_bytes", mem, mem_cmds("ah1")),
+	    "67108864");
+	assert_string_equal(readf("%s/ah1/pids.max", pids), "16");
+	int hd = cgroup_hier_find(M, CGROUP_CTRL_DEVICES);
+	if (hd >= 0)
+		assert_string_equal(
+		    readf("%s/ah1/init/devices.list", M->h[hd].path),
+		    DEVICE_RULES);
+	/* a second call while a set waits makes no second one; other limits:
+	 * rewritten on the renamed set */
+	make_ahead(64 << 20, 16, 500);
+	make_ahead(1 << 30, 99, 0);
+	struct cgroup_sandbox *t = sandbox("ah2", 32 << 20, 8, 2000);
+	assert_string_equal(
+	    readf("%s/%s/memory.limit_in_bytes", mem, mem_cmds("ah2")),
+	    "33554432");
+	assert_string_equal(readf("%s/ah2/pids.max", pids), "8");
+	assert_string_equal(
+	    readf("%s/ah2/cpu.cfs_quota_us", hpath(CGROUP_CTRL_CPU)), "200000");
+	/* none waiting: made the long way */
+	struct cgroup_sandbox *u = sandbox("ah3", 0, 5, 0);
+	assert_string_equal(readf("%s/ah3/pids.max", pids), "5");
+	/* a command's leaf in a renamed set works as in any other */
+	int fds[CGROUP_MAX_FDS], nfds;
+	int idx = acquire(s, fds, &nfds);
+	assert_int_equal(idx, 0);
+	close_fds(fds, nfds);
+	assert_true(existsf("%s/ah1/cmds/c0", pids));
+	destroy(s);
+	destroy(t);
+	destroy(u);
+	for (int i = 0; i < M->nh; i++)
+		assert_false(has_subdirs(M->h[i].path));
+}
+
+static void test_made_ahead_over_a_stale_name(void **state)
+{
+	(void)state;
+	NEED_V1();
+	/* "ah4" is left in one hierarchy (a daemon died): the rename fails
+	 * there, the set is dropped, and the sandbox is made the long way,
+	 * the stale dir removed first */
+	const char *pids = hpath(CGROUP_CTRL_PIDS);
+	char p[PATH_MAX];
+	snprintf(p, sizeof(p), "%s/ah4", pids);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/ah4/left", pids);
+	assert_int_equal(mkdir(p, 0755), 0);
+	make_ahead(0, 7, 0);
+	struct cgroup_sandbox *s = sandbox("ah4", 0, 3, 0);
+	assert_false(existsf("%s/ah4/left", pids));
+	assert_string_equal(readf("%s/ah4/pids.max", pids), "3");
+	for (int i = 0; i < M->nh; i++) {
+		assert_false(existsf("%s/ahead", M->h[i].path));
+		assert_int_equal(existsf("%s/ah4/init", M->h[i].path),
+		                 has_init_dir(i));
+	}
+	destroy(s);
+	/* the manager's removal takes a waiting set with it */
+	make_ahead(0, 0, 0);
+	struct sbx_err err = {0};
+	if (cgroup_manager_clean(M, &err) < 0)
+		fail_msg("cgroup_manager_clean: %s", err.msg);
+	for (int i = 0; i < M->nh; i++)
+		assert_false(has_subdirs(M->h[i].path));
+}
+
 static void test_manager_clean_after_dead_daemon(void **state)
 {
 	(void)state;
@@ -1183,6 +1277,8 @@ int main(void)
 	    cmocka_unit_test(test_remove_of_an_empty_sandbox),
 	    cmocka_unit_test(test_remove_falls_back_to_the_kill),
 	    cmocka_unit_test(test_stale_sandbox_replaced),
+	    cmocka_unit_test(test_made_ahead_becomes_the_next_sandbox),
+	    cmocka_unit_test(test_made_ahead_over_a_stale_name),
 	    cmocka_unit_test(test_manager_clean_after_dead_daemon),
 	    cmocka_unit_test(test_init_outside_the_memory_limit),
 	    cmocka_unit_test(test_signal_reaches_the_tree),

@@ -865,11 +865,27 @@ static void test_invalid_names_rejected(void **state)
 	m = manager(f);
 	struct cgroup_limits lim = {0};
 	struct cgroup_sandbox *s = NULL;
-	const char *bad[] = {"", ".", "..", "a/b", "a b", "x\n"};
+	/* "ahead": the name of the set made ahead (v1) */
+	const char *bad[] = {"", ".", "..", "a/b", "a b", "x\n", "ahead"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(cgroup_sandbox_new(m, bad[i], &lim, &s, &err),
 		                 -EINVAL);
 	assert_null(s);
+	cgroup_manager_free(m);
+}
+
+static void test_nothing_made_ahead_on_v2(void **state)
+{
+	/* cgroupfs renames no directory on v2: a start makes its own */
+	struct fake *f = *state;
+	struct cgroup_manager *m = manager(f);
+	struct cgroup_limits lim = {0, 10, 0};
+	struct sbx_err err = {0};
+	assert_int_equal(cgroup_manager_make_ahead(m, &lim, &err), 0);
+	assert_false(exists("%s/" MGR "/ahead", f->own));
+	struct cgroup_sandbox *s = sandbox(m, "box1", 0, 10, 0);
+	assert_true(is_dir("%s/" MGR "/box1/init", f->own));
+	destroy(s);
 	cgroup_manager_free(m);
 }
 
@@ -1050,6 +1066,7 @@ int main(void)
 	    T(test_stale_managers_removed),
 	    T(test_live_manager_keeps_its_dirs),
 	    T(test_no_lock_dir_leaves_stale_dirs),
+	    T(test_nothing_made_ahead_on_v2),
 	    T(test_invalid_names_rejected),
 	    T(test_v2_without_controllers_and_no_v1_fails),
 	    cmocka_unit_test_setup_teardown(test_hybrid_selects_v1,
