@@ -186,19 +186,8 @@ _Noreturn void init_run(void)
 			close(devnull);
 	}
 
-	/* No handlers, nothing ignored: as the pid namespace's init, the
-	 * kernel already drops every signal sent from inside it that init
-	 * has no handler for, and its commands start with clean
-	 * dispositions without resetting 64 of them. The zygote's exec kept
-	 * the daemon's mask and ignored signals: set both. SIGCHLD stays
-	 * blocked for the spawner's signalfd. */
-	sigset_t mask;
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigprocmask(SIG_SETMASK, &mask, NULL);
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
+	/* The signal mask and dispositions are the zygote's, set once for
+	 * all its forks (zygote_main). */
 
 	int files_userns;
 	if (recv_params(buf, sizeof(buf), &params, &files_userns, &err) < 0)

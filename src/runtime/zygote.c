@@ -138,6 +138,19 @@ _Noreturn void zygote_main(void)
 	prctl(PR_SET_NAME, ZYGOTE_NAME);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	prctl(PR_SET_DUMPABLE, 0);
+	/* Once here, for every init it forks: no handlers, nothing ignored.
+	 * As a pid namespace's init, the kernel already drops every signal
+	 * sent from inside it that init has no handler for, and its commands
+	 * start with clean dispositions without resetting 64 of them. The
+	 * exec kept the daemon's mask and ignored signals: set both. SIGCHLD
+	 * stays blocked for the spawner's signalfd. */
+	sigset_t mask;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
 	for (;;) {
 		pool_refill();
 		struct pollfd pfd = {.fd = INIT_SOCK_FD, .events = POLLIN};

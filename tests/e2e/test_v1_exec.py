@@ -57,6 +57,23 @@ def test_argv_runs_without_a_shell(v1, sid):
     assert res["stdout"] == "$HOME a  b ; | `id`\n", res
 
 
+def test_commands_start_with_clean_signal_state(v1, sid):
+    # nothing blocked, ignored or caught in a command (cat catches nothing
+    # of its own), whatever the daemon and the zygote inherited; init
+    # (pid 1) blocks SIGCHLD alone, for its signalfd, and neither ignores
+    # nor catches anything
+    for _ in range(2):  # a fresh sandbox's first command, then a later one
+        res = v1.run(sid, argv=["cat", "/proc/self/status", "/proc/1/status"])
+        assert res["exitCode"] == 0, res
+        got = [line for line in res["stdout"].splitlines()
+               if line.startswith(("Name:", "SigBlk:", "SigIgn:", "SigCgt:"))]
+        zero = "0000000000000000"
+        assert [" ".join(x.split()) for x in got] == [
+            "Name: cat", f"SigBlk: {zero}", f"SigIgn: {zero}", f"SigCgt: {zero}",
+            "Name: sandboxd-init", f"SigBlk: {1 << 16:016x}", f"SigIgn: {zero}",
+            f"SigCgt: {zero}"], res["stdout"]
+
+
 def test_argv_searches_path_in_the_commands_env(v1, sid):
     v1.sh(sid, "mkdir -p /workspace/bin && printf '#!/bin/sh\\necho tool:$1\\n' "
                "> /workspace/bin/mytool && chmod +x /workspace/bin/mytool")
