@@ -1509,7 +1509,7 @@ int cgroup_manager_make_ahead(struct cgroup_manager *m,
  * dropped and the caller makes the cgroups the long way (a stale <name>
  * included). */
 static int ahead_take(struct cgroup_manager *m, const char *name,
-                      const struct cgroup_limits *lim, struct sbx_err *err)
+                      const struct cgroup_limits *lim)
 {
 	if (!m->ahead)
 		return -ENOENT;
@@ -1522,7 +1522,7 @@ static int ahead_take(struct cgroup_manager *m, const char *name,
 			break;
 		}
 	if (r == 0 && memcmp(lim, &m->ahead_lim, sizeof(*lim)) != 0 &&
-	    (r = set_limits(m, name, lim, err)) < 0)
+	    (r = set_limits(m, name, lim, NULL)) < 0)
 		i = m->nh;
 	if (r == 0)
 		return 0;
@@ -1546,9 +1546,8 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 		return sbx_err_sys(err, ENOMEM, "cgroup");
 	}
 	s->m = m;
-	int r = ahead_take(m, name, lim, NULL) == 0
-	            ? 0
-	            : tree_make(m, name, lim, err);
+	int r =
+	    ahead_take(m, name, lim) == 0 ? 0 : tree_make(m, name, lim, err);
 	if (r < 0) {
 		sandbox_free(s);
 		return r;

@@ -111,9 +111,14 @@ def test_36_memory_bomb(sandbox, make_daemon):
     assert peak <= MEMORY, peak
     assert lib.wait_until(
         lambda: lib.read_int(os.path.join(limited, "memory.usage_in_bytes")) < MEMORY // 2, 5)
-    avail_after = lib.mem_available_kb()
-    assert avail_after > avail_before - (MEMORY >> 10) - 64 * 1024, \
-        f"host MemAvailable {avail_before} kB -> {avail_after} kB"
+    # What this catches: memory the bomb (2 GB asked for) left taken
+    # outside its cgroup's accounting. MemAvailable is the whole
+    # machine's, and other work moves it by hundreds of MB (a test suite
+    # beside this one once took 390 MB meanwhile): a wide margin, and a
+    # dip of theirs may pass.
+    floor = avail_before - (MEMORY >> 10) - 512 * 1024
+    assert lib.wait_until(lambda: lib.mem_available_kb() > floor, 10), \
+        f"host MemAvailable {avail_before} kB -> {lib.mem_available_kb()} kB"
     assert sb.run("echo alive")["stdout"] == "alive\n"
     memsw = os.path.join(limited, "memory.memsw.limit_in_bytes")
     if os.path.exists(memsw):
