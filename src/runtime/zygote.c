@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -131,6 +132,23 @@ static pid_t start(int userns, const int *fds, size_t nfds)
 	return pid < 0 ? -e : (pid_t)pid;
 }
 
+/* Every signal to SIG_DFL. The raw call: glibc's signal() and sigaction()
+ * refuse its two internal signals (32 and 33), and one the daemon was
+ * started with ignored would stay ignored in every command. */
+static void reset_dispositions(void)
+{
+	struct {
+		void *handler; /* SIG_DFL */
+		unsigned long flags;
+		void *restorer;
+		uint64_t mask;
+	} dfl = {0};
+	for (int s = 1; s <= 64; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			syscall(SYS_rt_sigaction, s, &dfl, NULL,
+			        sizeof(dfl.mask));
+}
+
 _Noreturn void zygote_main(void)
 {
 	static char buf[sizeof(struct proto_hdr) + 64];
@@ -148,9 +166,7 @@ _Noreturn void zygote_main(void)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
+	reset_dispositions();
 	for (;;) {
 		pool_refill();
 		struct pollfd pfd = {.fd = INIT_SOCK_FD, .events = POLLIN};

@@ -73,8 +73,9 @@ def remove_tree(path):
 class Daemon:
     """One sandboxd process with its own port, state dir and log file."""
 
-    def __init__(self, flags=()):
+    def __init__(self, flags=(), prefix=()):
         self.flags = [str(f) for f in flags]
+        self.prefix = list(prefix)  # a launcher that execs the daemon
         self.base = tempfile.mkdtemp(prefix="sbx-e2e-", dir=TMP_ROOT)
         self.state_dir = os.path.join(self.base, "state")
         os.mkdir(self.state_dir, 0o700)
@@ -95,7 +96,7 @@ class Daemon:
         if not os.access(SBX_BIN, os.X_OK):
             pytest.fail(f"sandboxd binary not found at {SBX_BIN} "
                         "(build it with make, or set SBX_BIN)")
-        cmd = [SBX_BIN, "--listen", f"127.0.0.1:{self.port}",
+        cmd = [*self.prefix, SBX_BIN, "--listen", f"127.0.0.1:{self.port}",
                "--state-dir", self.state_dir, *self.flags]
         with open(self.log_path, "ab") as log:
             log.write(f"=== e2e: starting {' '.join(cmd)}\n".encode())

@@ -52,6 +52,12 @@ def test_failed_removal_keeps_the_slot_out_of_use(make_daemon, new_sid, store):
     chattr("+i", secret, sbdir)
     try:
         r = v1.delete(f"/v1/sandbox/{old}")
+        # the DELETE answers at once; the files go when the sandbox's stop
+        # has ended: the obstacle stays until that removal has failed
+        def removal_failed():
+            with open(d.log_path, "rb") as f:
+                return b"event=remove-failed" in f.read()
+        assert wait_until(removal_failed, 60), d.log_tail(20)
         assert os.path.exists(secret), "the obstacle did not hold"
         new = new_sid()
         v1.create(new)
