@@ -1178,9 +1178,8 @@ int sandbox_ensure_started(struct sandbox *sb, struct sbx_err *err)
 		log_error("sandbox=%s event=start-failed %s", sb->id, err->msg);
 		return r;
 	}
-	/* while init builds the sandbox on another CPU (a 0 ms timer runs
-	 * once this batch of events is done) */
-	m->ahead_lim = lim;
+	/* the next start's cgroups, while init builds the sandbox on another
+	 * CPU (a 0 ms timer runs once this batch of events is done) */
 	loop_timer_start(m->loop, &m->ahead, 0);
 	sb->sock_w = (struct loop_watch){
 	    .fd = sb->proc.sock, .cb = on_init_msg, .data = sb};
@@ -1412,7 +1411,7 @@ static void make_ahead(struct loop_timer *t)
 {
 	struct manager *m = t->data;
 	if (!m->closing)
-		runtime_make_ahead(m->rt, &m->ahead_lim);
+		runtime_make_ahead(m->rt);
 }
 
 static void cron(struct loop_timer *t)

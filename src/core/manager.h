@@ -62,10 +62,8 @@ struct manager {
 	struct uidrange *ranges;                  /* host-wide reservations */
 	uint64_t next_job_id;
 	struct loop_timer cron;
-	/* after a start: the next one's cgroups made ahead, with its limits */
-	struct loop_timer ahead;
-	struct cgroup_limits ahead_lim;
-	uint32_t nrunning; /* sandboxes not stopped */
+	struct loop_timer ahead; /* after a start: runtime_make_ahead */
+	uint32_t nrunning;       /* sandboxes not stopped */
 	/* a tenant's quotas (0: none); NULL: no tenant has any */
 	void (*quota_of)(void *data, const char *tenant,
 	                 uint32_t *max_sandboxes, uint32_t *max_running);

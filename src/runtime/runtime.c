@@ -203,10 +203,10 @@ void runtime_expect_base(struct runtime *rt, uid_t base)
 	rt->next_base = base;
 }
 
-void runtime_make_ahead(struct runtime *rt, const struct cgroup_limits *lim)
+void runtime_make_ahead(struct runtime *rt)
 {
 	struct sbx_err err = {0};
-	if (cgroup_manager_make_ahead(rt->cg, lim, &err) < 0)
+	if (cgroup_manager_make_ahead(rt->cg, &rt->last_lim, &err) < 0)
 		log_warn("event=cgroups-ahead-failed %s", err.msg);
 }
 
@@ -291,6 +291,7 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	}
 	out->init_pid = pid;
 	out->sock = sv[0];
+	rt->last_lim = *lim;
 	return 0;
 }
 

@@ -36,6 +36,8 @@ struct runtime {
 	struct seccomp_prog seccomp;
 	struct zygote zygote; /* makes every init (zygote.h) */
 	uid_t next_base;      /* runtime_expect_base */
+	/* the last start's limits, for the set runtime_make_ahead makes */
+	struct cgroup_limits last_lim;
 	struct {
 		pid_t pid;
 		char name[16]; /* the sandbox it removes in place, or "" */
@@ -88,10 +90,10 @@ struct runtime_files {
  * wrong guess costs a namespace made for nothing, never a wrong one. */
 void runtime_expect_base(struct runtime *rt, uid_t base);
 
-/* Make the next start's cgroups ahead, with lim (cgroup_manager_make_ahead);
- * for an idle moment of the daemon. A failure only means the next start
- * makes them itself. */
-void runtime_make_ahead(struct runtime *rt, const struct cgroup_limits *lim);
+/* Make the next start's cgroups ahead, with the last start's limits
+ * (cgroup_manager_make_ahead); for an idle moment of the daemon. A failure
+ * only means the next start makes them itself. */
+void runtime_make_ahead(struct runtime *rt);
 
 /* Start a sandbox's init. Returns at once: setup continues in init, which
  * sends PROTO_READY or PROTO_FAILED; requests sent before that are queued
