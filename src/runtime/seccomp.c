@@ -14,6 +14,9 @@
  * Both kill a process that makes a call of another architecture (i386,
  * x32): its syscall table would bypass every rule here.
  *
+ * The first is a binary search over runs of numbers (seccomp_tree.c),
+ * made here from the two lists below; libseccomp makes the second.
+ *
  * Why two filters: libseccomp lets an unconditional rule for a call
  * override every conditional rule for it, so "allow ioctl except TIOCSTI"
  * cannot be one filter without relying on how libseccomp orders its
@@ -444,29 +447,35 @@ int seccomp_syscall_nr(const char *name)
 	return nr; /* __NR_SCMP_ERROR is -1 */
 }
 
-static int add_names(scmp_filter_ctx ctx, const char *const *names, size_t n,
-                     uint32_t action)
+/* The by-number filter's verdict for every number below SECCOMP_NR_TABLE
+ * (numbers above it get the default, ENOSYS). */
+static int number_verdicts(uint32_t *v, struct sbx_err *err)
 {
-	for (size_t i = 0; i < n; i++) {
-		int nr = seccomp_syscall_nr(names[i]);
-		if (nr < 0)
-			continue; /* not on this arch: the default refuses it */
-		int r = seccomp_rule_add(ctx, action, nr, 0);
-		if (r < 0 && r != -EEXIST)
-			return r;
-	}
+	static const struct {
+		const char *const *names;
+		size_t n;
+		uint32_t action;
+	} lists[] = {
+	    {allowed, sizeof(allowed) / sizeof(allowed[0]), SECCOMP_RET_ALLOW},
+	    /* after the allowlist: a name on both is refused */
+	    {deny_eperm, sizeof(deny_eperm) / sizeof(deny_eperm[0]),
+	     SECCOMP_RET_ERRNO | EPERM},
+	};
+	for (size_t nr = 0; nr < SECCOMP_NR_TABLE; nr++)
+		v[nr] = SECCOMP_RET_ERRNO | ENOSYS;
+	for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++)
+		for (size_t i = 0; i < lists[l].n; i++) {
+			int nr = seccomp_syscall_nr(lists[l].names[i]);
+			if (nr < 0)
+				continue; /* not on this arch: the default
+				             refuses it */
+			if (nr >= SECCOMP_NR_TABLE - 1) /* the last: default */
+				return sbx_err_set(err, ERANGE,
+				                   "seccomp: %s is number %d",
+				                   lists[l].names[i], nr);
+			v[nr] = lists[l].action;
+		}
 	return 0;
-}
-
-static int add_number_rules(scmp_filter_ctx ctx)
-{
-	int r = add_names(ctx, allowed, sizeof(allowed) / sizeof(allowed[0]),
-	                  SCMP_ACT_ALLOW);
-	if (r < 0)
-		return r;
-	return add_names(ctx, deny_eperm,
-	                 sizeof(deny_eperm) / sizeof(deny_eperm[0]),
-	                 SCMP_ACT_ERRNO(EPERM));
 }
 
 static int add_arg_rules(scmp_filter_ctx ctx)
@@ -614,8 +623,11 @@ static int build_one(uint32_t def, int (*add)(scmp_filter_ctx),
 int seccomp_prog_build(struct seccomp_prog *out, struct sbx_err *err)
 {
 	memset(out, 0, sizeof(*out));
-	int r = build_one(SCMP_ACT_ERRNO(ENOSYS), add_number_rules,
-	                  &out->f[SECCOMP_BY_NUMBER], err);
+	static uint32_t v[SECCOMP_NR_TABLE];
+	int r = number_verdicts(v, err);
+	if (r == 0)
+		r = seccomp_tree_build(v, SECCOMP_NR_TABLE,
+		                       &out->f[SECCOMP_BY_NUMBER], err);
 	if (r == 0)
 		r = build_one(SCMP_ACT_ALLOW, add_arg_rules,
 		              &out->f[SECCOMP_BY_ARGS], err);

@@ -1,10 +1,13 @@
-/* The seccomp policy every sandboxed command runs under. Built once with
- * libseccomp at daemon start and kept as raw BPF, so that applying it in a
- * forked child before exec is two syscalls, not a compile per command. */
+/* The seccomp policy every sandboxed command runs under. Built once at
+ * daemon start (the argument rules with libseccomp) and kept as raw BPF, so
+ * that applying it in a forked child before exec is two syscalls, not a compile
+ * per command. */
 #ifndef SBX_SECCOMP_H
 #define SBX_SECCOMP_H
 
 #include <linux/filter.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "lib/err.h"
 
@@ -26,6 +29,13 @@ struct seccomp_prog {
 };
 
 int seccomp_prog_build(struct seccomp_prog *out, struct sbx_err *err);
+/* The by-number filter (seccomp_tree.c): verdict[nr] for nr < n, and the
+ * verdict of n - 1 for every number from n up to the x32 bit; calls of
+ * another architecture and x32 calls kill the process. A binary search
+ * over the runs of equal verdicts, not a list of numbers. */
+#define SECCOMP_NR_TABLE 1024
+int seccomp_tree_build(const uint32_t *verdict, size_t n,
+                       struct seccomp_bpf *out, struct sbx_err *err);
 void seccomp_prog_free(struct seccomp_prog *p);
 /* Install p on the calling thread; no_new_privs must already be set. */
 int seccomp_prog_apply(const struct seccomp_prog *p);

@@ -1,5 +1,5 @@
-/* The seccomp policy as data: built by the daemon with libseccomp
- * (seccomp.c), carried to each sandbox's init in its PROTO_INIT packet, and
+/* The seccomp policy as data: built by the daemon (seccomp.c,
+ * seccomp_tree.c), carried to each sandbox's init in its PROTO_INIT packet, and
  * installed there once. This half links against nothing but libc, so that
  * init does not need libseccomp. */
 #include "runtime/seccomp.h"

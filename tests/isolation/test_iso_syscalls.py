@@ -56,7 +56,7 @@ def source_policy():
         for n in re.findall(r'"(\w+)"', m.group(1)):
             assert n not in always, f"{n} in two lists of seccomp.c"
             always[n] = act
-    m = re.search(r"build_one\(SCMP_ACT_ERRNO\((\w+)\),\s*add_number_rules", src)
+    m = re.search(r"v\[nr\] = SECCOMP_RET_ERRNO \| (\w+);", src)
     assert m, "the by-number filter's default not found in seccomp.c"
     direct = {"default": m.group(1)}
     if re.search(r"SCMP_FLTATR_ACT_BADARCH,\s*SCMP_ACT_KILL_PROCESS", src):

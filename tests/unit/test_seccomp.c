@@ -367,6 +367,81 @@ static void test_other_architectures_killed(void **state)
 	                 SECCOMP_RET_KILL_PROCESS);
 	assert_int_equal(verdict(0x40000000 | 0, AUDIT_ARCH_X86_64, NULL),
 	                 SECCOMP_RET_KILL_PROCESS);
+	static const uint32_t high[] = {0x40000000u | 1023, 0x7fffffffu,
+	                                0x80000000u, 0xfffffffeu};
+	for (size_t i = 0; i < sizeof(high) / sizeof(high[0]); i++)
+		assert_int_equal(verdict((int)high[i], AUDIT_ARCH_X86_64, NULL),
+		                 SECCOMP_RET_KILL_PROCESS);
+}
+
+/* Past the table and below the x32 bit, and -1 (no call: what a tracer
+ * sets to skip one), the default, as libseccomp's list answered them. */
+static void test_numbers_past_the_table(void **state)
+{
+	(void)state;
+	static const uint32_t past[] = {SECCOMP_NR_TABLE, SECCOMP_NR_TABLE + 1,
+	                                65536, 0x3fffffffu, 0xffffffffu};
+	for (size_t i = 0; i < sizeof(past) / sizeof(past[0]); i++)
+		assert_int_equal(x86((int)past[i], 0, 0, 0), ERRNO(ENOSYS));
+}
+
+/* The reason the by-number filter is a tree: short to check and JIT at
+ * every start (~80 runs of numbers, not ~360 instructions). */
+static void test_by_number_filter_is_a_short_tree(void **state)
+{
+	(void)state;
+	assert_true(prog.f[SECCOMP_BY_NUMBER].len <= 128);
+}
+
+/* seccomp_tree_build on tables of its own: every number of the table and
+ * past it decided as the table says, however the runs fall. */
+static void check_tree(const uint32_t *v, size_t n)
+{
+	struct seccomp_bpf f;
+	struct sbx_err err = {0};
+	assert_int_equal(seccomp_tree_build(v, n, &f, &err), 0);
+	for (size_t nr = 0; nr < n + 3; nr++) {
+		struct seccomp_data d = {.nr = (int)nr,
+		                         .arch = AUDIT_ARCH_X86_64};
+		assert_int_equal(run_bpf(&f, &d), v[nr < n ? nr : n - 1]);
+	}
+	struct seccomp_data d = {.nr = 5, .arch = AUDIT_ARCH_I386};
+	assert_int_equal(run_bpf(&f, &d), SECCOMP_RET_KILL_PROCESS);
+	d = (struct seccomp_data){.nr = 0x40000005, .arch = AUDIT_ARCH_X86_64};
+	assert_int_equal(run_bpf(&f, &d), SECCOMP_RET_KILL_PROCESS);
+	d.nr = -1;
+	assert_int_equal(run_bpf(&f, &d), v[n - 1]);
+	free(f.insns);
+}
+
+static void test_tree_builder(void **state)
+{
+	(void)state;
+	static uint32_t v[600];
+	const uint32_t acts[] = {SECCOMP_RET_ALLOW, ERRNO(EPERM), ERRNO(ENOSYS),
+	                         ERRNO(EACCES)};
+	v[0] = SECCOMP_RET_ALLOW; /* one number, one run */
+	check_tree(v, 1);
+	for (size_t i = 0; i < 600; i++) /* one run */
+		v[i] = ERRNO(EPERM);
+	check_tree(v, 600);
+	for (size_t i = 0; i < 600; i++) /* runs of 7: 1 to 86 of them */
+		v[i] = acts[(i / 7) % 4];
+	for (size_t n = 2; n < 600; n += 61)
+		check_tree(v, n);
+	unsigned seed = 12345; /* ~75 runs of random lengths */
+	for (size_t i = 0; i < 600; i++) {
+		seed = seed * 1103515245u + 12345u;
+		v[i] = i && (seed >> 16) % 8 ? v[i - 1] : acts[(seed >> 8) % 4];
+	}
+	check_tree(v, 600);
+	/* too many runs for 8-bit jumps: refused, never a wrong filter */
+	for (size_t i = 0; i < 600; i++)
+		v[i] = acts[i % 2];
+	struct seccomp_bpf f = {0};
+	struct sbx_err err = {0};
+	assert_int_equal(seccomp_tree_build(v, 600, &f, &err), -E2BIG);
+	assert_null(f.insns);
 }
 
 /* The argument rules: each refused case here is one (name, errno) of the
@@ -479,6 +554,9 @@ int main(void)
 	    cmocka_unit_test(test_every_number_matches_file),
 	    cmocka_unit_test(test_new_and_unknown_calls_refused),
 	    cmocka_unit_test(test_other_architectures_killed),
+	    cmocka_unit_test(test_numbers_past_the_table),
+	    cmocka_unit_test(test_by_number_filter_is_a_short_tree),
+	    cmocka_unit_test(test_tree_builder),
 	    cmocka_unit_test(test_argument_rules),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
