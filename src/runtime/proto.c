@@ -216,21 +216,19 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 	return 0;
 }
 
-/* An INIT payload is: u32 base, u32 max_ptys, u64 disk_bytes,
- * u32 insns[SECCOMP_NFILTERS], u32 nlayers, then the filters' instructions
- * (8 bytes each, in order), then image_dir, usr_mask ("" for none),
- * mnt_dir, sandbox_dir, layers_dir, image_top and nlayers layer names as
- * NUL-terminated strings. */
+/* An INIT payload is: u32 base, u32 max_ptys, u64 disk_bytes, u32 insns,
+ * u32 nlayers, then the filter's instructions (8 bytes each), then image_dir,
+ * usr_mask ("" for none), mnt_dir, sandbox_dir, layers_dir, image_top and
+ * nlayers layer names as NUL-terminated strings. */
 struct init_fixed {
 	uint32_t base, max_ptys;
 	uint64_t disk_bytes;
-	uint32_t insns[SECCOMP_NFILTERS];
+	uint32_t insns;
 	uint32_t nlayers;
-	/* explicit, and zero: an initializer need not clear padding (clang's
-	 * does not), and uninitialized bytes would go over the socket */
-	uint32_t pad;
 };
-_Static_assert(sizeof(struct init_fixed) == 24 + 4 * SECCOMP_NFILTERS,
+/* none: an initializer need not clear padding (clang's does not), and
+ * uninitialized bytes would go over the socket */
+_Static_assert(sizeof(struct init_fixed) == 24,
                "struct init_fixed has no implicit padding");
 
 ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap)
@@ -238,19 +236,15 @@ ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap)
 	struct init_fixed f = {.base = p->base,
 	                       .max_ptys = p->max_ptys,
 	                       .disk_bytes = p->disk_bytes,
+	                       .insns = p->seccomp.len,
 	                       .nlayers = p->nlayers};
 	size_t off = sizeof(f);
+	size_t n = p->seccomp.len * sizeof(struct sock_filter);
 
-	if (cap < sizeof(f) || p->nlayers > PROTO_MAX_LAYERS)
+	if (cap < sizeof(f) || p->nlayers > PROTO_MAX_LAYERS || n > cap - off)
 		return -E2BIG;
-	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
-		size_t n = p->seccomp.f[i].len * sizeof(struct sock_filter);
-		f.insns[i] = p->seccomp.f[i].len;
-		if (n > cap - off)
-			return -E2BIG;
-		memcpy(buf + off, p->seccomp.f[i].insns, n);
-		off += n;
-	}
+	memcpy(buf + off, p->seccomp.insns, n);
+	off += n;
 	memcpy(buf, &f, sizeof(f));
 	if (put_str(buf, cap, &off, p->image_dir) ||
 	    put_str(buf, cap, &off, p->usr_mask ? p->usr_mask : "") ||
@@ -275,29 +269,17 @@ int proto_init_decode(const char *buf, size_t len, struct init_params *p,
 	if (len < sizeof(f))
 		return sbx_err_set(err, EPROTO, "init: short packet");
 	memcpy(&f, buf, sizeof(f));
-	if (f.pad)
-		return sbx_err_set(err, EPROTO, "init: bad header");
-	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
-		if (f.insns[i] == 0 || f.insns[i] > BPF_MAXINSNS) {
-			seccomp_prog_free(&p->seccomp);
-			return sbx_err_set(err, EPROTO,
-			                   "init: bad filter length");
-		}
-		size_t n = f.insns[i] * sizeof(struct sock_filter);
-		if (n > len - off) {
-			seccomp_prog_free(&p->seccomp);
-			return sbx_err_set(err, EPROTO,
-			                   "init: truncated filter");
-		}
-		p->seccomp.f[i].insns = malloc(n);
-		if (!p->seccomp.f[i].insns) {
-			seccomp_prog_free(&p->seccomp);
-			return sbx_err_set(err, ENOMEM, "init: out of memory");
-		}
-		memcpy(p->seccomp.f[i].insns, buf + off, n);
-		p->seccomp.f[i].len = (unsigned short)f.insns[i];
-		off += n;
-	}
+	if (f.insns == 0 || f.insns > BPF_MAXINSNS)
+		return sbx_err_set(err, EPROTO, "init: bad filter length");
+	size_t n = f.insns * sizeof(struct sock_filter);
+	if (n > len - off)
+		return sbx_err_set(err, EPROTO, "init: truncated filter");
+	p->seccomp.insns = malloc(n);
+	if (!p->seccomp.insns)
+		return sbx_err_set(err, ENOMEM, "init: out of memory");
+	memcpy(p->seccomp.insns, buf + off, n);
+	p->seccomp.len = (unsigned short)f.insns;
+	off += n;
 	if (f.nlayers > PROTO_MAX_LAYERS) {
 		seccomp_prog_free(&p->seccomp);
 		return sbx_err_set(err, EPROTO, "init: too many layers");

@@ -97,7 +97,7 @@ struct init_params {
 	const char *layers_dir, *image_top;
 	const char *const *layers; /* nlayers entries */
 	uint32_t nlayers;
-	struct seccomp_prog seccomp; /* the commands' filters, as built */
+	struct seccomp_prog seccomp; /* the commands' filter, as built */
 };
 
 int proto_send(int sock, uint32_t type, uint64_t id, const void *payload,
@@ -118,10 +118,10 @@ int proto_spawn_decode(const char *buf, size_t len, struct spawn_req *req,
 
 /* Pack init's parameters; returns the length or -E2BIG. */
 ssize_t proto_init_encode(const struct init_params *p, char *buf, size_t cap);
-/* Unpack: the strings point into buf, the filters are copied (free them
+/* Unpack: the strings point into buf, the filter is copied (free it
  * with seccomp_prog_free), the layers array is allocated (free it with
  * free((void *)p->layers); NULL when nlayers is 0). Paths must be
- * absolute, layers plain names, each filter 1 to BPF_MAXINSNS
+ * absolute, layers plain names, the filter 1 to BPF_MAXINSNS
  * instructions, and nothing may follow. */
 int proto_init_decode(const char *buf, size_t len, struct init_params *p,
                       struct sbx_err *err);

@@ -1,7 +1,6 @@
 /* The seccomp policy every sandboxed command runs under. Built once at
- * daemon start (the argument rules with libseccomp) and kept as raw BPF, so
- * that applying it in a forked child before exec is two syscalls, not a compile
- * per command. */
+ * daemon start (seccomp.c says how) and kept as raw BPF, one filter, so
+ * that installing it is one syscall, not a compile per sandbox. */
 #ifndef SBX_SECCOMP_H
 #define SBX_SECCOMP_H
 
@@ -11,31 +10,22 @@
 
 #include "lib/err.h"
 
-struct seccomp_bpf {
+struct seccomp_prog {
 	struct sock_filter *insns;
 	unsigned short len;
 };
 
-/* The policy is two filters, installed in this order (see seccomp.c);
- * the kernel runs both and takes the strictest answer. */
-enum {
-	SECCOMP_BY_NUMBER, /* the allowlist: default ENOSYS */
-	SECCOMP_BY_ARGS,   /* argument rules: default allow */
-	SECCOMP_NFILTERS
-};
-
-struct seccomp_prog {
-	struct seccomp_bpf f[SECCOMP_NFILTERS];
-};
-
 int seccomp_prog_build(struct seccomp_prog *out, struct sbx_err *err);
-/* The by-number filter (seccomp_tree.c): verdict[nr] for nr < n, and the
- * verdict of n - 1 for every number from n up to the x32 bit; calls of
- * another architecture and x32 calls kill the process. A binary search
- * over the runs of equal verdicts, not a list of numbers. */
+/* The filter (seccomp_tree.c): verdict[nr] for nr < n, and the verdict
+ * of n - 1 for every number from n up to the x32 bit; calls of another
+ * architecture and x32 calls kill the process. A binary search over the
+ * runs of equal verdicts, not a list of numbers. A number whose verdict
+ * is SECCOMP_RET_ALLOW goes on into args, a filter of its own (its
+ * instructions are appended): the rules on arguments. args NULL: allowed. */
 #define SECCOMP_NR_TABLE 1024
 int seccomp_tree_build(const uint32_t *verdict, size_t n,
-                       struct seccomp_bpf *out, struct sbx_err *err);
+                       const struct seccomp_prog *args,
+                       struct seccomp_prog *out, struct sbx_err *err);
 void seccomp_prog_free(struct seccomp_prog *p);
 /* Install p on the calling thread; no_new_privs must already be set. */
 int seccomp_prog_apply(const struct seccomp_prog *p);

@@ -11,21 +11,16 @@
 
 void seccomp_prog_free(struct seccomp_prog *p)
 {
-	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
-		free(p->f[i].insns);
-		p->f[i].insns = NULL;
-		p->f[i].len = 0;
-	}
+	free(p->insns);
+	p->insns = NULL;
+	p->len = 0;
 }
 
 int seccomp_prog_apply(const struct seccomp_prog *p)
 {
-	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
-		struct sock_fprog prog = {.len = p->f[i].len,
-		                          .filter = p->f[i].insns};
-		if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
-		            SECCOMP_FILTER_FLAG_TSYNC, &prog) < 0)
-			return -errno;
-	}
+	struct sock_fprog prog = {.len = p->len, .filter = p->insns};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+	            SECCOMP_FILTER_FLAG_TSYNC, &prog) < 0)
+		return -errno;
 	return 0;
 }

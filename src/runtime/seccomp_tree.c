@@ -1,4 +1,4 @@
-/* The by-number filter as a search tree (seccomp.h seccomp_tree_build).
+/* The filter as a search tree by number (seccomp.h seccomp_tree_build).
  *
  * Why not libseccomp's own: it tests the allowed numbers one after the
  * other, ~360 instructions, and every process in a sandbox runs that
@@ -11,12 +11,14 @@
  *
  * Layout: the architecture check, the x32 check, the search tree (one
  * conditional jump per node, forward only, in preorder), then one return
- * per distinct verdict, which the tree's leaves jump to. */
+ * per distinct verdict, which the tree's leaves jump to; the argument
+ * rules, when given, stand where ALLOW's return would, last. */
 #include "runtime/seccomp.h"
 
 #include <errno.h>
 #include <linux/audit.h>
 #include <linux/seccomp.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -70,11 +72,24 @@ static int emit(struct tree *t, size_t a, size_t b)
 	return 0;
 }
 
-int seccomp_tree_build(const uint32_t *verdict, size_t n,
-                       struct seccomp_bpf *out, struct sbx_err *err)
+/* The index of v in rets[0..n), or n. */
+static size_t slot_of(const uint32_t *rets, size_t n, uint32_t v)
 {
+	size_t k = 0;
+	while (k < n && rets[k] != v)
+		k++;
+	return k;
+}
+
+int seccomp_tree_build(const uint32_t *verdict, size_t n,
+                       const struct seccomp_prog *args,
+                       struct seccomp_prog *out, struct sbx_err *err)
+{
+	/* One return per verdict, the kill among them, ALLOW last: with
+	 * args, the argument rules start where its return would be. */
 	uint32_t rets[MAX_RETS];
 	size_t nrets = 0, nruns = 0;
+	bool allows = false;
 	out->insns = NULL;
 	out->len = 0;
 	if (!NATIVE_ARCH)
@@ -83,10 +98,26 @@ int seccomp_tree_build(const uint32_t *verdict, size_t n,
 		                   "architecture (seccomp_tree.c NATIVE_ARCH)");
 	if (n == 0 || n > X32_BIT)
 		return sbx_err_set(err, EINVAL, "seccomp tree: %zu numbers", n);
+	rets[nrets++] = SECCOMP_RET_KILL_PROCESS;
+	for (size_t nr = 0; nr < n; nr++) {
+		if (verdict[nr] == SECCOMP_RET_ALLOW)
+			allows = true;
+		else if (slot_of(rets, nrets, verdict[nr]) == nrets) {
+			if (nrets == MAX_RETS - 1) /* one for ALLOW */
+				return sbx_err_set(
+				    err, E2BIG,
+				    "seccomp tree: too many verdicts");
+			rets[nrets++] = verdict[nr];
+		}
+	}
+	if (allows)
+		rets[nrets++] = SECCOMP_RET_ALLOW;
+	size_t nargs = allows && args ? args->len : 0;
+	/* prologue 5, nodes nruns - 1 (+ a jump), returns, args */
+	size_t cap = n + 6 + nrets + nargs;
 	uint32_t *first = malloc(n * sizeof(*first));
 	size_t *ret = malloc(n * sizeof(*ret));
-	/* prologue 6, nodes nruns - 1, returns: n + 6 + MAX_RETS is room */
-	struct tree t = {.insns = malloc((n + 6 + MAX_RETS) * sizeof(*t.insns)),
+	struct tree t = {.insns = malloc(cap * sizeof(*t.insns)),
 	                 .first = first,
 	                 .ret = ret};
 	int r = 0;
@@ -97,25 +128,12 @@ int seccomp_tree_build(const uint32_t *verdict, size_t n,
 	for (size_t nr = 0; nr < n; nr++) {
 		if (nr && verdict[nr] == verdict[nr - 1])
 			continue;
-		size_t k = 0;
-		while (k < nrets && rets[k] != verdict[nr])
-			k++;
-		if (k == nrets) {
-			if (nrets == MAX_RETS - 1) { /* one for the kill */
-				r = sbx_err_set(
-				    err, E2BIG,
-				    "seccomp tree: too many verdicts");
-				goto out;
-			}
-			rets[nrets++] = verdict[nr];
-		}
 		first[nruns] = (uint32_t)nr;
-		ret[nruns++] = k;
+		ret[nruns++] = slot_of(rets, nrets, verdict[nr]);
 	}
 	/* the last run goes on up to the x32 bit: numbers past the table
 	 * have its verdict */
-	size_t kill = nrets, dflt = ret[nruns - 1];
-	rets[nrets++] = SECCOMP_RET_KILL_PROCESS;
+	size_t kill = 0, dflt = ret[nruns - 1];
 
 	/* The architecture first: seccomp_data.nr means nothing without it. */
 	t.insns[t.n++] = (struct sock_filter)BPF_STMT(
@@ -128,8 +146,8 @@ int seccomp_tree_build(const uint32_t *verdict, size_t n,
 	size_t minus_one = t.n++, x32_jump = t.n++;
 	size_t nodes = nruns - 1, skip = nruns == 1; /* one run: a jump to it */
 	t.rets_at = t.n + nodes + skip;
-	if (t.rets_at + kill - arch_jump - 1 > 255 ||
-	    emit(&t, 0, nruns - 1) < 0) {
+	if (t.rets_at + nrets - 1 - minus_one - 1 > 255 ||
+	    emit(&t, 0, nruns - 1) < 0 || cap > BPF_MAXINSNS) {
 		r = sbx_err_set(err, E2BIG, "seccomp tree: a jump too far");
 		goto out;
 	}
@@ -138,9 +156,12 @@ int seccomp_tree_build(const uint32_t *verdict, size_t n,
 		t.insns[at] = (struct sock_filter)BPF_STMT(
 		    BPF_JMP | BPF_JA, (uint32_t)(t.rets_at + ret[0] - at - 1));
 	}
-	for (size_t k = 0; k < nrets; k++)
+	for (size_t k = 0; k < nrets - (nargs > 0); k++)
 		t.insns[t.n++] =
 		    (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, rets[k]);
+	/* the argument rules' own jumps are relative: they run as they are */
+	for (size_t i = 0; i < nargs; i++)
+		t.insns[t.n++] = args->insns[i];
 	t.insns[arch_jump] = (struct sock_filter)BPF_JUMP(
 	    BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 0,
 	    (uint8_t)(t.rets_at + kill - arch_jump - 1));

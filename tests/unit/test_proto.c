@@ -185,7 +185,6 @@ static void test_recv_truncated_packet(void **state)
 /* init's parameters: a filter of three instructions and one of two */
 static struct sock_filter f0[] = {
     {0x20, 0, 0, 4}, {0x15, 0, 1, 0xc000003e}, {0x06, 0, 0, 0x7fff0000}};
-static struct sock_filter f1[] = {{0x20, 0, 0, 0}, {0x06, 0, 0, 0x7fff0000}};
 
 static struct init_params sample_params(void)
 {
@@ -198,8 +197,7 @@ static struct init_params sample_params(void)
 	                        .sandbox_dir = "/var/lib/sandboxd/sandboxes/s3",
 	                        .layers_dir = "/var/lib/sandboxd/images/layers",
 	                        .image_top = "/var/lib/sandboxd/image/top"};
-	p.seccomp.f[0] = (struct seccomp_bpf){.insns = f0, .len = 3};
-	p.seccomp.f[1] = (struct seccomp_bpf){.insns = f1, .len = 2};
+	p.seccomp = (struct seccomp_prog){.insns = f0, .len = 3};
 	return p;
 }
 
@@ -229,10 +227,8 @@ static void test_init_roundtrip(void **state)
 			assert_null(out.usr_mask);
 		assert_string_equal(out.mnt_dir, p.mnt_dir);
 		assert_string_equal(out.sandbox_dir, p.sandbox_dir);
-		assert_int_equal(out.seccomp.f[0].len, 3);
-		assert_int_equal(out.seccomp.f[1].len, 2);
-		assert_memory_equal(out.seccomp.f[0].insns, f0, sizeof(f0));
-		assert_memory_equal(out.seccomp.f[1].insns, f1, sizeof(f1));
+		assert_int_equal(out.seccomp.len, 3);
+		assert_memory_equal(out.seccomp.insns, f0, sizeof(f0));
 		assert_string_equal(out.layers_dir, p.layers_dir);
 		assert_string_equal(out.image_top, p.image_top);
 		assert_int_equal(out.nlayers, p.nlayers);
@@ -266,13 +262,13 @@ static void test_init_malformed(void **state)
 	n = proto_init_encode(&p, buf, sizeof(buf));
 	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
 	p = sample_params();
-	p.seccomp.f[1].len = 0;
+	p.seccomp.len = 0;
 	n = proto_init_encode(&p, buf, sizeof(buf));
 	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
 	p = sample_params();
 	n = proto_init_encode(&p, buf, sizeof(buf));
-	uint32_t huge = BPF_MAXINSNS + 1; /* the second filter's length */
-	memcpy(buf + 20, &huge, sizeof(huge));
+	uint32_t huge = BPF_MAXINSNS + 1; /* the filter's length */
+	memcpy(buf + 16, &huge, sizeof(huge));
 	assert_true(proto_init_decode(buf, (size_t)n, &out, &err) < 0);
 	assert_int_equal(proto_init_encode(&p, buf, 40), -E2BIG);
 	/* a layer name with a '/', or "..", would reach out of layers_dir */

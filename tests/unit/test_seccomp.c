@@ -37,7 +37,7 @@ static uint32_t load32(const struct seccomp_data *d, uint32_t off)
 	return v;
 }
 
-static uint32_t run_bpf(const struct seccomp_bpf *f,
+static uint32_t run_bpf(const struct seccomp_prog *f,
                         const struct seccomp_data *d)
 {
 	uint32_t A = 0, X = 0, M[BPF_MEMWORDS] = {0};
@@ -159,22 +159,13 @@ static uint32_t run_bpf(const struct seccomp_bpf *f,
 	return 0;
 }
 
-/* What the kernel answers: the strictest action of all filters (lowest
- * as a signed number: KILL_PROCESS first), with the data of the last
- * installed among equals. */
+/* What the kernel answers: the filter's return. */
 static uint32_t verdict(int nr, uint32_t arch, const uint64_t args[6])
 {
 	struct seccomp_data d = {.nr = nr, .arch = arch};
 	if (args)
 		memcpy(d.args, args, sizeof(d.args));
-	uint32_t best = SECCOMP_RET_ALLOW;
-	for (int i = 0; i < SECCOMP_NFILTERS; i++) {
-		uint32_t r = run_bpf(&prog.f[i], &d);
-		if ((int32_t)(r & SECCOMP_RET_ACTION_FULL) <=
-		    (int32_t)(best & SECCOMP_RET_ACTION_FULL))
-			best = r;
-	}
-	return best;
+	return run_bpf(&prog, &d);
 }
 
 #define ERRNO(e) (SECCOMP_RET_ERRNO | (e))
@@ -385,33 +376,67 @@ static void test_numbers_past_the_table(void **state)
 		assert_int_equal(x86((int)past[i], 0, 0, 0), ERRNO(ENOSYS));
 }
 
-/* The reason the by-number filter is a tree: short to check and JIT at
- * every start (~80 runs of numbers, not ~360 instructions). */
-static void test_by_number_filter_is_a_short_tree(void **state)
+/* The reason the filter is a tree: short to check and JIT at every start
+ * (~80 runs of numbers, then the argument rules; libseccomp's list of the
+ * numbers alone was 357 instructions). */
+static void test_filter_is_short(void **state)
 {
 	(void)state;
-	assert_true(prog.f[SECCOMP_BY_NUMBER].len <= 128);
+	assert_true(prog.len < 300);
 }
 
 /* seccomp_tree_build on tables of its own: every number of the table and
- * past it decided as the table says, however the runs fall. */
+ * past it decided as the table says, however the runs fall; with argument
+ * rules (a call numbered 5 refused with EACCES when its first argument is
+ * 1), only the allowed numbers reach them. */
+static uint32_t tree_answer(const uint32_t *v, size_t n, bool args, uint32_t nr,
+                            uint64_t a0)
+{
+	uint32_t want = v[nr < n ? nr : n - 1];
+	if (args && want == SECCOMP_RET_ALLOW && nr == 5 && a0 == 1)
+		return ERRNO(EACCES);
+	return want;
+}
+
 static void check_tree(const uint32_t *v, size_t n)
 {
-	struct seccomp_bpf f;
-	struct sbx_err err = {0};
-	assert_int_equal(seccomp_tree_build(v, n, &f, &err), 0);
-	for (size_t nr = 0; nr < n + 3; nr++) {
-		struct seccomp_data d = {.nr = (int)nr,
-		                         .arch = AUDIT_ARCH_X86_64};
-		assert_int_equal(run_bpf(&f, &d), v[nr < n ? nr : n - 1]);
+	static struct sock_filter rule[] = {
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	             offsetof(struct seccomp_data, nr)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 5, 0, 3),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+	             offsetof(struct seccomp_data, args[0])),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 1, 0, 1),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	const struct seccomp_prog arg_rules = {rule,
+	                                       sizeof(rule) / sizeof(rule[0])};
+	for (int args = 0; args < 2; args++) {
+		struct seccomp_prog f;
+		struct sbx_err err = {0};
+		assert_int_equal(seccomp_tree_build(
+		                     v, n, args ? &arg_rules : NULL, &f, &err),
+		                 0);
+		for (uint32_t nr = 0; nr < n + 3; nr++)
+			for (uint64_t a0 = 0; a0 < 2; a0++) {
+				struct seccomp_data d = {.nr = (int)nr,
+				                         .arch =
+				                             AUDIT_ARCH_X86_64,
+				                         .args = {a0}};
+				assert_int_equal(
+				    run_bpf(&f, &d),
+				    tree_answer(v, n, args, nr, a0));
+			}
+		struct seccomp_data d = {.nr = 5, .arch = AUDIT_ARCH_I386};
+		assert_int_equal(run_bpf(&f, &d), SECCOMP_RET_KILL_PROCESS);
+		d = (struct seccomp_data){.nr = 0x40000005,
+		                          .arch = AUDIT_ARCH_X86_64};
+		assert_int_equal(run_bpf(&f, &d), SECCOMP_RET_KILL_PROCESS);
+		d.nr = -1;
+		assert_int_equal(run_bpf(&f, &d), v[n - 1]);
+		free(f.insns);
 	}
-	struct seccomp_data d = {.nr = 5, .arch = AUDIT_ARCH_I386};
-	assert_int_equal(run_bpf(&f, &d), SECCOMP_RET_KILL_PROCESS);
-	d = (struct seccomp_data){.nr = 0x40000005, .arch = AUDIT_ARCH_X86_64};
-	assert_int_equal(run_bpf(&f, &d), SECCOMP_RET_KILL_PROCESS);
-	d.nr = -1;
-	assert_int_equal(run_bpf(&f, &d), v[n - 1]);
-	free(f.insns);
 }
 
 static void test_tree_builder(void **state)
@@ -438,9 +463,9 @@ static void test_tree_builder(void **state)
 	/* too many runs for 8-bit jumps: refused, never a wrong filter */
 	for (size_t i = 0; i < 600; i++)
 		v[i] = acts[i % 2];
-	struct seccomp_bpf f = {0};
+	struct seccomp_prog f = {0};
 	struct sbx_err err = {0};
-	assert_int_equal(seccomp_tree_build(v, 600, &f, &err), -E2BIG);
+	assert_int_equal(seccomp_tree_build(v, 600, NULL, &f, &err), -E2BIG);
 	assert_null(f.insns);
 }
 
@@ -555,7 +580,7 @@ int main(void)
 	    cmocka_unit_test(test_new_and_unknown_calls_refused),
 	    cmocka_unit_test(test_other_architectures_killed),
 	    cmocka_unit_test(test_numbers_past_the_table),
-	    cmocka_unit_test(test_by_number_filter_is_a_short_tree),
+	    cmocka_unit_test(test_filter_is_short),
 	    cmocka_unit_test(test_tree_builder),
 	    cmocka_unit_test(test_argument_rules),
 	};
