@@ -1546,8 +1546,8 @@ int cgroup_sandbox_new(struct cgroup_manager *m, const char *name,
 		return sbx_err_sys(err, ENOMEM, "cgroup");
 	}
 	s->m = m;
-	int r =
-	    ahead_take(m, name, lim) == 0 ? 0 : tree_make(m, name, lim, err);
+	s->was_ahead = ahead_take(m, name, lim) == 0;
+	int r = s->was_ahead ? 0 : tree_make(m, name, lim, err);
 	if (r < 0) {
 		sandbox_free(s);
 		return r;
@@ -1628,21 +1628,21 @@ int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
 
 _Static_assert(CGROUP_MAX_HIER == CGROUP_HIER_MAX, "CGROUP_MAX_HIER");
 
-int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
-                            int *nfds, struct sbx_err *err)
+/* The cgroup.procs files of <name>/init, one per hierarchy. */
+static int init_fds(struct cgroup_manager *m, const char *name,
+                    int fds[CGROUP_MAX_HIER], int *nfds, struct sbx_err *err)
 {
 	char p[CGROUP_NAME_MAX + 24];
 	int n = 0;
-	snprintf(p, sizeof(p), "%s/init/cgroup.procs", s->name);
-	for (int i = 0; i < s->m->nh; i++) {
+	snprintf(p, sizeof(p), "%s/init/cgroup.procs", name);
+	for (int i = 0; i < m->nh; i++) {
 		/* flat: init lives in the manager's own dir (cgroup_internal.h)
 		 */
-		fds[n] =
-		    openat(s->m->h[i].dfd, s->m->h[i].flat ? "cgroup.procs" : p,
-		           O_WRONLY | O_CLOEXEC);
+		fds[n] = openat(m->h[i].dfd, m->h[i].flat ? "cgroup.procs" : p,
+		                O_WRONLY | O_CLOEXEC);
 		if (fds[n] < 0) {
 			int r = sbx_err_sys(err, errno, "cgroup: open %s/%s",
-			                    s->m->h[i].path, p);
+			                    m->h[i].path, p);
 			while (n > 0)
 				close(fds[--n]);
 			*nfds = 0;
@@ -1652,6 +1652,26 @@ int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
 	}
 	*nfds = n;
 	return 0;
+}
+
+int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
+                            int *nfds, struct sbx_err *err)
+{
+	return init_fds(s->m, s->name, fds, nfds, err);
+}
+
+int cgroup_manager_ahead_init_fds(struct cgroup_manager *m,
+                                  int fds[CGROUP_MAX_HIER], int *nfds,
+                                  struct sbx_err *err)
+{
+	if (!m->ahead)
+		return sbx_err_set(err, ENOENT, "cgroup: no set made ahead");
+	return init_fds(m, CGROUP_AHEAD, fds, nfds, err);
+}
+
+bool cgroup_sandbox_was_ahead(const struct cgroup_sandbox *s)
+{
+	return s->was_ahead;
 }
 
 int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out)

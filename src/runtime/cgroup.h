@@ -144,6 +144,13 @@ int cgroup_sandbox_add_init(struct cgroup_sandbox *s, pid_t pid,
  * the fds. */
 int cgroup_sandbox_init_fds(struct cgroup_sandbox *s, int fds[CGROUP_MAX_HIER],
                             int *nfds, struct sbx_err *err);
+/* The same for the set made ahead (-ENOENT: none), for an init made ahead
+ * too: it is in the next sandbox's cgroups when they are renamed. */
+int cgroup_manager_ahead_init_fds(struct cgroup_manager *m,
+                                  int fds[CGROUP_MAX_HIER], int *nfds,
+                                  struct sbx_err *err);
+/* Whether cgroup_sandbox_new took the set made ahead for s. */
+bool cgroup_sandbox_was_ahead(const struct cgroup_sandbox *s);
 int cgroup_sandbox_stats(struct cgroup_sandbox *s, struct cgroup_stats *out);
 /* Freeze (or thaw) every command of the sandbox, not its init
  * (cgroup_freeze.c). 0: done; -EAGAIN: freezing, not every task stopped

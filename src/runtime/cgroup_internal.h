@@ -80,6 +80,7 @@ struct cgroup_sandbox {
 	uint8_t *state; /* enum cgroup_leaf_state, per leaf c<N> */
 	int *free;      /* stack of free leaf indexes */
 	int nleaves, cap, nfree, ndraining;
+	bool was_ahead; /* its cgroups are the set made ahead */
 };
 
 /* "rel/file" (or "file" when rel is ""), relative to a hierarchy's dfd. */

@@ -162,7 +162,7 @@ _Noreturn void init_run(void)
 	const int sock = INIT_SOCK_FD;
 	struct stat st;
 
-	prctl(PR_SET_NAME, INIT_NAME);
+	prctl(PR_SET_NAME, INIT_AHEAD_NAME);
 	/* our parent is the daemon: the zygote cloned us as its sibling
 	 * (CLONE_PARENT) */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -189,15 +189,18 @@ _Noreturn void init_run(void)
 	/* The signal mask and dispositions are the zygote's, set once for
 	 * all its forks (zygote_main). */
 
-	int files_userns;
-	if (recv_params(buf, sizeof(buf), &params, &files_userns, &err) < 0)
-		goto failed;
-	set_rlimits(a);
+	/* What needs no parameters first: an init made ahead of its start
+	 * (runtime_make_ahead) does it before the start comes. */
 	if (sethostname("sandbox", 7) < 0) {
 		sbx_err_sys(&err, errno, "sethostname");
 		goto failed;
 	}
 	loopback_up();
+	int files_userns;
+	if (recv_params(buf, sizeof(buf), &params, &files_userns, &err) < 0)
+		goto failed;
+	prctl(PR_SET_NAME, INIT_NAME);
+	set_rlimits(a);
 	struct rootfs_spec spec = {.image_dir = a->image_dir,
 	                           .usr_mask = a->usr_mask,
 	                           .mnt_dir = a->mnt_dir,

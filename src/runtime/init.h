@@ -18,6 +18,9 @@
 #define SBX_INIT_H
 
 #define INIT_NAME "sandboxd-init" /* argv[0], comm and /proc/1/cmdline */
+/* its comm until its parameters come: an init made ahead of its start
+ * (runtime_make_ahead) waits under this name, the others for a moment */
+#define INIT_AHEAD_NAME "sandboxd-ahead"
 #define INIT_SOCK_FD 3
 #define INIT_USERNS_FD 4
 

@@ -54,6 +54,7 @@ int runtime_new(const char *state_dir, uint64_t store_bytes,
 	int r;
 	if (!rt)
 		return sbx_err_set(err, ENOMEM, "out of memory");
+	rt->ahead.sock = -1;
 	/* first, while the daemon has few fds: these stay low numbers */
 	if ((r = zygote_prepare(&rt->zygote, err)))
 		goto fail;
@@ -151,11 +152,27 @@ int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes, uint64_t pids,
 	return cgroup_manager_set_totals(rt->cg, memory_bytes, pids, err);
 }
 
+/* The init made ahead, killed and reaped (it is in the set made ahead, which
+ * can only be removed empty). */
+static void drop_ahead(struct runtime *rt)
+{
+	if (rt->ahead.pid > 0) {
+		kill(rt->ahead.pid, SIGKILL);
+		while (waitpid(rt->ahead.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	if (rt->ahead.sock >= 0)
+		close(rt->ahead.sock);
+	rt->ahead.pid = 0;
+	rt->ahead.sock = -1;
+}
+
 void runtime_free(struct runtime *rt)
 {
 	if (!rt)
 		return;
 	usrmask_job_free(rt->usr_mask_job);
+	drop_ahead(rt);
 	if (rt->cg) {
 		/* every sandbox is stopped by now: leave no empty cgroups */
 		cgroup_manager_remove(rt->cg, NULL);
@@ -203,11 +220,55 @@ void runtime_expect_base(struct runtime *rt, uid_t base)
 	rt->next_base = base;
 }
 
+/* init's socket: the daemon's end in sv[0]. Sized for the largest
+ * message either way (PROTO_SOCKBUF). */
+static int init_socketpair(int sv[2], struct sbx_err *err)
+{
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return sbx_err_sys(err, errno, "socketpair");
+	for (int i = 0; i < 2; i++) {
+		int sz = PROTO_SOCKBUF;
+		setsockopt(sv[i], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
+		setsockopt(sv[i], SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
+	}
+	return 0;
+}
+
+/* The next start's init, in the set made ahead: the zygote's clone, the
+ * joining of six cgroups and init's first steps leave the start. */
+static void make_ahead_init(struct runtime *rt)
+{
+	struct sbx_err err = {0};
+	int fds[CGROUP_MAX_HIER], nfds, sv[2];
+	if (rt->ahead.pid > 0 || !rt->next_base ||
+	    cgroup_manager_ahead_init_fds(rt->cg, fds, &nfds, &err) < 0)
+		return; /* v2: no set ahead */
+	pid_t pid = -1;
+	if (init_socketpair(sv, &err) == 0) {
+		pid = zygote_make_init(&rt->zygote, sv[1], rt->next_base, 0,
+		                       fds, nfds, &err);
+		close(sv[1]);
+		if (pid < 0)
+			close(sv[0]);
+	}
+	for (int i = 0; i < nfds; i++)
+		close(fds[i]);
+	if (pid < 0) {
+		log_warn("event=init-ahead-failed %s", err.msg);
+		return;
+	}
+	rt->ahead.pid = pid;
+	rt->ahead.sock = sv[0];
+	rt->ahead.base = rt->next_base;
+}
+
 void runtime_make_ahead(struct runtime *rt)
 {
 	struct sbx_err err = {0};
 	if (cgroup_manager_make_ahead(rt->cg, &rt->last_lim, &err) < 0)
 		log_warn("event=cgroups-ahead-failed %s", err.msg);
+	else
+		make_ahead_init(rt);
 }
 
 int runtime_start(struct runtime *rt, const char *name, uid_t base,
@@ -234,19 +295,14 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	if (owner != base &&
 	    (files_userns = userns_create_idmap(base, owner, err)) < 0)
 		return files_userns;
-	int sv[2];
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return sbx_err_sys(err, errno, "socketpair");
-	for (int i = 0; i < 2; i++) {
-		int sz = PROTO_SOCKBUF;
-		setsockopt(sv[i], SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
-		setsockopt(sv[i], SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz));
-	}
-	if ((r = cgroup_sandbox_new(rt->cg, name, lim, &out->cg, err))) {
-		close(sv[0]);
-		close(sv[1]);
+	/* the init made ahead is in the namespaces of its base only */
+	if (rt->ahead.pid > 0 && rt->ahead.base != base)
+		drop_ahead(rt);
+	r = cgroup_sandbox_new(rt->cg, name, lim, &out->cg, err);
+	if (rt->ahead.pid > 0 && (r < 0 || !cgroup_sandbox_was_ahead(out->cg)))
+		drop_ahead(rt); /* killed with the set that was not taken */
+	if (r < 0)
 		return r;
-	}
 
 	/* init's parameters wait in its socket before it runs: it never
 	 * waits for the daemon to be scheduled again. The user namespace that
@@ -265,10 +321,39 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	                         .seccomp = rt->seccomp};
 	static char buf[PROTO_MAX_PAYLOAD];
 	ssize_t len = proto_init_encode(&ip, buf, sizeof(buf));
-	if (len < 0)
-		r = sbx_err_set(err, E2BIG, "init parameters too long");
-	else if ((r = proto_send(sv[0], PROTO_INIT, 0, buf, (size_t)len,
-	                         &files_userns, files_userns >= 0 ? 1 : 0)) < 0)
+	if (len < 0) {
+		drop_ahead(rt); /* before its cgroups go */
+		cgroup_sandbox_destroy(out->cg, NULL);
+		out->cg = NULL;
+		return sbx_err_set(err, E2BIG, "init parameters too long");
+	}
+	/* The init made ahead takes them (it waits in the cgroups that are
+	 * the sandbox's now); one found gone is reaped, and one is made. */
+	if (rt->ahead.pid > 0) {
+		int sock = rt->ahead.sock;
+		pid_t pid = rt->ahead.pid;
+		rt->ahead.sock = -1;
+		rt->ahead.pid = 0;
+		if (proto_send(sock, PROTO_INIT, 0, buf, (size_t)len,
+		               &files_userns, files_userns >= 0 ? 1 : 0) == 0) {
+			out->init_pid = pid;
+			out->sock = sock;
+			rt->last_lim = *lim;
+			return 0;
+		}
+		rt->ahead.sock = sock;
+		rt->ahead.pid = pid;
+		drop_ahead(rt);
+	}
+
+	int sv[2];
+	if ((r = init_socketpair(sv, err)) < 0) {
+		cgroup_sandbox_destroy(out->cg, NULL);
+		out->cg = NULL;
+		return r;
+	}
+	if ((r = proto_send(sv[0], PROTO_INIT, 0, buf, (size_t)len,
+	                    &files_userns, files_userns >= 0 ? 1 : 0)) < 0)
 		r = sbx_err_sys(err, -r, "sending init its parameters");
 	int cg_fds[CGROUP_MAX_HIER], ncg = 0;
 	if (r == 0)

@@ -38,6 +38,14 @@ struct runtime {
 	uid_t next_base;      /* runtime_expect_base */
 	/* the last start's limits, for the set runtime_make_ahead makes */
 	struct cgroup_limits last_lim;
+	/* An init made ahead (runtime_make_ahead), waiting for its parameters
+	 * in the set of cgroups made ahead and in the user namespace of base;
+	 * pid 0: none. */
+	struct {
+		pid_t pid;
+		int sock;
+		uid_t base;
+	} ahead;
 	struct {
 		pid_t pid;
 		char name[16]; /* the sandbox it removes in place, or "" */
@@ -86,13 +94,17 @@ struct runtime_files {
 };
 
 /* The uid base the next start is expected to have (the next new
- * sandbox's), so that its user namespace is made ahead; 0: no guess. A
- * wrong guess costs a namespace made for nothing, never a wrong one. */
+ * sandbox's), so that its user namespace is made ahead, and its init with
+ * runtime_make_ahead; 0: no guess. A wrong guess costs a namespace and an
+ * init made for nothing (killed at the next start), never a wrong one. */
 void runtime_expect_base(struct runtime *rt, uid_t base);
 
 /* Make the next start's cgroups ahead, with the last start's limits
- * (cgroup_manager_make_ahead); for an idle moment of the daemon. A failure
- * only means the next start makes them itself. */
+ * (cgroup_manager_make_ahead), and its init in them (v1: where the set can
+ * be renamed), forked into the namespaces of the expected base and waiting
+ * for its parameters; for an idle moment of the daemon. A start whose
+ * base is another kills that init. A failure only means the next start
+ * makes them itself. */
 void runtime_make_ahead(struct runtime *rt);
 
 /* Start a sandbox's init. Returns at once: setup continues in init, which

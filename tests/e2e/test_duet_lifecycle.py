@@ -1,9 +1,11 @@
 """DELETE /api/rooms/{id}, idle stop and transparent restart, files and the
 session surviving daemon restarts, and processes dying with the daemon."""
 import os
+import re
 import threading
 import time
 
+import pytest
 import requests
 
 from helpers import (describe_pids, host_comms, host_pids_with_uid_range,
@@ -282,3 +284,83 @@ def test_zygote_killed_from_the_host_is_replaced_and_rooms_still_start(make_daem
     # and the zygote goes with the daemon
     d.stop()
     assert wait_until(lambda: not os.path.exists(f"/proc/{again[0]}"), 10)
+
+
+# cgroup v1 renames a directory, so there the next room's cgroups and its
+# init are made ahead (runtime_make_ahead); v2 renames none
+CGROUP_V1 = os.path.isdir("/sys/fs/cgroup/pids") and not os.path.exists(
+    "/sys/fs/cgroup/cgroup.controllers")
+
+
+def cgroup_of(pid, controller="pids"):
+    with open(f"/proc/{pid}/cgroup") as f:
+        for line in f:
+            _, ctrls, path = line.rstrip("\n").split(":", 2)
+            if controller in ctrls.split(","):
+                return path
+    return None
+
+
+def user_ns_of_fd(pid, fd):
+    return os.readlink(f"/proc/{pid}/fd/{fd}")
+
+
+@pytest.mark.skipif(not CGROUP_V1, reason="inits are made ahead on cgroup v1 only")
+def test_the_next_rooms_init_waits_ahead_and_the_next_room_is_it(make_daemon, new_room):
+    d = make_daemon()
+    first, second = new_room(), new_room()
+    assert d.run(first, "echo a")["stdout"] == "a\n"
+    ahead = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
+    assert len(ahead) == 1, ahead
+    p = ahead[0]
+    assert cgroup_of(p).endswith("/ahead/init"), cgroup_of(p)
+    # the second room runs in the user namespace that process holds (fd 4
+    # until it starts: the one init enters), and it is the room's init now
+    ns = user_ns_of_fd(p, 4)
+    assert ns.startswith("user:["), ns
+    res = d.run(second, "readlink /proc/self/ns/user")
+    assert res["stdout"].strip() == ns, res
+    assert p in children_named(d.pid, "sandboxd-init")
+    assert re.search(r"/s\d+/init$", cgroup_of(p)), cgroup_of(p)
+    # another waits for the third, in a new set named ahead
+    nxt = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
+    assert len(nxt) == 1 and nxt[0] != p, nxt
+    parent = "/sys/fs/cgroup/pids" + cgroup_of(nxt[0]).rsplit("/", 2)[0]
+    assert os.path.isdir(parent + "/ahead")
+    # the daemon's stop kills and reaps it, and removes its cgroups
+    d.stop()
+    assert not os.path.exists(f"/proc/{nxt[0]}")
+    assert not os.path.exists(parent + "/ahead")
+
+
+@pytest.mark.skipif(not CGROUP_V1, reason="inits are made ahead on cgroup v1 only")
+def test_an_init_made_ahead_for_another_room_is_killed_and_reaped(make_daemon, room):
+    d = make_daemon("--sleep-after", "1s")
+    d.run(room, "echo persisted > /workspace/a.txt")
+    p = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
+    assert len(p) == 1, p
+    pat = room_name_re(room)
+    assert wait_until(lambda: any(pat.search(l) and "stopped" in l and "idle" in l
+                                  for l in d.log_text().splitlines()), 10, interval=0.2), \
+        d.log_tail()
+    # the room starts again with its own uid range, not the next new
+    # room's that the waiting init was made for
+    res = d.run(room, "cat /workspace/a.txt")
+    assert res["stdout"] == "persisted\n", res
+    assert wait_until(lambda: not os.path.exists(f"/proc/{p[0]}"), 5), \
+        f"the init made ahead ({p[0]}) is still there (not reaped?)"
+
+
+@pytest.mark.skipif(not CGROUP_V1, reason="inits are made ahead on cgroup v1 only")
+def test_an_init_made_ahead_killed_from_the_host_is_replaced(make_daemon, new_room):
+    d = make_daemon()
+    first, second = new_room(), new_room()
+    assert d.run(first, "echo a")["stdout"] == "a\n"
+    p = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
+    assert len(p) == 1, p
+    os.kill(p[0], 9)
+    # the next room finds it gone, reaps it and has an init made at once
+    res = d.run(second, "cat /proc/1/comm")
+    assert res["stdout"] == "sandboxd-init\n", res
+    assert not os.path.exists(f"/proc/{p[0]}"), "the killed one was not reaped"
+    assert d.run(first, "echo again")["stdout"] == "again\n"
