@@ -152,10 +152,30 @@ int runtime_set_totals(struct runtime *rt, uint64_t memory_bytes, uint64_t pids,
 	return cgroup_manager_set_totals(rt->cg, memory_bytes, pids, err);
 }
 
+/* The zygote's answer to make_ahead_init's request, which the daemon did
+ * not wait for: it is there by the next start (the zygote clones while
+ * the daemon goes on), and it is taken before the zygote is asked again. */
+static void ahead_settle(struct runtime *rt)
+{
+	if (!rt->ahead.asked)
+		return;
+	rt->ahead.asked = false;
+	struct sbx_err err = {0};
+	pid_t pid = zygote_answer(&rt->zygote, &err);
+	if (pid > 0) {
+		rt->ahead.pid = pid;
+		return;
+	}
+	log_warn("event=init-ahead-failed %s", err.msg);
+	close(rt->ahead.sock);
+	rt->ahead.sock = -1;
+}
+
 /* The init made ahead, killed and reaped (it is in the set made ahead, which
  * can only be removed empty). */
 static void drop_ahead(struct runtime *rt)
 {
+	ahead_settle(rt);
 	if (rt->ahead.pid > 0) {
 		kill(rt->ahead.pid, SIGKILL);
 		while (waitpid(rt->ahead.pid, NULL, 0) < 0 && errno == EINTR)
@@ -235,29 +255,31 @@ static int init_socketpair(int sv[2], struct sbx_err *err)
 }
 
 /* The next start's init, in the set made ahead: the zygote's clone, the
- * joining of six cgroups and init's first steps leave the start. */
+ * joining of six cgroups and init's first steps leave the start. Asked for,
+ * not waited for (ahead_settle): the started sandbox's init needs the
+ * daemon when it is ready. */
 static void make_ahead_init(struct runtime *rt)
 {
 	struct sbx_err err = {0};
 	int fds[CGROUP_MAX_HIER], nfds, sv[2];
-	if (rt->ahead.pid > 0 || !rt->next_base ||
+	if (rt->ahead.pid > 0 || rt->ahead.asked || !rt->next_base ||
 	    cgroup_manager_ahead_init_fds(rt->cg, fds, &nfds, &err) < 0)
 		return; /* v2: no set ahead */
-	pid_t pid = -1;
-	if (init_socketpair(sv, &err) == 0) {
-		pid = zygote_make_init(&rt->zygote, sv[1], rt->next_base, 0,
-		                       fds, nfds, &err);
+	int r = init_socketpair(sv, &err);
+	if (r == 0) {
+		r = zygote_ask(&rt->zygote, sv[1], rt->next_base, 0, fds, nfds,
+		               &err);
 		close(sv[1]);
-		if (pid < 0)
+		if (r < 0)
 			close(sv[0]);
 	}
 	for (int i = 0; i < nfds; i++)
 		close(fds[i]);
-	if (pid < 0) {
+	if (r < 0) {
 		log_warn("event=init-ahead-failed %s", err.msg);
 		return;
 	}
-	rt->ahead.pid = pid;
+	rt->ahead.asked = true;
 	rt->ahead.sock = sv[0];
 	rt->ahead.base = rt->next_base;
 }
@@ -296,6 +318,7 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	    (files_userns = userns_create_idmap(base, owner, err)) < 0)
 		return files_userns;
 	/* the init made ahead is in the namespaces of its base only */
+	ahead_settle(rt);
 	if (rt->ahead.pid > 0 && rt->ahead.base != base)
 		drop_ahead(rt);
 	r = cgroup_sandbox_new(rt->cg, name, lim, &out->cg, err);

@@ -40,9 +40,10 @@ struct runtime {
 	struct cgroup_limits last_lim;
 	/* An init made ahead (runtime_make_ahead), waiting for its parameters
 	 * in the set of cgroups made ahead and in the user namespace of base;
-	 * pid 0: none. */
+	 * pid 0: none, or asked of the zygote and not answered yet. */
 	struct {
 		pid_t pid;
+		bool asked;
 		int sock;
 		uid_t base;
 	} ahead;

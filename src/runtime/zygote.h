@@ -69,6 +69,12 @@ int zygote_launch(struct zygote *z, struct sbx_err *err);
  * found gone is started again. */
 pid_t zygote_make_init(struct zygote *z, int sock, uid_t base, uid_t next_base,
                        const int *cg_fds, int ncg, struct sbx_err *err);
+/* The same in two halves, for a caller with other work meanwhile: the
+ * request (0, or -errno), then its answer (as zygote_make_init's). Every
+ * request is answered in order: one answer is taken before the next ask. */
+int zygote_ask(struct zygote *z, int sock, uid_t base, uid_t next_base,
+               const int *cg_fds, int ncg, struct sbx_err *err);
+pid_t zygote_answer(struct zygote *z, struct sbx_err *err);
 /* Stop the zygote and close the fds. */
 void zygote_close(struct zygote *z);
 

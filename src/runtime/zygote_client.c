@@ -208,14 +208,13 @@ static int answer(struct zygote *z, struct proto_status *st)
 	}
 }
 
-pid_t zygote_make_init(struct zygote *z, int sock, uid_t base, uid_t next_base,
-                       const int *cg_fds, int ncg, struct sbx_err *err)
+int zygote_ask(struct zygote *z, int sock, uid_t base, uid_t next_base,
+               const int *cg_fds, int ncg, struct sbx_err *err)
 {
 	int fds[PROTO_MAX_FDS] = {sock};
 	struct zygote_start zs = {.ncg = (uint32_t)ncg,
 	                          .base = (uint32_t)base,
 	                          .next_base = (uint32_t)next_base};
-	struct proto_status st;
 	int r;
 
 	if (ncg < 0 || ncg > PROTO_MAX_FDS - 1)
@@ -242,6 +241,13 @@ pid_t zygote_make_init(struct zygote *z, int sock, uid_t base, uid_t next_base,
 			return sbx_err_sys(err, -r,
 			                   "asking the zygote for init");
 	}
+	return 0;
+}
+
+pid_t zygote_answer(struct zygote *z, struct sbx_err *err)
+{
+	struct proto_status st;
+	int r;
 	if ((r = answer(z, &st)) < 0) {
 		drop(z);
 		return sbx_err_sys(err, -r, "waiting for the zygote");
@@ -252,4 +258,11 @@ pid_t zygote_make_init(struct zygote *z, int sock, uid_t base, uid_t next_base,
 	if (st.err)
 		return sbx_err_sys(err, st.err, "clone sandbox init");
 	return st.pid;
+}
+
+pid_t zygote_make_init(struct zygote *z, int sock, uid_t base, uid_t next_base,
+                       const int *cg_fds, int ncg, struct sbx_err *err)
+{
+	int r = zygote_ask(z, sock, base, next_base, cg_fds, ncg, err);
+	return r < 0 ? r : zygote_answer(z, err);
 }
