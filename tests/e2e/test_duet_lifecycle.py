@@ -301,8 +301,11 @@ def cgroup_of(pid, controller="pids"):
     return None
 
 
-def user_ns_of_fd(pid, fd):
-    return os.readlink(f"/proc/{pid}/fd/{fd}")
+def the_init_made_ahead(d):
+    """The one init waiting for the next room (after a start), its pid."""
+    ahead = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
+    assert len(ahead) == 1, ahead
+    return ahead[0]
 
 
 @pytest.mark.skipif(not CGROUP_V1, reason="inits are made ahead on cgroup v1 only")
@@ -310,13 +313,11 @@ def test_the_next_rooms_init_waits_ahead_and_the_next_room_is_it(make_daemon, ne
     d = make_daemon()
     first, second = new_room(), new_room()
     assert d.run(first, "echo a")["stdout"] == "a\n"
-    ahead = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
-    assert len(ahead) == 1, ahead
-    p = ahead[0]
+    p = the_init_made_ahead(d)
     assert cgroup_of(p).endswith("/ahead/init"), cgroup_of(p)
     # the second room runs in the user namespace that process holds (fd 4
     # until it starts: the one init enters), and it is the room's init now
-    ns = user_ns_of_fd(p, 4)
+    ns = os.readlink(f"/proc/{p}/fd/4")
     assert ns.startswith("user:["), ns
     res = d.run(second, "readlink /proc/self/ns/user")
     assert res["stdout"].strip() == ns, res
@@ -337,8 +338,7 @@ def test_the_next_rooms_init_waits_ahead_and_the_next_room_is_it(make_daemon, ne
 def test_an_init_made_ahead_for_another_room_is_killed_and_reaped(make_daemon, room):
     d = make_daemon("--sleep-after", "1s")
     d.run(room, "echo persisted > /workspace/a.txt")
-    p = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
-    assert len(p) == 1, p
+    p = the_init_made_ahead(d)
     pat = room_name_re(room)
     assert wait_until(lambda: any(pat.search(l) and "stopped" in l and "idle" in l
                                   for l in d.log_text().splitlines()), 10, interval=0.2), \
@@ -347,8 +347,8 @@ def test_an_init_made_ahead_for_another_room_is_killed_and_reaped(make_daemon, r
     # room's that the waiting init was made for
     res = d.run(room, "cat /workspace/a.txt")
     assert res["stdout"] == "persisted\n", res
-    assert wait_until(lambda: not os.path.exists(f"/proc/{p[0]}"), 5), \
-        f"the init made ahead ({p[0]}) is still there (not reaped?)"
+    assert wait_until(lambda: not os.path.exists(f"/proc/{p}"), 5), \
+        f"the init made ahead ({p}) is still there (not reaped?)"
 
 
 @pytest.mark.skipif(not CGROUP_V1, reason="inits are made ahead on cgroup v1 only")
@@ -356,11 +356,10 @@ def test_an_init_made_ahead_killed_from_the_host_is_replaced(make_daemon, new_ro
     d = make_daemon()
     first, second = new_room(), new_room()
     assert d.run(first, "echo a")["stdout"] == "a\n"
-    p = wait_until(lambda: children_named(d.pid, "sandboxd-ahead"), 10)
-    assert len(p) == 1, p
-    os.kill(p[0], 9)
+    p = the_init_made_ahead(d)
+    os.kill(p, 9)
     # the next room finds it gone, reaps it and has an init made at once
     res = d.run(second, "cat /proc/1/comm")
     assert res["stdout"] == "sandboxd-init\n", res
-    assert not os.path.exists(f"/proc/{p[0]}"), "the killed one was not reaped"
+    assert not os.path.exists(f"/proc/{p}"), "the killed one was not reaped"
     assert d.run(first, "echo again")["stdout"] == "again\n"
