@@ -358,6 +358,12 @@ def test_an_init_made_ahead_killed_from_the_host_is_replaced(make_daemon, new_ro
     assert d.run(first, "echo a")["stdout"] == "a\n"
     p = the_init_made_ahead(d)
     os.kill(p, 9)
+
+    def dead():  # a zombie (the kill takes effect when it next runs)
+        with open(f"/proc/{p}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+
+    assert wait_until(dead, 10), f"{p} did not die of SIGKILL"
     # the next room finds it gone, reaps it and has an init made at once
     res = d.run(second, "cat /proc/1/comm")
     assert res["stdout"] == "sandboxd-init\n", res
