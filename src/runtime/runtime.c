@@ -353,19 +353,15 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	/* The init made ahead takes them (it waits in the cgroups that are
 	 * the sandbox's now); one found gone is reaped, and one is made. */
 	if (rt->ahead.pid > 0) {
-		int sock = rt->ahead.sock;
-		pid_t pid = rt->ahead.pid;
-		rt->ahead.sock = -1;
-		rt->ahead.pid = 0;
-		if (proto_send(sock, PROTO_INIT, 0, buf, (size_t)len,
+		if (proto_send(rt->ahead.sock, PROTO_INIT, 0, buf, (size_t)len,
 		               &files_userns, files_userns >= 0 ? 1 : 0) == 0) {
-			out->init_pid = pid;
-			out->sock = sock;
+			out->init_pid = rt->ahead.pid;
+			out->sock = rt->ahead.sock;
+			rt->ahead.pid = 0;
+			rt->ahead.sock = -1;
 			rt->last_lim = *lim;
 			return 0;
 		}
-		rt->ahead.sock = sock;
-		rt->ahead.pid = pid;
 		drop_ahead(rt);
 	}
 
