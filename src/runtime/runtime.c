@@ -187,6 +187,24 @@ static void drop_ahead(struct runtime *rt)
 	rt->ahead.sock = -1;
 }
 
+/* The same on a start's way: killed now and reaped by runtime_collect,
+ * as the cleaners are (its exit, a copy of the host's mount namespace
+ * going away, is ~2 ms here); waited for only when that list is full. It
+ * may still be dying in the set the start takes: it holds nothing there. */
+static void drop_ahead_later(struct runtime *rt)
+{
+	ahead_settle(rt);
+	size_t max = sizeof(rt->cleaners) / sizeof(rt->cleaners[0]);
+	if (rt->ahead.pid > 0 && rt->ncleaners < max) {
+		kill(rt->ahead.pid, SIGKILL);
+		rt->cleaners[rt->ncleaners].pid = rt->ahead.pid;
+		rt->cleaners[rt->ncleaners].name[0] = '\0';
+		rt->ncleaners++;
+		rt->ahead.pid = 0;
+	}
+	drop_ahead(rt);
+}
+
 void runtime_free(struct runtime *rt)
 {
 	if (!rt)
@@ -320,7 +338,7 @@ int runtime_start(struct runtime *rt, const char *name, uid_t base,
 	/* the init made ahead is in the namespaces of its base only */
 	ahead_settle(rt);
 	if (rt->ahead.pid > 0 && rt->ahead.base != base)
-		drop_ahead(rt);
+		drop_ahead_later(rt);
 	r = cgroup_sandbox_new(rt->cg, name, lim, &out->cg, err);
 	if (rt->ahead.pid > 0 && (r < 0 || !cgroup_sandbox_was_ahead(out->cg)))
 		drop_ahead(rt); /* killed with the set that was not taken */

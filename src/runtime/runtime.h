@@ -50,7 +50,8 @@ struct runtime {
 	struct {
 		pid_t pid;
 		char name[16]; /* the sandbox it removes in place, or "" */
-	} cleaners[64];        /* removing children not yet reaped */
+	} cleaners[64];        /* removing children not yet reaped, and inits
+	                          made ahead for nothing (killed) */
 	size_t ncleaners;
 	struct usrmask_job *usr_mask_job; /* builds usr_mask_dir at start */
 	bool usr_mask_done;
