@@ -15,6 +15,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "lib/cleanup.h"
 #include "runtime/fsutil.h"
 
 static _Noreturn void fail(int e, const char *what)
@@ -61,10 +62,9 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* Big steps: the daemon gives stdout and stdin pipes of BUILTIN_PIPE_SZ.
- * The page cache goes into the pipe by reference (splice), and the pipe
- * into the file by the kernel's own copy: nothing passes through this
- * process. read and write (a file system or an fd that cannot splice) are
- * the fallback. */
+ * A file's page cache goes into the stdout pipe by reference (splice;
+ * read and write where a file system cannot splice); stdin is read and
+ * written (copy_in). */
 #define STEP ((size_t)BUILTIN_PIPE_SZ)
 
 static volatile sig_atomic_t write_cancelled;
@@ -97,51 +97,37 @@ static _Noreturn void copy_out(int fd)
 }
 
 /* stdin into fd, at most max bytes (one more tells that it is longer):
- * the bytes taken, or -errno. */
+ * the bytes taken, or -errno. read and write, not splice: a splice into a
+ * file holds the pipe's lock while the file system takes the bytes, so
+ * the daemon could not refill the pipe meanwhile; read lets go of it
+ * after the copy out (a 256 MiB PUT: 559-638 -> 663-724 MB/s, p50 of 5;
+ * a splice into a file copies the bytes as write does). */
 static long long copy_in(int fd, long long max)
 {
 	long long got = 0;
-	bool can_splice = true;
-	char *buf = NULL;
+	_cleanup_free_ char *buf = malloc(STEP);
+	if (!buf)
+		return -ENOMEM;
 	for (;;) {
 		if (write_cancelled)
 			return -ECANCELED;
 		size_t want = STEP;
 		if (max - got < (long long)want)
 			want = (size_t)(max - got) + 1;
-		ssize_t n;
-		if (can_splice) {
-			n = splice(0, NULL, fd, NULL, want, SPLICE_F_MORE);
-			if (n < 0 && errno == EINVAL) {
-				can_splice = false;
-				continue;
-			}
-		} else {
-			if (!buf && !(buf = malloc(STEP)))
-				return -ENOMEM;
-			n = read(0, buf, want);
-			if (n > 0) {
-				int r = write_all(fd, buf, (size_t)n);
-				if (r < 0) {
-					free(buf);
-					return r;
-				}
-			}
-		}
+		ssize_t n = read(0, buf, want);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			int e = errno;
-			free(buf);
-			return -e;
-		}
+		if (n < 0)
+			return -errno;
 		if (n == 0)
 			break;
+		int r = write_all(fd, buf, (size_t)n);
+		if (r < 0)
+			return r;
 		got += n;
 		if (got > max)
 			break;
 	}
-	free(buf);
 	return got;
 }
 

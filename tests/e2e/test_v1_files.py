@@ -627,6 +627,33 @@ def test_one_gib_round_trip_in_bounded_memory(v1, sid):
     assert size == f"{GIB}\n"
 
 
+def test_the_store_caches_file_data_once(v1, sid):
+    """The btrfs store's loop device does direct I/O on store.img where
+    its file system takes O_DIRECT (docs/operations.md, "The disk store"):
+    a file written in a sandbox is not cached a second time as pages of
+    the image, and a written file reads back whole."""
+    state = v1.d.state_dir
+    mnt = os.path.join(state, "sandboxes")
+    dev = None
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, post = line.split(" - ", 1)
+            if pre.split()[4] == mnt and post.split()[0] == "btrfs":
+                dev = os.path.basename(post.split()[1])  # /dev/loopN
+    if dev is None:
+        pytest.skip("the store is plain directories here")
+    try:
+        os.close(os.open(os.path.join(state, "store.img"), os.O_RDONLY | os.O_DIRECT))
+    except OSError as e:
+        pytest.skip(f"store.img's file system refuses O_DIRECT: {e}")
+    with open(f"/sys/block/{dev}/loop/dio") as f:
+        assert f.read().strip() == "1"
+    blob = os.urandom(3 << 20) + b"tail"
+    assert v1.put(file_url(sid, "dio.bin"), data=blob).status_code == 201
+    v1.sh(sid, "sync")
+    assert v1.get(file_url(sid, "dio.bin")).content == blob
+
+
 # --- the fast path: big files pulled from the builtin's pipe into the server's buffer ---
 
 SPLICE_MIN = 256 << 10  # where an earlier version spliced into the socket instead
