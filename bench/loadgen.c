@@ -1085,12 +1085,94 @@ static int mode_file(int put)
 	return 0;
 }
 
+/* ---- loopback mode: the ceiling of a GET here ---------------------------- */
+
+/* The GET's bytes with no HTTP and no sandbox: a cached file of --size
+ * bytes (written to the path given as --body, removed after) read 1 MiB
+ * at a time and sent into a loopback TCP connection by a child, received
+ * and checked by this process as mode_file's GET does. read + send, not
+ * sendfile: on this VM sendfile's page references carried 1.2-1.3 GB/s
+ * where read + send carried 1.5-2.7 (bench/ANALYSIS.md). */
+static int mode_loopback(void)
+{
+	if (o.requests <= 0)
+		o.requests = 3;
+	if (o.size <= 0 || !o.body)
+		die("loopback: give --size and --body FILE (written, then removed)");
+	make_block();
+	int f = open(o.body, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (f < 0)
+		die("%s: %s", o.body, strerror(errno));
+	for (long long off = 0; off < o.size; off += BLOCK) {
+		size_t take = BLOCK;
+		if ((long long)take > o.size - off)
+			take = (size_t)(o.size - off);
+		if (write(f, block, take) != (ssize_t)take)
+			die("%s: %s", o.body, strerror(errno));
+	}
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t alen = sizeof(a);
+	if (ls < 0 || bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    listen(ls, 1) < 0 || getsockname(ls, (struct sockaddr *)&a, &alen) < 0)
+		die("loopback: %s", strerror(errno));
+	char *rb = malloc(BLOCK);
+	if (!rb)
+		die("out of memory");
+	for (long i = 0; i < o.requests; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (pid == 0) {
+			int c = accept(ls, NULL, NULL);
+			off_t off = 0;
+			ssize_t k;
+			while (c >= 0 && off < o.size) {
+				if ((k = pread(f, rb, BLOCK, off)) <= 0 ||
+				    send_all(c, rb, (size_t)k) < 0)
+					_exit(1);
+				off += k;
+			}
+			_exit(c < 0);
+		}
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+			die("loopback: connect: %s", strerror(errno));
+		struct verify v = {0};
+		double t0 = mono_us();
+		ssize_t n;
+		while ((n = recv(fd, rb, BLOCK, 0)) > 0)
+			verify_sink(rb, (size_t)n, &v);
+		double us = mono_us() - t0;
+		close(fd);
+		int st;
+		waitpid(pid, &st, 0);
+		if (v.off != (unsigned long long)o.size || v.bad || st != 0)
+			add_err("transfer %ld: %llu bytes%s, sender status %d", i, v.off,
+				v.bad ? " with wrong content" : "", st);
+		else {
+			n_ok++;
+			push(&lat, us);
+		}
+	}
+	close(ls);
+	close(f);
+	unlink(o.body);
+	printf("{\"mode\": \"loopback\", \"bytes\": %lld, ", o.size);
+	print_common();
+	printf(", ");
+	print_samples("us", &lat);
+	printf("}\n");
+	return 0;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: loadgen load|sse|pipe|put|get --port P [--host 127.x.x.x]\n"
+		"usage: loadgen load|sse|pipe|put|get|loopback --port P [--host 127.x.x.x]\n"
 		"  [--method M] [--path TEMPLATE] [--body JSON] [--header 'K: V']...\n"
 		"  [--conns C] [--sandboxes K | --unique] [--prefix P] [--seq-start N]\n"
 		"  [--requests N | --duration S] [--expect SUBSTR] [--timeout S]\n"
@@ -1157,7 +1239,8 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if ((o.port <= 0 && strcmp(o.mode, "pipe")) || o.conns <= 0 || o.sandboxes <= 0)
+	if ((o.port <= 0 && strcmp(o.mode, "pipe") && strcmp(o.mode, "loopback")) ||
+	    o.conns <= 0 || o.sandboxes <= 0)
 		usage();
 	signal(SIGPIPE, SIG_IGN);
 	if (!strcmp(o.mode, "load"))
@@ -1170,5 +1253,7 @@ int main(int argc, char **argv)
 		return mode_file(1);
 	if (!strcmp(o.mode, "get"))
 		return mode_file(0);
+	if (!strcmp(o.mode, "loopback"))
+		return mode_loopback();
 	usage();
 }
