@@ -51,7 +51,7 @@
 
 #define BUILTIN_HEARTBEAT_S 1
 /* The size the daemon gives a builtin's stdout and stdin pipes: a file's
- * bytes are spliced through them in steps of this */
+ * bytes go through them in steps of this (spliced out, read in) */
 #define BUILTIN_PIPE_SZ (1 << 20)
 
 _Noreturn void builtin_run(int argc, const char *const *argv);
