@@ -93,6 +93,26 @@ static int loop_attach(const char *image, char *dev, size_t cap,
 	return sbx_err_set(err, EBUSY, "no free loop device");
 }
 
+/* A store still mounted by a daemon that was killed: its loop device
+ * does direct I/O from now on too (loop_attach), when it was set up
+ * buffered (an older daemon). Best effort: buffered still works. */
+static void loop_direct_io(const char *dir)
+{
+	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct btrfs_ioctl_fs_info_args fs = {0};
+	if (dfd < 0 || ioctl(dfd, BTRFS_IOC_FS_INFO, &fs) < 0 ||
+	    fs.num_devices != 1)
+		return;
+	struct btrfs_ioctl_dev_info_args dev = {.devid = fs.max_id};
+	if (ioctl(dfd, BTRFS_IOC_DEV_INFO, &dev) < 0 ||
+	    strncmp((const char *)dev.path, "/dev/loop", 9) != 0)
+		return;
+	_cleanup_close_ int lfd =
+	    open((const char *)dev.path, O_RDWR | O_CLOEXEC);
+	if (lfd >= 0)
+		ioctl(lfd, LOOP_SET_DIRECT_IO, 1UL);
+}
+
 static bool is_btrfs(const char *dir)
 {
 	struct statfs sf;
@@ -192,6 +212,7 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 		goto fail;
 	}
 	if (is_btrfs(s->dir)) { /* a previous daemon's mount, still there */
+		loop_direct_io(s->dir);
 		s->quotas = true;
 		s->mounted_by_us =
 		    true; /* ours all the same: unmounted at exit */

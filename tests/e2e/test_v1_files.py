@@ -2,6 +2,7 @@
 small daemon RSS), listings, deletes, persist/hydrate tars, paths and
 symlinks that try to leave /workspace, interrupted and concurrent uploads."""
 import base64
+import fcntl
 import hashlib
 import http.client
 import io
@@ -14,12 +15,14 @@ import time
 import pytest
 import requests
 
-from helpers import (RssSampler, assert_error, assert_raw_error, vm_rss_kib, wait_until)
+from helpers import (V1, RssSampler, assert_error, assert_raw_error, vm_rss_kib,
+                     wait_until)
 
 # ASan's shadow memory and quarantine grow a sanitized daemon's RSS with
 # every byte it moves: the bound is for the real build (make test-asan sets
 # SBX_SANITIZED), where it is the acceptance criterion.
 RSS_LIMIT_KIB = (1024 if os.environ.get("SBX_SANITIZED") else 64) * 1024
+LOOP_SET_DIRECT_IO = 0x4C08  # linux/loop.h
 
 
 def file_url(sid, path):
@@ -627,12 +630,10 @@ def test_one_gib_round_trip_in_bounded_memory(v1, sid):
     assert size == f"{GIB}\n"
 
 
-def test_the_store_caches_file_data_once(v1, sid):
-    """The btrfs store's loop device does direct I/O on store.img where
-    its file system takes O_DIRECT (docs/operations.md, "The disk store"):
-    a file written in a sandbox is not cached a second time as pages of
-    the image, and a written file reads back whole."""
-    state = v1.d.state_dir
+def store_loop_dev(state):
+    """The loop device (loopN) under the daemon's btrfs store; skips the
+    test where the store is plain directories, or where store.img's file
+    system refuses O_DIRECT (the device then stays buffered)."""
     mnt = os.path.join(state, "sandboxes")
     dev = None
     with open("/proc/self/mountinfo") as f:
@@ -646,12 +647,42 @@ def test_the_store_caches_file_data_once(v1, sid):
         os.close(os.open(os.path.join(state, "store.img"), os.O_RDONLY | os.O_DIRECT))
     except OSError as e:
         pytest.skip(f"store.img's file system refuses O_DIRECT: {e}")
+    return dev
+
+
+def loop_dio(dev):
     with open(f"/sys/block/{dev}/loop/dio") as f:
-        assert f.read().strip() == "1"
+        return f.read().strip()
+
+
+def test_the_store_caches_file_data_once(v1, sid):
+    """The btrfs store's loop device does direct I/O on store.img
+    (docs/operations.md, "The disk store"): a file written in a sandbox is
+    not cached a second time as pages of the image, and a written file
+    reads back whole."""
+    assert loop_dio(store_loop_dev(v1.d.state_dir)) == "1"
     blob = os.urandom(3 << 20) + b"tail"
     assert v1.put(file_url(sid, "dio.bin"), data=blob).status_code == 201
     v1.sh(sid, "sync")
     assert v1.get(file_url(sid, "dio.bin")).content == blob
+
+
+def test_a_store_left_mounted_by_a_killed_daemon_gets_direct_io(make_daemon, sid):
+    """A daemon that was killed leaves the store mounted and the next one
+    takes the mount as it is; a loop device set up buffered (by an older
+    daemon) does direct I/O from then on, and the files are still there."""
+    d = make_daemon()
+    v1 = V1(d)
+    assert v1.put(file_url(sid, "kept.txt"), data=b"kept\n").status_code == 201
+    dev = store_loop_dev(d.state_dir)
+    d.kill()
+    with open(f"/dev/{dev}", "rb") as f:
+        fcntl.ioctl(f.fileno(), LOOP_SET_DIRECT_IO, 0)
+    assert loop_dio(dev) == "0"
+    d.restart()
+    assert store_loop_dev(d.state_dir) == dev  # the same mount, taken over
+    assert loop_dio(dev) == "1"
+    assert V1(d).get(file_url(sid, "kept.txt")).content == b"kept\n"
 
 
 # --- the fast path: big files pulled from the builtin's pipe into the server's buffer ---
