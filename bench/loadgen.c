@@ -1091,8 +1091,8 @@ static int mode_file(int put)
  * bytes (written to the path given as --body, removed after) read 1 MiB
  * at a time and sent into a loopback TCP connection by a child, received
  * and checked by this process as mode_file's GET does. read + send, not
- * sendfile: on this VM sendfile's page references carried 1.2-1.3 GB/s
- * where read + send carried 1.5-2.7 (bench/ANALYSIS.md). */
+ * sendfile: on this VM sendfile's page references carried 1.3-1.7 GB/s
+ * where read + send carried 2.4-2.9 (quiet machine, bench/ANALYSIS.md). */
 static int mode_loopback(void)
 {
 	if (o.requests <= 0)
