@@ -52,13 +52,7 @@ static int run_mkfs(const char *image, struct sbx_err *err)
 
 /* A loop device for image that goes away with its last user: returns its
  * open fd, which must stay open until the mount holds the device (with
- * autoclear, closing it first detaches the device at once).
- *
- * Direct I/O on the image where its file system allows it: buffered, every
- * page btrfs writes back is copied again into the page cache of store.img
- * (a kworker's memcpy, and the host holds the data twice), and that
- * writeback competes with the next write for the CPU. A 256 MiB PUT went
- * from 297-449 to 604-646 MB/s (p50 of 5, bench/ANALYSIS.md). */
+ * autoclear, closing it first detaches the device at once). */
 static int loop_attach(const char *image, char *dev, size_t cap,
                        struct sbx_err *err)
 {
@@ -67,7 +61,6 @@ static int loop_attach(const char *image, char *dev, size_t cap,
 	if (ctl < 0 || file < 0)
 		return sbx_err_sys(err, errno, "open loop-control or %s",
 		                   image);
-	uint32_t flags = LO_FLAGS_AUTOCLEAR | LO_FLAGS_DIRECT_IO;
 	for (int tries = 0; tries < 16; tries++) {
 		int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 		if (n < 0)
@@ -76,16 +69,11 @@ static int loop_attach(const char *image, char *dev, size_t cap,
 		_cleanup_close_ int lfd = open(dev, O_RDWR | O_CLOEXEC);
 		if (lfd < 0)
 			return sbx_err_sys(err, errno, "open %s", dev);
-		struct loop_config cfg = {.fd = (uint32_t)file,
-		                          .info = {.lo_flags = flags}};
+		struct loop_config cfg = {
+		    .fd = (uint32_t)file,
+		    .info = {.lo_flags = LO_FLAGS_AUTOCLEAR}};
 		if (ioctl(lfd, LOOP_CONFIGURE, &cfg) == 0)
 			return steal_fd(&lfd);
-		if (errno == EINVAL && (flags & LO_FLAGS_DIRECT_IO)) {
-			/* a file system without O_DIRECT: buffered, then */
-			flags &= ~(uint32_t)LO_FLAGS_DIRECT_IO;
-			tries--;
-			continue;
-		}
 		if (errno != EBUSY) /* EBUSY: someone took it first */
 			return sbx_err_sys(err, errno, "LOOP_CONFIGURE %s",
 			                   dev);
@@ -93,9 +81,14 @@ static int loop_attach(const char *image, char *dev, size_t cap,
 	return sbx_err_set(err, EBUSY, "no free loop device");
 }
 
-/* A store still mounted by a daemon that was killed: its loop device
- * does direct I/O from now on too (loop_attach), when it was set up
- * buffered (an older daemon). Best effort: buffered still works. */
+/* The store's loop device does direct I/O on the image, whether this
+ * daemon attached it or took over the mount of one that was killed (and
+ * may have attached it buffered). Buffered, every page btrfs writes back
+ * is copied again into the page cache of store.img (a kworker's memcpy,
+ * and the host holds the data twice), and that writeback competes with the
+ * next write for the CPU: a 256 MiB PUT went from 297-449 to 604-646 MB/s
+ * (p50 of 5, bench/ANALYSIS.md). Best effort: where the image's file
+ * system refuses O_DIRECT, the device stays buffered and works as well. */
 static void loop_direct_io(const char *dir)
 {
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -212,7 +205,6 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 		goto fail;
 	}
 	if (is_btrfs(s->dir)) { /* a previous daemon's mount, still there */
-		loop_direct_io(s->dir);
 		s->quotas = true;
 		s->mounted_by_us =
 		    true; /* ours all the same: unmounted at exit */
@@ -255,6 +247,7 @@ int store_open(const char *state_dir, uint64_t size_bytes, struct store **out,
 	s->mounted_by_us = true;
 	s->quotas = true;
 ready:
+	loop_direct_io(s->dir);
 	if ((r = enable_quotas(s->dir, err)) < 0 ||
 	    (r = store_prepare(s, err)) < 0)
 		goto fail;
